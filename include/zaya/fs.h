@@ -1,0 +1,16 @@
+/* Small file-system helpers used by every command that writes results. */
+#ifndef ZAYA_FS_H
+#define ZAYA_FS_H
+
+#include <stddef.h>
+#include "zaya/status.h"
+
+zaya_status zaya_mkdir_p(const char *path);
+/* Joins dir and name into out (size cap); errors if it does not fit. */
+zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *name);
+/* Writes bytes to path atomically: path.tmp, fsync, rename, fsync of the directory. */
+zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t len);
+/* Reads a whole file (malloc'd, NUL-terminated for convenience). */
+zaya_status zaya_read_file(const char *path, char **data, size_t *len);
+
+#endif

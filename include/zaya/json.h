@@ -1,0 +1,24 @@
+/* Thin helpers over cJSON: load a file with errors that name the path and key, typed getters that
+ * validate, and an atomic writer (temp file + fsync + rename). */
+#ifndef ZAYA_JSON_H
+#define ZAYA_JSON_H
+
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "zaya/status.h"
+
+zaya_status zaya_json_load_file(const char *path, cJSON **out);
+zaya_status zaya_json_parse(const char *text, const char *what, cJSON **out);
+/* Writes JSON text atomically; `pretty` selects indented output. */
+zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty);
+
+/* Getters. `required` = 1: a missing key is an error naming it. Missing optional keys leave *out
+ * untouched (so callers preset defaults). Wrong types and out-of-range values are always errors. */
+zaya_status zaya_json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required);
+zaya_status zaya_json_get_int(const cJSON *obj, const char *key, int *out, int required);
+zaya_status zaya_json_get_f64(const cJSON *obj, const char *key, double *out, int required);
+zaya_status zaya_json_get_bool(const cJSON *obj, const char *key, int *out, int required);
+/* Returns a pointer into the cJSON tree (valid while it lives). */
+zaya_status zaya_json_get_str(const cJSON *obj, const char *key, const char **out, int required);
+
+#endif

@@ -1,0 +1,47 @@
+/* Matrix multiplication through oneDNN.
+ *
+ *   C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]      for b in 0..batch-1
+ *
+ * op(X) is X or X^T (trans flags). All matrices are row-major; lda/ldb/ldc are the row strides
+ * (in elements) of the matrices as stored, so lda >= (trans_a ? m : k) etc. A and B share one
+ * input dtype (f32, or bf16 with f32 accumulation); C is always f32. beta is 0 (overwrite) or 1
+ * (accumulate: gradient accumulation). Batched operands are `stride_*` elements apart.
+ *
+ * oneDNN primitives are created once per distinct descriptor and cached, so the creation cost is
+ * paid on the first call of each shape only. The cache is process-wide and thread-safe; calls run on
+ * the OpenMP pool (zaya_threads_init). */
+#ifndef ZAYA_MATMUL_H
+#define ZAYA_MATMUL_H
+
+#include <stdint.h>
+
+#include "zaya/status.h"
+
+typedef enum zaya_dtype { ZAYA_DTYPE_F32 = 0, ZAYA_DTYPE_BF16 = 1 } zaya_dtype;
+
+typedef struct zaya_matmul_desc {
+    zaya_dtype dtype;
+    int trans_a, trans_b;
+    int64_t m, n, k;
+    int64_t lda, ldb, ldc; /* 0 selects the dense default */
+    int64_t batch;         /* 0 or 1: single product */
+    int64_t stride_a, stride_b, stride_c;
+    float alpha; /* 0 is treated as 1 so that a zero-initialised desc is a plain product */
+    float beta;  /* 0 or 1 */
+} zaya_matmul_desc;
+
+zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b, float *c);
+
+/* Shorthand for the common dense f32 case: C(m x n) = op(A) op(B) + beta*C. Asserts on failure
+ * (shapes come from the program, not the user). */
+void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                     float *c, float beta);
+/* Same with bf16 inputs (uint16_t storage, see bf16.h) and f32 output. */
+void zaya_matmul_bf16(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                      const uint16_t *b, float *c, float beta);
+
+/* Number of cached primitives (for tests and the benchmark), and a way to drop them. */
+int zaya_matmul_cache_size(void);
+void zaya_matmul_cache_clear(void);
+
+#endif

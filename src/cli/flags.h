@@ -1,0 +1,65 @@
+/* Command-line flags for every zaya command.
+ *
+ * Each command declares a table of flags; zaya_flags_parse() fills the destinations, collects
+ * positional arguments, prints --help, and rejects unknown flags or bad values with a message that
+ * names them (exit code 2). Accepted forms: --name value, --name=value, -x value, -xvalue, and `--`
+ * to end option parsing (everything after it is positional). */
+#ifndef ZAYA_CLI_FLAGS_H
+#define ZAYA_CLI_FLAGS_H
+
+#include <stdint.h>
+
+#include "zaya/status.h"
+
+typedef enum zaya_flag_kind {
+    ZAYA_FLAG_BOOL,   /* int*: presence sets 1 */
+    ZAYA_FLAG_INT,    /* int* */
+    ZAYA_FLAG_I64,    /* int64_t* */
+    ZAYA_FLAG_DOUBLE, /* double* */
+    ZAYA_FLAG_STRING, /* const char ** */
+    ZAYA_FLAG_BYTES,  /* int64_t*: 64, 8K, 128M, 1G (binary multiples, as nccl-tests) */
+} zaya_flag_kind;
+
+typedef struct zaya_flag {
+    const char *name; /* long name without dashes; NULL for short-only */
+    char short_name;  /* 0 for long-only */
+    zaya_flag_kind kind;
+    void *dst;
+    const char *metavar;
+    const char *help; /* should mention the default */
+} zaya_flag;
+
+typedef struct zaya_cmd_spec {
+    const char *name;    /* full command path, e.g. "bench kernels" */
+    const char *summary; /* one line */
+    const char *args;    /* positional synopsis, e.g. "[options] CONFIG" */
+    const char *details; /* optional paragraph printed after the flags */
+    const zaya_flag *flags;
+    int nflags;
+} zaya_cmd_spec;
+
+#define ZAYA_MAX_POSITIONAL 64
+typedef struct zaya_args {
+    int npos;
+    char *pos[ZAYA_MAX_POSITIONAL];
+} zaya_args;
+
+/* Returns -1 when the command should run, otherwise the exit code to return (0 after --help,
+ * 2 after a usage error, already reported on stderr). */
+int zaya_flags_parse(const zaya_cmd_spec *spec, int argc, char **argv, zaya_args *out);
+void zaya_flags_print_help(const zaya_cmd_spec *spec, FILE *f);
+/* Reports a usage error for spec (message + hint) and returns 2. */
+int zaya_flags_usage_error(const zaya_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "128M" -> 134217728. Suffixes K, M, G, T (binary), optional trailing B; rejects anything else. */
+zaya_status zaya_parse_bytes(const char *s, int64_t *out);
+zaya_status zaya_parse_i64(const char *s, int64_t *out);
+zaya_status zaya_parse_f64(const char *s, double *out);
+
+/* Flags that most commands share. */
+#define ZAYA_FLAG_THREADS(dst) \
+    {"threads", 0, ZAYA_FLAG_INT, (dst), "N", "worker threads for zaya and oneDNN (default: all cores)"}
+#define ZAYA_FLAG_OUTDIR(dst, def) \
+    {"out", 'o', ZAYA_FLAG_STRING, (dst), "DIR", "output directory (default: " def ")"}
+
+#endif

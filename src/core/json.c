@@ -1,0 +1,113 @@
+#include "zaya/json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zaya/fs.h"
+
+zaya_status zaya_json_parse(const char *text, const char *what, cJSON **out) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        /* Report the line and column of the first byte the parser could not accept. */
+        const char *at = end ? end : cJSON_GetErrorPtr();
+        long line = 1, col = 1;
+        for (const char *p = text; at && p < at && *p; p++) {
+            if (*p == '\n') { line++; col = 1; } else col++;
+        }
+        return zaya_error_set(ZAYA_EFORMAT, "%s: malformed JSON at line %ld, column %ld", what, line, col);
+    }
+    *out = root;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_load_file(const char *path, cJSON **out) {
+    char *text;
+    size_t len;
+    ZAYA_TRY(zaya_read_file(path, &text, &len));
+    if (strlen(text) != len) {
+        free(text);
+        return zaya_error_set(ZAYA_EFORMAT, "%s: contains a NUL byte; not a JSON text file", path);
+    }
+    zaya_status s = zaya_json_parse(text, path, out);
+    free(text);
+    return s;
+}
+
+zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty) {
+    char *text = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+    if (!text) return zaya_error_set(ZAYA_ENOMEM, "cannot serialize JSON for '%s'", path);
+    size_t len = strlen(text);
+    char *with_nl = realloc(text, len + 2);
+    if (!with_nl) {
+        free(text);
+        return zaya_error_set(ZAYA_ENOMEM, "cannot serialize JSON for '%s'", path);
+    }
+    with_nl[len] = '\n';
+    with_nl[len + 1] = '\0';
+    zaya_status s = zaya_write_file_atomic(path, with_nl, len + 1);
+    free(with_nl);
+    return s;
+}
+
+static zaya_status lookup(const cJSON *obj, const char *key, int required, const cJSON **item) {
+    *item = NULL;
+    if (!cJSON_IsObject(obj)) return zaya_error_set(ZAYA_EFORMAT, "expected a JSON object when reading key '%s'", key);
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) {
+        if (required) return zaya_error_set(ZAYA_EINVAL, "missing required key '%s'", key);
+        return ZAYA_OK;
+    }
+    *item = it;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_get_f64(const cJSON *obj, const char *key, double *out, int required) {
+    const cJSON *it;
+    ZAYA_TRY(lookup(obj, key, required, &it));
+    if (!it) return ZAYA_OK;
+    if (!cJSON_IsNumber(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be a number", key);
+    if (!isfinite(it->valuedouble)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be finite", key);
+    *out = it->valuedouble;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required) {
+    const cJSON *it;
+    ZAYA_TRY(lookup(obj, key, required, &it));
+    if (!it) return ZAYA_OK;
+    if (!cJSON_IsNumber(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer", key);
+    double v = it->valuedouble;
+    if (v != floor(v) || fabs(v) > 9007199254740992.0)
+        return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer (got %g)", key, v);
+    *out = (int64_t)v;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_get_int(const cJSON *obj, const char *key, int *out, int required) {
+    int64_t v = *out;
+    ZAYA_TRY(zaya_json_get_i64(obj, key, &v, required));
+    if (v < -2147483647 - 1 || v > 2147483647)
+        return zaya_error_set(ZAYA_EINVAL, "key '%s' out of 32-bit range (%lld)", key, (long long)v);
+    *out = (int)v;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_get_bool(const cJSON *obj, const char *key, int *out, int required) {
+    const cJSON *it;
+    ZAYA_TRY(lookup(obj, key, required, &it));
+    if (!it) return ZAYA_OK;
+    if (!cJSON_IsBool(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be true or false", key);
+    *out = cJSON_IsTrue(it);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_json_get_str(const cJSON *obj, const char *key, const char **out, int required) {
+    const cJSON *it;
+    ZAYA_TRY(lookup(obj, key, required, &it));
+    if (!it) return ZAYA_OK;
+    if (!cJSON_IsString(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be a string", key);
+    *out = it->valuestring;
+    return ZAYA_OK;
+}

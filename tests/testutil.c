@@ -1,0 +1,72 @@
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zaya/rng.h"
+
+int th_failures = 0;
+int th_checks = 0;
+
+int th_finish(const char *name) {
+    printf("%s: %d checks, %d failed\n", name, th_checks, th_failures);
+    return th_failures ? 1 : 0;
+}
+
+void th_fill(float *x, int64_t n, uint64_t seed, uint64_t stream, float lo, float hi) {
+    zaya_rng_fill_uniform(x, (size_t)n, seed, stream, 0, lo, hi);
+}
+
+float *th_alloc(int64_t n) {
+    float *p = calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+    if (!p) abort();
+    return p;
+}
+
+double *th_alloc_d(int64_t n) {
+    double *p = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    if (!p) abort();
+    return p;
+}
+
+void th_to_double(double *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+double th_rel_err(const float *a, const double *ref, int64_t n, double floor) {
+    double maxref = floor, maxdiff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(ref[i]) > maxref) maxref = fabs(ref[i]);
+        double d = fabs((double)a[i] - ref[i]);
+        if (!(d <= maxdiff)) maxdiff = d; /* NaN propagates as failure */
+    }
+    return maxdiff / maxref;
+}
+
+double th_rel_err_ff(const float *a, const float *b, int64_t n, double floor) {
+    double maxref = floor, maxdiff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(b[i]) > maxref) maxref = fabs(b[i]);
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= maxdiff)) maxdiff = d;
+    }
+    return maxdiff / maxref;
+}
+
+double th_fd(th_loss_fn loss, void *ctx, float *x, int64_t i, double h) {
+    float saved = x[i];
+    x[i] = (float)(saved + h);
+    double lp = loss(ctx);
+    x[i] = (float)(saved - h);
+    double lm = loss(ctx);
+    x[i] = saved;
+    /* Use the step actually representable in float for the denominator. */
+    double step = (double)(float)(saved + h) - (double)(float)(saved - h);
+    return (lp - lm) / step;
+}
+
+double th_dot(const float *y, const float *r, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)y[i] * r[i];
+    return s;
+}

@@ -1,0 +1,41 @@
+/* Byte-level BPE tokenizer, stored as a Hugging Face `tokenizer.json` (model type "BPE", byte-level
+ * pre-tokenizer and decoder), so files written here open in HF `tokenizers` and GPT-2-style
+ * byte-level BPE files load here. Encoding any byte string and decoding the ids gives back exactly
+ * the same bytes. */
+#ifndef ZAYA_TOKENIZER_H
+#define ZAYA_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zaya/status.h"
+
+typedef struct zaya_tokenizer zaya_tokenizer;
+
+typedef struct zaya_bpe_train_opts {
+    int64_t vocab_size;    /* target size including the 256 byte tokens and the special tokens */
+    const char *bos, *eos, *pad; /* special-token strings, e.g. "<|bos|>"; NULL for none */
+    int64_t min_frequency; /* pairs seen fewer times are never merged (default 2) */
+    int64_t max_bytes;     /* stop reading input after this many bytes (0 = all) */
+} zaya_bpe_train_opts;
+
+/* Trains on files and/or directories (walked recursively; files read as raw bytes). */
+zaya_status zaya_tokenizer_train(const char *const *paths, int npaths, const zaya_bpe_train_opts *opts,
+                                 zaya_tokenizer **out);
+zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out);
+zaya_status zaya_tokenizer_save(const zaya_tokenizer *t, const char *path);
+void zaya_tokenizer_free(zaya_tokenizer *t);
+
+int64_t zaya_tokenizer_vocab_size(const zaya_tokenizer *t);
+/* Id of a special token ("bos", "eos", "pad"), or -1 when the tokenizer has none. */
+int32_t zaya_tokenizer_special_id(const zaya_tokenizer *t, const char *which);
+
+/* Appends the ids of text[0..len) to the growable array (*ids, *n, *cap), realloc'ing as needed.
+ * Special-token strings in the text are encoded as ordinary bytes (never injected). */
+zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                                  size_t *cap);
+/* Decodes ids into a malloc'd byte string (*text, *len; NUL-terminated for convenience). Special
+ * tokens decode to their strings; ids out of range are an error naming the position. */
+zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+
+#endif

@@ -1,0 +1,58 @@
+/* ZAYA1 model configuration: the Hugging Face ZayaConfig keys (model_type "zaya"), built-in presets,
+ * and validation that names the offending key and constraint. */
+#ifndef ZAYA_CONFIG_H
+#define ZAYA_CONFIG_H
+
+#include <stdint.h>
+
+#include "zaya/status.h"
+
+/* What the MoE branch outputs for a token routed to the skip (MoD) class. */
+typedef enum zaya_skip_mode {
+    ZAYA_SKIP_IDENTITY = 0, /* normed MoE input x probability (original training code; default) */
+    ZAYA_SKIP_ZERO = 1,     /* zero (Hugging Face / vLLM inference) */
+} zaya_skip_mode;
+
+typedef struct zaya_config {
+    char name[64];
+    int64_t vocab_size;
+    int64_t hidden_size;          /* D */
+    int64_t num_hidden_layers;    /* fused blocks (attention + MoE) */
+    int64_t num_attention_heads;  /* query heads (latent) */
+    int64_t num_key_value_heads;  /* KV heads (latent) */
+    int64_t head_dim;
+    int64_t num_experts;          /* routed experts; the router adds one skip class */
+    int64_t num_experts_per_tok;  /* must be 1 */
+    int64_t moe_intermediate_size;/* F: each expert is D -> 2F (gate|up) -> D */
+    int64_t router_hidden_size;   /* R */
+    int64_t cca_time0, cca_time1; /* depthwise and grouped conv kernel sizes */
+    int64_t max_position_embeddings;
+    double rope_theta;
+    double partial_rotary_factor;
+    double rms_norm_eps;
+    double initializer_range;
+    int tie_word_embeddings;      /* must be true */
+    int64_t bos_token_id, eos_token_id, pad_token_id;
+    zaya_skip_mode skip_mode;     /* zaya extension key "zaya_skip_mode": "identity" | "zero" */
+} zaya_config;
+
+/* Derived sizes. */
+static inline int64_t zaya_config_rot_dims(const zaya_config *c) {
+    return (int64_t)(c->partial_rotary_factor * (double)c->head_dim + 0.5);
+}
+static inline int64_t zaya_config_q_dim(const zaya_config *c) { return c->num_attention_heads * c->head_dim; }
+static inline int64_t zaya_config_kv_dim(const zaya_config *c) { return c->num_key_value_heads * c->head_dim; }
+
+/* Names: "zaya1-8b" (published defaults), "zaya1-tiny" (~10M), "zaya1-small" (~100M total). */
+zaya_status zaya_config_preset(const char *name, zaya_config *out);
+const char *const *zaya_config_preset_names(void); /* NULL-terminated */
+/* `spec` is a preset name or a path to config.json. */
+zaya_status zaya_config_resolve(const char *spec, zaya_config *out);
+zaya_status zaya_config_load(const char *path, zaya_config *out);
+/* Parses a cJSON object (HF or legacy keys; missing keys take ZayaConfig defaults). */
+struct cJSON;
+zaya_status zaya_config_from_json(const struct cJSON *obj, zaya_config *out);
+struct cJSON *zaya_config_to_json(const zaya_config *c); /* HF layout, model_type "zaya" */
+zaya_status zaya_config_validate(const zaya_config *c);
+
+#endif

@@ -1,0 +1,121 @@
+/* The ZAYA1 model: parameters, planned activations, forward and backward on the CPU.
+ *
+ * All parameters (and the balancing-bias buffers) live in one contiguous f32 block described by a
+ * tensor table with Hugging Face names; gradients mirror it. Activations for a fixed (batch, seq)
+ * are planned and allocated once by zaya_model_plan(); forward/backward never allocate.
+ * See docs/model.md for the math, the init and the skip-class semantics. */
+#ifndef ZAYA_MODEL_H
+#define ZAYA_MODEL_H
+
+#include <stdint.h>
+
+#include "zaya/alloc.h"
+#include "zaya/attention.h"
+#include "zaya/config.h"
+#include "zaya/kernels.h"
+#include "zaya/matmul.h"
+
+typedef enum zaya_opt_class {
+    ZAYA_OPT_ADAMW = 0, /* embeddings, norms, biases, scales, conv kernels, temperatures */
+    ZAYA_OPT_MUON = 1,  /* 2-D hidden matrices (each expert's matrices separately) */
+    ZAYA_OPT_NONE = 2,  /* buffers: balancing biases (updated by the balancer, not by backprop) */
+} zaya_opt_class;
+
+typedef struct zaya_tensor_info {
+    char name[96]; /* Hugging Face name */
+    int ndim;
+    int64_t shape[3];
+    int64_t offset; /* in floats from the start of the parameter block */
+    int64_t numel;
+    zaya_opt_class opt;
+    int layer;    /* block index, -1 for model-level tensors */
+    int nmatrix;  /* independent matrices stacked along dim 0 (experts), else 1 */
+    int embedding;/* 1 for the (tied) embedding table */
+} zaya_tensor_info;
+
+/* Pointers of one block into a parameter (or gradient) block. */
+typedef struct zaya_layer_params {
+    float *in_norm;
+    float *wqk;     /* [q_dim + kv_dim, D]: q_proj rows then k_proj rows (adjacent tensors) */
+    float *wv;      /* [kv_dim, D]: v_proj_current rows then v_proj_delayed rows */
+    float *conv0_w, *conv0_b; /* depthwise [C, k0], [C] */
+    float *conv1_w, *conv1_b; /* grouped [C, head_dim, k1], [C] */
+    float *temp;              /* [kv_heads] */
+    float *wo;                /* [D, q_dim] */
+    float *att_hs, *att_hb, *att_rs, *att_rb; /* post_attention_residual_scale */
+    float *post_norm;
+    float *r_down_w, *r_down_b; /* [R, D], [R] */
+    float *r_eda;               /* [R], NULL in block 0 */
+    float *r_norm;              /* [R] */
+    float *r_fc1_w, *r_fc1_b, *r_fc2_w, *r_fc2_b; /* [R, R], [R] */
+    float *r_out_w;             /* [E+1, R] */
+    float *bal_bias;            /* [E+1] buffer */
+    float *gate_up;             /* [E, 2F, D] */
+    float *down;                /* [E, D, F] */
+    float *mlp_hs, *mlp_hb, *mlp_rs, *mlp_rb; /* post_mlp_residual_scale */
+} zaya_layer_params;
+
+typedef struct zaya_params {
+    float *embed;              /* [V, D] */
+    float *in_scale, *in_bias; /* [D] */
+    zaya_layer_params *layers;
+    float *final_norm;         /* [D] */
+} zaya_params;
+
+typedef struct zaya_layer_acts zaya_layer_acts; /* private, see src/model/acts.h */
+
+typedef struct zaya_model {
+    zaya_config cfg;
+    zaya_dtype dtype;
+    int ntensors;
+    zaya_tensor_info *tensors;
+    int64_t nfloats; /* size of the parameter block, buffers included */
+    float *params, *grads;
+    uint16_t *params_bf16; /* bf16 shadow used by bf16 matmuls (NULL in f32) */
+    zaya_params p, g;
+    /* plan for (B, T) */
+    int64_t B, T;
+    zaya_arena arena;
+    size_t activation_bytes;
+    zaya_layer_acts *acts;
+    struct zaya_model_work *work;
+    zaya_rope_table rope;
+    /* routing statistics of the last forward: counts[l * (E+1) + e] tokens routed to class e */
+    int64_t *route_counts;
+    float last_loss;
+    int64_t last_tokens; /* targets counted in the last loss */
+} zaya_model;
+
+zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype);
+void zaya_model_free(zaya_model *m);
+/* Deterministic init from (seed): see docs/model.md. */
+void zaya_model_init_weights(zaya_model *m, uint64_t seed);
+/* Allocates activations for batches of B sequences of T tokens (frees a previous plan). */
+zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
+/* Refreshes the bf16 weight shadow after the f32 master weights changed (no-op in f32). */
+void zaya_model_sync_weights(zaya_model *m);
+void zaya_model_zero_grad(zaya_model *m);
+
+/* Forward over ids[B*T]. With targets (entries < 0 ignored) it returns the mean loss and, when
+ * `backward_ready`, also leaves d(loss)/d(final hidden) and the tied-head gradient in place so that
+ * zaya_model_backward() can follow. Token ids are validated (< vocab). */
+zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t *targets, int backward_ready,
+                               float *loss);
+/* Accumulates parameter gradients of the mean loss of the last forward (grads += ...). */
+void zaya_model_backward(zaya_model *m);
+/* Logits [B*T, V] (or only rows where row_mask[i] != 0 when row_mask is given, packed in order). */
+zaya_status zaya_model_logits(zaya_model *m, const int32_t *ids, const uint8_t *row_mask, float *logits);
+
+const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name);
+
+/* Counts (exact integers). */
+typedef struct zaya_param_counts {
+    int64_t total;             /* stored parameters, embedding included, buffers excluded */
+    int64_t embedding;
+    int64_t non_embedding;
+    int64_t active_non_embedding; /* one expert per block */
+    int64_t buffers;
+} zaya_param_counts;
+zaya_param_counts zaya_model_count_params(const zaya_config *cfg);
+
+#endif

@@ -1,0 +1,263 @@
+#include "zaya/config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zaya/json.h"
+
+/* ZayaConfig defaults (Hugging Face configuration_zaya.py), i.e. ZAYA1-8B. */
+static void set_defaults(zaya_config *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "custom");
+    c->vocab_size = 262272;
+    c->hidden_size = 2048;
+    c->num_hidden_layers = 40;
+    c->num_attention_heads = 8;
+    c->num_key_value_heads = 2;
+    c->head_dim = 128;
+    c->num_experts = 16;
+    c->num_experts_per_tok = 1;
+    c->moe_intermediate_size = 2048;
+    c->router_hidden_size = 256;
+    c->cca_time0 = 2;
+    c->cca_time1 = 2;
+    c->max_position_embeddings = 131072;
+    c->rope_theta = 5000000.0;
+    c->partial_rotary_factor = 0.5;
+    c->rms_norm_eps = 1e-5;
+    c->initializer_range = 0.02;
+    c->tie_word_embeddings = 1;
+    c->bos_token_id = 2;
+    c->eos_token_id = 106;
+    c->pad_token_id = 0;
+    c->skip_mode = ZAYA_SKIP_IDENTITY;
+}
+
+static const char *const g_presets[] = {"zaya1-8b", "zaya1-small", "zaya1-tiny", NULL};
+
+const char *const *zaya_config_preset_names(void) { return g_presets; }
+
+zaya_status zaya_config_preset(const char *name, zaya_config *c) {
+    set_defaults(c);
+    if (!strcmp(name, "zaya1-8b")) {
+        /* published defaults */
+    } else if (!strcmp(name, "zaya1-small")) {
+        /* ~100M total: ZAYA1's proportions (q latent D/2, kv latent D/8, expert width D) scaled down. */
+        c->vocab_size = 8192;
+        c->hidden_size = 512;
+        c->num_hidden_layers = 14;
+        c->num_attention_heads = 4;
+        c->num_key_value_heads = 2;
+        c->head_dim = 64;
+        c->num_experts = 8;
+        c->moe_intermediate_size = 512;
+        c->router_hidden_size = 128;
+        c->max_position_embeddings = 4096;
+        c->rope_theta = 10000.0;
+        c->bos_token_id = 1;
+        c->eos_token_id = 2;
+        c->pad_token_id = 0;
+    } else if (!strcmp(name, "zaya1-tiny")) {
+        /* ~10M total: trains to readable text on two CPU cores in minutes. */
+        c->vocab_size = 4096;
+        c->hidden_size = 256;
+        c->num_hidden_layers = 8;
+        c->num_attention_heads = 4;
+        c->num_key_value_heads = 2;
+        c->head_dim = 64;
+        c->num_experts = 4;
+        c->moe_intermediate_size = 256;
+        c->router_hidden_size = 64;
+        c->max_position_embeddings = 2048;
+        c->rope_theta = 10000.0;
+        c->bos_token_id = 1;
+        c->eos_token_id = 2;
+        c->pad_token_id = 0;
+    } else {
+        return zaya_error_set(ZAYA_EINVAL, "unknown model preset '%s' (presets: zaya1-8b, zaya1-small, zaya1-tiny)", name);
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_config_resolve(const char *spec, zaya_config *out) {
+    for (const char *const *p = g_presets; *p; p++)
+        if (!strcmp(*p, spec)) return zaya_config_preset(spec, out);
+    return zaya_config_load(spec, out);
+}
+
+zaya_status zaya_config_load(const char *path, zaya_config *out) {
+    cJSON *root;
+    ZAYA_TRY(zaya_json_load_file(path, &root));
+    zaya_status s = zaya_config_from_json(root, out);
+    cJSON_Delete(root);
+    if (s != ZAYA_OK) return zaya_error_context(s, "config '%s'", path);
+    const char *slash = strrchr(path, '/');
+    snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : path);
+    return ZAYA_OK;
+}
+
+/* rope_parameters: {"hybrid": {"rope_theta":..., "partial_rotary_factor":...}, ...} or flat. */
+static zaya_status read_rope(const cJSON *obj, zaya_config *c) {
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(obj, "rope_parameters");
+    if (rp && !cJSON_IsNull(rp)) {
+        if (!cJSON_IsObject(rp)) return zaya_error_set(ZAYA_EINVAL, "key 'rope_parameters' must be an object");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(rp, "hybrid");
+        const cJSON *src = (h && cJSON_IsObject(h)) ? h : rp;
+        ZAYA_TRY(zaya_json_get_f64(src, "rope_theta", &c->rope_theta, 0));
+        ZAYA_TRY(zaya_json_get_f64(src, "partial_rotary_factor", &c->partial_rotary_factor, 0));
+    }
+    ZAYA_TRY(zaya_json_get_f64(obj, "rope_theta", &c->rope_theta, 0));
+    ZAYA_TRY(zaya_json_get_f64(obj, "partial_rotary_factor", &c->partial_rotary_factor, 0));
+    return ZAYA_OK;
+}
+
+zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
+    set_defaults(c);
+    if (!cJSON_IsObject(obj)) return zaya_error_set(ZAYA_EFORMAT, "config must be a JSON object");
+    const char *mt = NULL;
+    ZAYA_TRY(zaya_json_get_str(obj, "model_type", &mt, 0));
+    if (mt && strcmp(mt, "zaya") != 0)
+        return zaya_error_set(ZAYA_EINVAL, "key 'model_type' is '%s'; zaya trains model_type 'zaya'", mt);
+
+    /* Legacy (Megatron) layout: num_hidden_layers counts half-layers and ffn_hidden_size is the fused
+     * gate|up width. Detected by its distinctive keys. */
+    int legacy = cJSON_GetObjectItemCaseSensitive(obj, "ffn_hidden_size") != NULL ||
+                 cJSON_GetObjectItemCaseSensitive(obj, "zaya_mlp_expansion") != NULL;
+
+    ZAYA_TRY(zaya_json_get_i64(obj, "vocab_size", &c->vocab_size, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "hidden_size", &c->hidden_size, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "num_hidden_layers", &c->num_hidden_layers, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "num_attention_heads", &c->num_attention_heads, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "num_key_value_heads", &c->num_key_value_heads, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "head_dim", &c->head_dim, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "num_experts", &c->num_experts, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "num_experts_per_tok", &c->num_experts_per_tok, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "moe_intermediate_size", &c->moe_intermediate_size, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "router_hidden_size", &c->router_hidden_size, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "cca_time0", &c->cca_time0, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "cca_time1", &c->cca_time1, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "max_position_embeddings", &c->max_position_embeddings, 0));
+    ZAYA_TRY(zaya_json_get_f64(obj, "rms_norm_eps", &c->rms_norm_eps, 0));
+    ZAYA_TRY(zaya_json_get_f64(obj, "initializer_range", &c->initializer_range, 0));
+    ZAYA_TRY(zaya_json_get_bool(obj, "tie_word_embeddings", &c->tie_word_embeddings, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "bos_token_id", &c->bos_token_id, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "eos_token_id", &c->eos_token_id, 0));
+    ZAYA_TRY(zaya_json_get_i64(obj, "pad_token_id", &c->pad_token_id, 0));
+    ZAYA_TRY(read_rope(obj, c));
+    if (legacy) {
+        int64_t ffn = 0, topk = c->num_experts_per_tok, kv = c->num_key_value_heads;
+        double eps = c->rms_norm_eps;
+        ZAYA_TRY(zaya_json_get_i64(obj, "ffn_hidden_size", &ffn, 0));
+        if (ffn > 0) c->moe_intermediate_size = ffn / 2;
+        ZAYA_TRY(zaya_json_get_i64(obj, "moe_router_topk", &topk, 0));
+        c->num_experts_per_tok = topk;
+        ZAYA_TRY(zaya_json_get_i64(obj, "num_query_groups", &kv, 0));
+        c->num_key_value_heads = kv;
+        ZAYA_TRY(zaya_json_get_f64(obj, "norm_epsilon", &eps, 0));
+        c->rms_norm_eps = eps;
+        const cJSON *exp = cJSON_GetObjectItemCaseSensitive(obj, "zaya_mlp_expansion");
+        if (cJSON_IsNumber(exp)) c->router_hidden_size = (int64_t)exp->valuedouble;
+        ZAYA_TRY(zaya_json_get_i64(obj, "kv_channels", &c->head_dim, 0));
+        if (c->num_hidden_layers % 2)
+            return zaya_error_set(ZAYA_EINVAL, "key 'num_hidden_layers' (legacy half-layers) must be even, got %lld",
+                                  (long long)c->num_hidden_layers);
+        c->num_hidden_layers /= 2;
+    }
+    const char *skip = NULL;
+    ZAYA_TRY(zaya_json_get_str(obj, "zaya_skip_mode", &skip, 0));
+    if (skip) {
+        if (!strcmp(skip, "identity")) c->skip_mode = ZAYA_SKIP_IDENTITY;
+        else if (!strcmp(skip, "zero")) c->skip_mode = ZAYA_SKIP_ZERO;
+        else return zaya_error_set(ZAYA_EINVAL, "key 'zaya_skip_mode' must be \"identity\" or \"zero\", got \"%s\"", skip);
+    }
+    return zaya_config_validate(c);
+}
+
+#define POSITIVE(field)                                                                                  \
+    if (c->field <= 0)                                                                                   \
+        return zaya_error_set(ZAYA_EINVAL, "key '" #field "' must be positive, got %lld", (long long)c->field);
+
+zaya_status zaya_config_validate(const zaya_config *c) {
+    POSITIVE(vocab_size);
+    POSITIVE(hidden_size);
+    POSITIVE(num_hidden_layers);
+    POSITIVE(num_attention_heads);
+    POSITIVE(num_key_value_heads);
+    POSITIVE(head_dim);
+    POSITIVE(num_experts);
+    POSITIVE(moe_intermediate_size);
+    POSITIVE(router_hidden_size);
+    POSITIVE(cca_time0);
+    POSITIVE(cca_time1);
+    POSITIVE(max_position_embeddings);
+    if (c->num_attention_heads % c->num_key_value_heads)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "key 'num_attention_heads' (%lld) must be divisible by 'num_key_value_heads' (%lld)",
+                              (long long)c->num_attention_heads, (long long)c->num_key_value_heads);
+    if (c->num_experts_per_tok != 1)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'num_experts_per_tok' must be 1 (ZAYA1 routes top-1), got %lld",
+                              (long long)c->num_experts_per_tok);
+    if ((c->num_key_value_heads * c->head_dim) % 2)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "num_key_value_heads * head_dim must be even (values split into current and delayed halves)");
+    if (!(c->partial_rotary_factor > 0 && c->partial_rotary_factor <= 1))
+        return zaya_error_set(ZAYA_EINVAL, "key 'partial_rotary_factor' must be in (0, 1], got %g", c->partial_rotary_factor);
+    int64_t rot = zaya_config_rot_dims(c);
+    if (fabs(c->partial_rotary_factor * (double)c->head_dim - (double)rot) > 1e-9 || rot % 2 || rot > c->head_dim)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "rotary dims = partial_rotary_factor * head_dim = %g must be an even integer <= head_dim %lld",
+                              c->partial_rotary_factor * (double)c->head_dim, (long long)c->head_dim);
+    if (!(c->rope_theta > 1.0)) return zaya_error_set(ZAYA_EINVAL, "key 'rope_theta' must be > 1, got %g", c->rope_theta);
+    if (!(c->rms_norm_eps > 0)) return zaya_error_set(ZAYA_EINVAL, "key 'rms_norm_eps' must be > 0, got %g", c->rms_norm_eps);
+    if (!c->tie_word_embeddings)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'tie_word_embeddings' must be true (ZAYA1 ties the LM head)");
+    if (c->vocab_size > 2147483647) return zaya_error_set(ZAYA_EINVAL, "key 'vocab_size' exceeds int32 ids");
+    if (c->head_dim > 256) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'head_dim' must be <= 256, got %lld", (long long)c->head_dim);
+    int64_t ids[3] = {c->bos_token_id, c->eos_token_id, c->pad_token_id};
+    const char *names[3] = {"bos_token_id", "eos_token_id", "pad_token_id"};
+    for (int i = 0; i < 3; i++)
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return zaya_error_set(ZAYA_EINVAL, "key '%s' (%lld) must be in [0, vocab_size=%lld)", names[i],
+                                  (long long)ids[i], (long long)c->vocab_size);
+    return ZAYA_OK;
+}
+
+cJSON *zaya_config_to_json(const zaya_config *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *arch = cJSON_AddArrayToObject(o, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("ZayaForCausalLM"));
+    cJSON_AddStringToObject(o, "model_type", "zaya");
+    cJSON_AddNumberToObject(o, "vocab_size", (double)c->vocab_size);
+    cJSON_AddNumberToObject(o, "hidden_size", (double)c->hidden_size);
+    cJSON_AddNumberToObject(o, "num_hidden_layers", (double)c->num_hidden_layers);
+    cJSON_AddNumberToObject(o, "num_attention_heads", (double)c->num_attention_heads);
+    cJSON_AddNumberToObject(o, "num_key_value_heads", (double)c->num_key_value_heads);
+    cJSON_AddNumberToObject(o, "head_dim", (double)c->head_dim);
+    cJSON_AddStringToObject(o, "hidden_act", "silu");
+    cJSON_AddNumberToObject(o, "max_position_embeddings", (double)c->max_position_embeddings);
+    cJSON_AddNumberToObject(o, "initializer_range", c->initializer_range);
+    cJSON_AddNumberToObject(o, "rms_norm_eps", c->rms_norm_eps);
+    cJSON_AddBoolToObject(o, "use_cache", 1);
+    cJSON_AddBoolToObject(o, "tie_word_embeddings", 1);
+    cJSON *rp = cJSON_AddObjectToObject(o, "rope_parameters");
+    cJSON *h = cJSON_AddObjectToObject(rp, "hybrid");
+    cJSON_AddStringToObject(h, "rope_type", "default");
+    cJSON_AddNumberToObject(h, "rope_theta", c->rope_theta);
+    cJSON_AddNumberToObject(h, "partial_rotary_factor", c->partial_rotary_factor);
+    cJSON_AddNumberToObject(o, "attention_dropout", 0.0);
+    cJSON_AddNumberToObject(o, "moe_intermediate_size", (double)c->moe_intermediate_size);
+    cJSON_AddNumberToObject(o, "num_experts_per_tok", 1);
+    cJSON_AddNumberToObject(o, "num_experts", (double)c->num_experts);
+    cJSON_AddNumberToObject(o, "pad_token_id", (double)c->pad_token_id);
+    cJSON_AddNumberToObject(o, "bos_token_id", (double)c->bos_token_id);
+    cJSON_AddNumberToObject(o, "eos_token_id", (double)c->eos_token_id);
+    cJSON_AddBoolToObject(o, "attention_bias", 0);
+    cJSON_AddBoolToObject(o, "lm_head_bias", 0);
+    cJSON_AddNumberToObject(o, "router_hidden_size", (double)c->router_hidden_size);
+    cJSON_AddNumberToObject(o, "cca_time0", (double)c->cca_time0);
+    cJSON_AddNumberToObject(o, "cca_time1", (double)c->cca_time1);
+    cJSON_AddStringToObject(o, "zaya_skip_mode", c->skip_mode == ZAYA_SKIP_ZERO ? "zero" : "identity");
+    return o;
+}

@@ -1,0 +1,146 @@
+/* Whole-model forward (with the fused, chunked tied-head cross-entropy) and backward. */
+#include <string.h>
+
+#include "model/internal.h"
+
+static zaya_status check_ids(const zaya_model *m, const int32_t *ids, const int32_t *targets) {
+    const int64_t N = m->B * m->T, V = m->cfg.vocab_size;
+    for (int64_t i = 0; i < N; i++) {
+        if (ids[i] < 0 || ids[i] >= V)
+            return zaya_error_set(ZAYA_ERANGE, "token id %d at position %lld is outside the vocabulary [0, %lld)",
+                                  ids[i], (long long)i, (long long)V);
+        if (targets && targets[i] >= V)
+            return zaya_error_set(ZAYA_ERANGE, "target id %d at position %lld is outside the vocabulary [0, %lld)",
+                                  targets[i], (long long)i, (long long)V);
+    }
+    return ZAYA_OK;
+}
+
+static void embed_forward(zaya_model *m, const int32_t *ids) {
+    const int64_t N = m->B * m->T, D = m->cfg.hidden_size;
+    float *x = m->acts[0].x;
+    zaya_embedding_forward(x, m->p.embed, ids, N, D);
+    const float *b = m->p.in_bias, *s = m->p.in_scale;
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t i = 0; i < N; i++) {
+#pragma omp simd
+        for (int64_t j = 0; j < D; j++) x[i * D + j] = (x[i * D + j] + b[j]) * s[j];
+    }
+}
+
+static void blocks_forward(zaya_model *m) {
+    const zaya_config *c = &m->cfg;
+    const int L = (int)c->num_hidden_layers;
+    const int64_t N = m->B * m->T, D = c->hidden_size;
+    const float eps = (float)c->rms_norm_eps;
+    for (int l = 0; l < L; l++) {
+        zaya_layer_acts *A = &m->acts[l];
+        const zaya_layer_params *P = &m->p.layers[l];
+        zaya_rmsnorm_forward(A->xn, A->rstd_in, A->x, P->in_norm, N, D, eps);
+        zaya_cca_forward(m, l, A->xn, A->a);
+        zaya_ops_merge_forward(A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
+        zaya_rmsnorm_forward(A->z, A->rstd_post, A->h, P->post_norm, N, D, eps);
+        zaya_moe_forward(m, l, l > 0 ? m->acts[l - 1].r : NULL);
+        float *next = l + 1 < L ? m->acts[l + 1].x : m->work->x_final;
+        zaya_ops_merge_forward(next, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs, N, D);
+    }
+    zaya_rmsnorm_forward(m->work->y_final, m->work->rstd_final, m->work->x_final, m->p.final_norm, N, D, eps);
+}
+
+zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t *targets, int backward_ready,
+                               float *loss) {
+    ZAYA_ASSERT(m->work != NULL); /* zaya_model_plan first */
+    ZAYA_TRY(check_ids(m, ids, targets));
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = m->cfg.hidden_size, V = m->cfg.vocab_size;
+    memcpy(w->ids, ids, (size_t)N * sizeof(int32_t));
+    w->has_targets = targets != NULL;
+    if (targets) memcpy(w->targets, targets, (size_t)N * sizeof(int32_t));
+    if (backward_ready && !targets) return zaya_error_set(ZAYA_EINVAL, "a backward-ready forward needs targets");
+
+    embed_forward(m, ids);
+    blocks_forward(m);
+    if (!targets) return ZAYA_OK;
+
+    int64_t ntok = 0;
+    for (int64_t i = 0; i < N; i++) ntok += targets[i] >= 0;
+    if (ntok == 0) return zaya_error_set(ZAYA_EINVAL, "the batch has no targets to score (all are ignored)");
+    const float scale = 1.0f / (float)ntok;
+    /* Logits exist one chunk of rows at a time; the cross-entropy turns each chunk into its gradient in
+     * place, which is immediately pushed through the tied head. */
+    for (int64_t r0 = 0; r0 < N; r0 += w->chunk_rows) {
+        int64_t rows = N - r0 < w->chunk_rows ? N - r0 : w->chunk_rows;
+        const float *y = w->y_final + r0 * D;
+        zaya_lin_forward(m, w->logits, y, m->p.embed, rows, D, V, 0.0f);
+        zaya_xent_forward_backward(w->logits, w->losses + r0, targets + r0, rows, V, backward_ready ? scale : 0.0f);
+        if (backward_ready) {
+            zaya_lin_backward_input(m, w->dy_final + r0 * D, w->logits, m->p.embed, rows, D, V, 0.0f);
+            zaya_lin_backward_weight(m, m->g.embed, w->logits, y, rows, D, V);
+        }
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < N; i++) sum += w->losses[i];
+    m->last_loss = (float)(sum / (double)ntok);
+    m->last_tokens = ntok;
+    if (loss) *loss = m->last_loss;
+    return ZAYA_OK;
+}
+
+void zaya_model_backward(zaya_model *m) {
+    const zaya_config *c = &m->cfg;
+    zaya_model_work *w = m->work;
+    ZAYA_ASSERT(w && w->has_targets);
+    const int L = (int)c->num_hidden_layers;
+    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size;
+
+    zaya_rmsnorm_backward(w->dx, m->g.final_norm, w->dy_final, w->x_final, m->p.final_norm, w->rstd_final, N, D);
+    memset(w->dr_carry, 0, (size_t)(N * R) * sizeof(float));
+    for (int l = L - 1; l >= 0; l--) {
+        zaya_layer_acts *A = &m->acts[l];
+        const zaya_layer_params *P = &m->p.layers[l];
+        zaya_layer_params *G = &m->g.layers[l];
+        /* x_{l+1} = (m + hb)*hs + (h + rb)*rs */
+        zaya_ops_merge_backward(m, w->da, w->dh, 0, w->dx, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs,
+                                G->mlp_hb, G->mlp_hs, G->mlp_rb, G->mlp_rs, N, D);
+        zaya_moe_backward(m, l, w->da, l > 0 ? m->acts[l - 1].r : NULL, w->dr_carry, w->dz);
+        zaya_rmsnorm_backward(w->dxn, G->post_norm, w->dz, A->h, P->post_norm, A->rstd_post, N, D);
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+        for (int64_t i = 0; i < N * D; i++) w->dh[i] += w->dxn[i];
+        /* h = (a + hb)*hs + (x + rb)*rs */
+        zaya_ops_merge_backward(m, w->da, w->dx, 0, w->dh, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs,
+                                G->att_hb, G->att_hs, G->att_rb, G->att_rs, N, D);
+        zaya_cca_backward(m, l, w->da, w->dxn);
+        zaya_rmsnorm_backward(w->dz, G->in_norm, w->dxn, A->x, P->in_norm, A->rstd_in, N, D);
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+        for (int64_t i = 0; i < N * D; i++) w->dx[i] += w->dz[i];
+    }
+    /* x_0 = (e + b_in) * s_in with e = embed[ids] */
+    const float *b = m->p.in_bias, *s = m->p.in_scale;
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        const float *e = m->p.embed + (int64_t)w->ids[i] * D, *dx = w->dx + i * D;
+        float *prod = w->dz + i * D, *de = w->dxn + i * D;
+        for (int64_t j = 0; j < D; j++) {
+            prod[j] = dx[j] * (e[j] + b[j]);
+            de[j] = dx[j] * s[j];
+        }
+    }
+    zaya_ops_colsum_add(m, m->g.in_scale, w->dz, N, D);
+    zaya_ops_colsum_add(m, m->g.in_bias, w->dxn, N, D);
+    zaya_embedding_backward(m->g.embed, w->dxn, w->ids, N, D, c->vocab_size);
+}
+
+zaya_status zaya_model_logits(zaya_model *m, const int32_t *ids, const uint8_t *row_mask, float *logits) {
+    ZAYA_TRY(zaya_model_forward(m, ids, NULL, 0, NULL));
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = m->cfg.hidden_size, V = m->cfg.vocab_size;
+    if (!row_mask) {
+        zaya_lin_forward(m, logits, w->y_final, m->p.embed, N, D, V, 0.0f);
+        return ZAYA_OK;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < N; i++)
+        if (row_mask[i]) memcpy(w->dxn + (n++) * D, w->y_final + i * D, (size_t)D * sizeof(float));
+    zaya_lin_forward(m, logits, w->dxn, m->p.embed, n, D, V, 0.0f);
+    return ZAYA_OK;
+}

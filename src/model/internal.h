@@ -1,0 +1,113 @@
+/* Private pieces of the model shared by its source files. */
+#ifndef ZAYA_MODEL_INTERNAL_H
+#define ZAYA_MODEL_INTERNAL_H
+
+#include <stdint.h>
+
+#include "zaya/model.h"
+
+/* Saved activations of one block for a planned (B, T); N = B*T rows. */
+struct zaya_layer_acts {
+    float *x;        /* [N, D] block input (residual stream) */
+    float *rstd_in;  /* [N] */
+    float *xn;       /* [N, D] input_layernorm output */
+    float *qk_pre;   /* [N, C] q|k projections before the convolutions */
+    float *conv0;    /* [B, T + k1 - 1, C] depthwise output */
+    float *qk_raw;   /* [N, C] after the grouped conv and the QK-mean skip terms (pre-norm) */
+    float *inv_norm; /* [N, Hq + Hkv] */
+    float *qk;       /* [N, C] normed, temperature-scaled, rotated */
+    float *q, *k;    /* [N, q_dim], [N, kv_dim]: qk split for the attention kernel */
+    float *vv;       /* [N, kv_dim] v_proj_current | v_proj_delayed outputs (before the shift) */
+    float *v;        /* [N, kv_dim] values seen by attention */
+    float *att;      /* [N, q_dim] attention output */
+    float *lse;      /* [B, Hq, T] */
+    float *a;        /* [N, D] o_proj output */
+    float *h;        /* [N, D] after the post-attention merge */
+    float *rstd_post;/* [N] */
+    float *z;        /* [N, D] post_attention_layernorm output = MoE input */
+    float *r;        /* [N, R] router state after EDA, before its norm */
+    float *rstd_r;   /* [N] */
+    float *rn;       /* [N, R] */
+    float *a1, *g1;  /* [N, R] fc1 pre/post GELU */
+    float *a2, *g2;  /* [N, R] fc2 pre/post GELU */
+    float *probs;    /* [N, E+1] */
+    int32_t *idx;    /* [N] chosen class */
+    float *gate;     /* [N] probability of the chosen class */
+    int32_t *perm;   /* [N] rows grouped by class: perm[j] = token of permuted row j */
+    int32_t *row_of; /* [N] inverse: permuted row of each token */
+    int64_t *off;    /* [E + 2] start of each class in perm */
+    float *xe;       /* [N, D] MoE inputs gathered in perm order (routed rows only are used) */
+    float *gu;       /* [N, 2F] */
+    float *act;      /* [N, F] */
+    float *ye;       /* [N, D] expert outputs before the gate */
+    float *m;        /* [N, D] MoE branch output */
+};
+
+/* Scratch reused across blocks (forward and backward). */
+typedef struct zaya_model_work {
+    int32_t *pos;           /* [N] position of each row within its sequence */
+    float *x_final;         /* [N, D] residual stream after the last block */
+    float *rstd_final;      /* [N] */
+    float *y_final;         /* [N, D] final norm output */
+    float *dy_final;        /* [N, D] d(loss)/d(y_final), filled by a backward-ready forward */
+    float *logits;          /* [chunk, V] */
+    float *losses;          /* [N] */
+    int64_t chunk_rows;
+    float *qk_mult;         /* [Hq + Hkv] per-head multipliers: 1 for q, temp for k */
+    float *dqk_mult;        /* [Hq + Hkv] */
+    /* backward scratch */
+    float *dx, *dh, *dz, *da, *dxn; /* [N, D] */
+    float *dqk, *dqk2;      /* [N, C] */
+    float *dconv0;          /* [B, T + k1 - 1, C] */
+    float *dq, *dk, *dv, *dvv; /* [N, q_dim], [N, kv_dim] x3 */
+    float *datt;            /* [N, q_dim] */
+    float *dr, *dr_carry, *drn, *dg, *dg2; /* [N, R] */
+    float *dprobs;          /* [N, E+1] */
+    float *dgate;           /* [N] */
+    float *dye, *dxe;       /* [N, D] */
+    float *dgu;             /* [N, 2F] */
+    float *dact;            /* [N, F] */
+    float *colsum;          /* [threads, max width] partial column sums */
+    int64_t colsum_width;
+    /* bf16 operand staging for bf16 matmuls */
+    uint16_t *bf_a, *bf_b;
+    int64_t bf_cap;
+    int32_t *ids;           /* [N] copy of the last forward's ids */
+    int32_t *targets;       /* [N] */
+    int has_targets;
+} zaya_model_work;
+
+zaya_status zaya_layout_build(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats);
+void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p);
+
+/* Linear layers y = x W^T with W [out, in] as stored (PyTorch layout), in the model's dtype.
+ * Wb is the bf16 shadow of W (ignored in f32). */
+void zaya_lin_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out,
+                      float beta);
+/* dx (=, or += with beta 1) = dy W */
+void zaya_lin_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
+                             int64_t out, float beta);
+/* dW += dy^T x */
+void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
+                              int64_t out);
+
+/* Elementwise helpers (src/model/ops.c). */
+void zaya_ops_colsum_add(zaya_model *m, float *dst, const float *src, int64_t n, int64_t d);
+/* y = (a + ab) * as + (b + bb) * bs  (row vectors of width d broadcast over n rows) */
+void zaya_ops_merge_forward(float *y, const float *a, const float *ab, const float *as, const float *b,
+                            const float *bb, const float *bs, int64_t n, int64_t d);
+/* Gradients of the merge: da = dy*as, db (+= when accumulate_b) = dy*bs, and column sums into the four
+ * parameter gradients. */
+void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate_b, const float *dy, const float *a,
+                             const float *ab, const float *as, const float *b, const float *bb, const float *bs,
+                             float *dab, float *das, float *dbb, float *dbs, int64_t n, int64_t d);
+
+/* Blocks (src/model/cca.c, src/model/moe.c). */
+void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out);
+void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn);
+void zaya_moe_forward(zaya_model *m, int l, const float *r_prev);
+void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz);
+
+static inline zaya_model_work *zaya_work(zaya_model *m) { return m->work; }
+
+#endif

@@ -1,0 +1,235 @@
+/* Model lifetime: parameter block, deterministic init, activation planning. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/internal.h"
+#include "zaya/bf16.h"
+#include "zaya/log.h"
+#include "zaya/rng.h"
+
+zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype) {
+    memset(m, 0, sizeof *m);
+    ZAYA_TRY(zaya_config_validate(cfg));
+    m->cfg = *cfg;
+    m->dtype = dtype;
+    ZAYA_TRY(zaya_layout_build(cfg, &m->tensors, &m->ntensors, &m->nfloats));
+    size_t bytes = (size_t)m->nfloats * sizeof(float);
+    m->params = zaya_calloc((size_t)m->nfloats, sizeof(float));
+    m->grads = zaya_calloc((size_t)m->nfloats, sizeof(float));
+    if (dtype == ZAYA_DTYPE_BF16) m->params_bf16 = zaya_calloc((size_t)m->nfloats, sizeof(uint16_t));
+    int L = (int)cfg->num_hidden_layers;
+    m->p.layers = calloc((size_t)L, sizeof(zaya_layer_params));
+    m->g.layers = calloc((size_t)L, sizeof(zaya_layer_params));
+    m->route_counts = calloc((size_t)L * (size_t)(cfg->num_experts + 1), sizeof(int64_t));
+    if (!m->params || !m->grads || (dtype == ZAYA_DTYPE_BF16 && !m->params_bf16) || !m->p.layers || !m->g.layers ||
+        !m->route_counts) {
+        zaya_model_free(m);
+        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate model parameters and gradients (2 x %.1f MiB)",
+                              (double)bytes / 1048576.0);
+    }
+    zaya_layout_bind(m, m->params, &m->p);
+    zaya_layout_bind(m, m->grads, &m->g);
+    if (zaya_rope_table_init(&m->rope, cfg->max_position_embeddings, zaya_config_rot_dims(cfg), cfg->rope_theta) != 0) {
+        zaya_model_free(m);
+        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the RoPE table");
+    }
+    return ZAYA_OK;
+}
+
+void zaya_model_free(zaya_model *m) {
+    zaya_free(m->params);
+    zaya_free(m->grads);
+    zaya_free(m->params_bf16);
+    free(m->p.layers);
+    free(m->g.layers);
+    free(m->tensors);
+    free(m->route_counts);
+    free(m->acts);
+    free(m->work);
+    zaya_arena_free(&m->arena);
+    zaya_rope_table_free(&m->rope);
+    memset(m, 0, sizeof *m);
+}
+
+static int is_suffix(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Init (documented in docs/model.md): matrices N(0, initializer_range); the two projections that
+ * write into the residual stream (o_proj, expert down_proj) scaled by 1/sqrt(2 L); conv kernels
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch's Conv1d; norms, residual scales, EDA scales and key
+ * temperatures 1; every bias 0; balancing biases 0 with the skip class at -1. Tensor i draws from
+ * Philox stream i, so the init does not depend on thread count. */
+void zaya_model_init_weights(zaya_model *m, uint64_t seed) {
+    const zaya_config *c = &m->cfg;
+    const float std = (float)c->initializer_range;
+    const float out_std = std / sqrtf(2.0f * (float)c->num_hidden_layers);
+    for (int i = 0; i < m->ntensors; i++) {
+        const zaya_tensor_info *t = &m->tensors[i];
+        float *w = m->params + t->offset;
+        const char *n = t->name;
+        if (t->opt == ZAYA_OPT_NONE) { /* balancing biases */
+            memset(w, 0, (size_t)t->numel * sizeof(float));
+            w[t->numel - 1] = -1.0f;
+        } else if (strstr(n, "conv_qk") && is_suffix(n, ".weight")) {
+            float bound = 1.0f / sqrtf((float)(t->shape[1] * t->shape[2]));
+            zaya_rng_fill_uniform(w, (size_t)t->numel, seed, (uint64_t)i, 0, -bound, bound);
+        } else if (t->ndim >= 2) {
+            int resid_out = is_suffix(n, "o_proj.weight") || is_suffix(n, "experts.down_proj");
+            zaya_rng_fill_normal(w, (size_t)t->numel, seed, (uint64_t)i, 0, 0.0f, resid_out ? out_std : std);
+        } else if (is_suffix(n, "bias")) {
+            memset(w, 0, (size_t)t->numel * sizeof(float));
+        } else { /* norms, scales, EDA scales, temperatures */
+            for (int64_t j = 0; j < t->numel; j++) w[j] = 1.0f;
+        }
+    }
+    zaya_model_sync_weights(m);
+}
+
+void zaya_model_sync_weights(zaya_model *m) {
+    if (m->params_bf16) zaya_f32_to_bf16_n(m->params_bf16, m->params, (size_t)m->nfloats);
+}
+
+void zaya_model_zero_grad(zaya_model *m) {
+    float *g = m->grads;
+    int64_t n = m->nfloats;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; i++) g[i] = 0.0f;
+}
+
+const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name) {
+    for (int i = 0; i < m->ntensors; i++)
+        if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];
+    return NULL;
+}
+
+/* Lays out every activation and scratch buffer; run once measuring, once for real. */
+static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zaya_model_work *w) {
+    const zaya_config *c = &m->cfg;
+    const int64_t B = m->B, T = m->T, N = B * T, D = c->hidden_size, R = c->router_hidden_size;
+    const int64_t E1 = c->num_experts + 1, F = c->moe_intermediate_size, Hq = c->num_attention_heads;
+    const int64_t Hkv = c->num_key_value_heads, qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c);
+    const int64_t C = qd + kvd, Tc = T + c->cca_time1 - 1, V = c->vocab_size;
+    for (int l = 0; l < (int)c->num_hidden_layers; l++) {
+        zaya_layer_acts *A = &acts[l];
+        A->x = zaya_arena_floats(a, (size_t)(N * D));
+        A->rstd_in = zaya_arena_floats(a, (size_t)N);
+        A->xn = zaya_arena_floats(a, (size_t)(N * D));
+        A->qk_pre = zaya_arena_floats(a, (size_t)(N * C));
+        A->conv0 = zaya_arena_floats(a, (size_t)(B * Tc * C));
+        A->qk_raw = zaya_arena_floats(a, (size_t)(N * C));
+        A->inv_norm = zaya_arena_floats(a, (size_t)(N * (Hq + Hkv)));
+        A->qk = zaya_arena_floats(a, (size_t)(N * C));
+        A->q = zaya_arena_floats(a, (size_t)(N * qd));
+        A->k = zaya_arena_floats(a, (size_t)(N * kvd));
+        A->vv = zaya_arena_floats(a, (size_t)(N * kvd));
+        A->v = zaya_arena_floats(a, (size_t)(N * kvd));
+        A->att = zaya_arena_floats(a, (size_t)(N * qd));
+        A->lse = zaya_arena_floats(a, (size_t)(B * Hq * T));
+        A->a = zaya_arena_floats(a, (size_t)(N * D));
+        A->h = zaya_arena_floats(a, (size_t)(N * D));
+        A->rstd_post = zaya_arena_floats(a, (size_t)N);
+        A->z = zaya_arena_floats(a, (size_t)(N * D));
+        A->r = zaya_arena_floats(a, (size_t)(N * R));
+        A->rstd_r = zaya_arena_floats(a, (size_t)N);
+        A->rn = zaya_arena_floats(a, (size_t)(N * R));
+        A->a1 = zaya_arena_floats(a, (size_t)(N * R));
+        A->g1 = zaya_arena_floats(a, (size_t)(N * R));
+        A->a2 = zaya_arena_floats(a, (size_t)(N * R));
+        A->g2 = zaya_arena_floats(a, (size_t)(N * R));
+        A->probs = zaya_arena_floats(a, (size_t)(N * E1));
+        A->idx = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+        A->gate = zaya_arena_floats(a, (size_t)N);
+        A->perm = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+        A->row_of = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+        A->off = zaya_arena_alloc(a, (size_t)(E1 + 1) * sizeof(int64_t));
+        A->xe = zaya_arena_floats(a, (size_t)(N * D));
+        A->gu = zaya_arena_floats(a, (size_t)(N * 2 * F));
+        A->act = zaya_arena_floats(a, (size_t)(N * F));
+        A->ye = zaya_arena_floats(a, (size_t)(N * D));
+        A->m = zaya_arena_floats(a, (size_t)(N * D));
+    }
+    w->pos = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+    w->ids = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+    w->targets = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
+    w->x_final = zaya_arena_floats(a, (size_t)(N * D));
+    w->rstd_final = zaya_arena_floats(a, (size_t)N);
+    w->y_final = zaya_arena_floats(a, (size_t)(N * D));
+    w->dy_final = zaya_arena_floats(a, (size_t)(N * D));
+    /* Logit chunks of at most ~16M floats (64 MiB) whatever the vocabulary. */
+    int64_t rows = (16ll << 20) / V;
+    if (rows < 1) rows = 1;
+    if (rows > N) rows = N;
+    w->chunk_rows = rows;
+    w->logits = zaya_arena_floats(a, (size_t)(rows * V));
+    w->losses = zaya_arena_floats(a, (size_t)N);
+    w->qk_mult = zaya_arena_floats(a, (size_t)(Hq + Hkv));
+    w->dqk_mult = zaya_arena_floats(a, (size_t)(Hq + Hkv));
+    w->dx = zaya_arena_floats(a, (size_t)(N * D));
+    w->dh = zaya_arena_floats(a, (size_t)(N * D));
+    w->dz = zaya_arena_floats(a, (size_t)(N * D));
+    w->da = zaya_arena_floats(a, (size_t)(N * D));
+    w->dxn = zaya_arena_floats(a, (size_t)(N * D));
+    w->dqk = zaya_arena_floats(a, (size_t)(N * C));
+    w->dqk2 = zaya_arena_floats(a, (size_t)(N * C));
+    w->dconv0 = zaya_arena_floats(a, (size_t)(B * Tc * C));
+    w->dq = zaya_arena_floats(a, (size_t)(N * qd));
+    w->dk = zaya_arena_floats(a, (size_t)(N * kvd));
+    w->dv = zaya_arena_floats(a, (size_t)(N * kvd));
+    w->dvv = zaya_arena_floats(a, (size_t)(N * kvd));
+    w->datt = zaya_arena_floats(a, (size_t)(N * qd));
+    w->dr = zaya_arena_floats(a, (size_t)(N * R));
+    w->dr_carry = zaya_arena_floats(a, (size_t)(N * R));
+    w->drn = zaya_arena_floats(a, (size_t)(N * R));
+    w->dg = zaya_arena_floats(a, (size_t)(N * R));
+    w->dg2 = zaya_arena_floats(a, (size_t)(N * R));
+    w->dprobs = zaya_arena_floats(a, (size_t)(N * E1));
+    w->dgate = zaya_arena_floats(a, (size_t)N);
+    w->dye = zaya_arena_floats(a, (size_t)(N * D));
+    w->dxe = zaya_arena_floats(a, (size_t)(N * D));
+    w->dgu = zaya_arena_floats(a, (size_t)(N * 2 * F));
+    w->dact = zaya_arena_floats(a, (size_t)(N * F));
+    int64_t widest = D > C ? D : C;
+    if (2 * F > widest) widest = 2 * F;
+    if (R > widest) widest = R;
+    w->colsum_width = widest;
+    w->colsum = zaya_arena_floats(a, (size_t)(3 * omp_get_max_threads() * widest));
+    if (m->dtype == ZAYA_DTYPE_BF16) {
+        /* Largest matmul operand: an [N, widest] activation or a logits chunk. */
+        int64_t cap = N * widest;
+        if (rows * V > cap) cap = rows * V;
+        w->bf_cap = cap;
+        w->bf_a = zaya_arena_alloc(a, (size_t)cap * sizeof(uint16_t));
+        w->bf_b = zaya_arena_alloc(a, (size_t)cap * sizeof(uint16_t));
+    }
+}
+
+zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
+    if (B <= 0 || T <= 0) return zaya_error_set(ZAYA_EINVAL, "batch (%lld) and sequence length (%lld) must be positive", (long long)B, (long long)T);
+    if (T > m->cfg.max_position_embeddings)
+        return zaya_error_set(ZAYA_EINVAL, "sequence length %lld exceeds max_position_embeddings %lld", (long long)T,
+                              (long long)m->cfg.max_position_embeddings);
+    zaya_arena_free(&m->arena);
+    free(m->acts);
+    free(m->work);
+    m->B = B;
+    m->T = T;
+    m->acts = calloc((size_t)m->cfg.num_hidden_layers, sizeof(zaya_layer_acts));
+    m->work = calloc(1, sizeof(zaya_model_work));
+    if (!m->acts || !m->work) return zaya_error_set(ZAYA_ENOMEM, "cannot allocate activation tables");
+    zaya_arena measure;
+    zaya_arena_init_measure(&measure);
+    plan_layout(m, &measure, m->acts, m->work);
+    ZAYA_TRY(zaya_arena_init(&m->arena, measure.used));
+    plan_layout(m, &m->arena, m->acts, m->work);
+    m->activation_bytes = measure.used;
+    zaya_model_work *w = m->work;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++) w->pos[b * T + t] = (int32_t)t;
+    ZAYA_DEBUG("model plan B=%lld T=%lld: %.1f MiB of activations and scratch", (long long)B, (long long)T,
+               (double)measure.used / 1048576.0);
+    return ZAYA_OK;
+}

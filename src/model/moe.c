@@ -1,0 +1,170 @@
+/* ZAYA1 MoE block: router (down-projection, exponential depth averaging, RMSNorm, 3-layer GELU MLP,
+ * softmax over experts + skip, biased top-1) and top-1 SwiGLU experts with grouped dispatch. */
+#include <string.h>
+
+#include "model/internal.h"
+
+static void add_bias(float *y, const float *b, int64_t n, int64_t d) {
+#pragma omp parallel for schedule(static) if (n * d > 32768)
+    for (int64_t i = 0; i < n; i++) {
+#pragma omp simd
+        for (int64_t j = 0; j < d; j++) y[i * d + j] += b[j];
+    }
+}
+
+/* Counting sort of tokens by chosen class: one GEMM per expert over contiguous rows. The order
+ * within a class is token order, so dispatch is deterministic. */
+static void dispatch(zaya_layer_acts *A, int64_t N, int64_t E1, int64_t *counts) {
+    for (int64_t e = 0; e <= E1; e++) A->off[e] = 0;
+    for (int64_t i = 0; i < N; i++) A->off[A->idx[i] + 1]++;
+    for (int64_t e = 0; e < E1; e++) {
+        counts[e] = A->off[e + 1];
+        A->off[e + 1] += A->off[e];
+    }
+    int64_t fill[E1 > 0 ? E1 : 1];
+    for (int64_t e = 0; e < E1; e++) fill[e] = A->off[e];
+    for (int64_t i = 0; i < N; i++) {
+        int64_t r = fill[A->idx[i]]++;
+        A->perm[r] = (int32_t)i;
+        A->row_of[i] = (int32_t)r;
+    }
+}
+
+void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
+    const zaya_config *c = &m->cfg;
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
+    const int64_t F = c->moe_intermediate_size;
+
+    zaya_lin_forward(m, A->r, A->z, P->r_down_w, N, D, R, 0.0f);
+    add_bias(A->r, P->r_down_b, N, R);
+    if (l > 0) {
+        const float *g = P->r_eda;
+#pragma omp parallel for schedule(static) if (N * R > 32768)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < R; j++) A->r[i * R + j] += g[j] * r_prev[i * R + j];
+    }
+    zaya_rmsnorm_forward(A->rn, A->rstd_r, A->r, P->r_norm, N, R, (float)c->rms_norm_eps);
+    zaya_lin_forward(m, A->a1, A->rn, P->r_fc1_w, N, R, R, 0.0f);
+    add_bias(A->a1, P->r_fc1_b, N, R);
+    zaya_gelu_forward(A->g1, A->a1, N * R);
+    zaya_lin_forward(m, A->a2, A->g1, P->r_fc2_w, N, R, R, 0.0f);
+    add_bias(A->a2, P->r_fc2_b, N, R);
+    zaya_gelu_forward(A->g2, A->a2, N * R);
+    zaya_lin_forward(m, w->dprobs, A->g2, P->r_out_w, N, R, E1, 0.0f); /* dprobs: logits scratch here */
+    zaya_softmax_forward(A->probs, w->dprobs, N, E1);
+    zaya_top1_biased(A->idx, A->gate, A->probs, P->bal_bias, N, E1);
+    dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
+
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t r = 0; r < N; r++) memcpy(A->xe + r * D, A->z + (int64_t)A->perm[r] * D, (size_t)D * sizeof(float));
+    for (int64_t e = 0; e < E; e++) {
+        int64_t o = A->off[e], ne = A->off[e + 1] - o;
+        if (ne == 0) continue;
+        zaya_lin_forward(m, A->gu + o * 2 * F, A->xe + o * D, P->gate_up + e * 2 * F * D, ne, D, 2 * F, 0.0f);
+        zaya_swiglu_forward(A->act + o * F, A->gu + o * 2 * F, ne, F);
+        zaya_lin_forward(m, A->ye + o * D, A->act + o * F, P->down + e * D * F, ne, F, D, 0.0f);
+    }
+    const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        float g = A->gate[i], *mi = A->m + i * D;
+        const float *src = A->idx[i] < E ? A->ye + (int64_t)A->row_of[i] * D : A->z + i * D;
+        if (A->idx[i] == E && !identity) g = 0.0f;
+#pragma omp simd
+        for (int64_t j = 0; j < D; j++) mi[j] = g * src[j];
+    }
+}
+
+void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz) {
+    const zaya_config *c = &m->cfg;
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_params *G = &m->g.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
+    const int64_t F = c->moe_intermediate_size;
+    const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
+
+    /* Gate: m_i = gate_i * out_i, so d(out_i) = gate_i * dm_i and d(gate_i) = <dm_i, out_i>. */
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        const float *dmi = dm + i * D;
+        float g = A->gate[i];
+        if (A->idx[i] < E) {
+            const float *yi = A->ye + (int64_t)A->row_of[i] * D;
+            float *dyi = w->dye + (int64_t)A->row_of[i] * D;
+            float s = 0;
+            for (int64_t j = 0; j < D; j++) {
+                dyi[j] = g * dmi[j];
+                s += dmi[j] * yi[j];
+            }
+            w->dgate[i] = s;
+        } else if (identity) {
+            const float *zi = A->z + i * D;
+            float *dzi = dz + i * D, s = 0;
+            for (int64_t j = 0; j < D; j++) {
+                dzi[j] = g * dmi[j];
+                s += dmi[j] * zi[j];
+            }
+            w->dgate[i] = s;
+        } else {
+            memset(dz + i * D, 0, (size_t)D * sizeof(float));
+            w->dgate[i] = 0.0f;
+        }
+    }
+    for (int64_t e = 0; e < E; e++) {
+        int64_t o = A->off[e], ne = A->off[e + 1] - o;
+        if (ne == 0) continue;
+        const float *Wd = P->down + e * D * F, *Wgu = P->gate_up + e * 2 * F * D;
+        zaya_lin_backward_input(m, w->dact + o * F, w->dye + o * D, Wd, ne, F, D, 0.0f);
+        zaya_lin_backward_weight(m, G->down + e * D * F, w->dye + o * D, A->act + o * F, ne, F, D);
+        zaya_swiglu_backward(w->dgu + o * 2 * F, w->dact + o * F, A->gu + o * 2 * F, ne, F);
+        zaya_lin_backward_input(m, w->dxe + o * D, w->dgu + o * 2 * F, Wgu, ne, D, 2 * F, 0.0f);
+        zaya_lin_backward_weight(m, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, ne, D, 2 * F);
+    }
+#pragma omp parallel for schedule(static) if (N * D > 32768)
+    for (int64_t i = 0; i < N; i++)
+        if (A->idx[i] < E) memcpy(dz + i * D, w->dxe + (int64_t)A->row_of[i] * D, (size_t)D * sizeof(float));
+
+    /* Only the chosen probability receives a gradient: through the softmax,
+     * d(logit_e) = p_e * dgate * ([e == idx] - p_idx). Selection itself (argmax with biases) is
+     * piecewise constant and has no gradient. */
+#pragma omp parallel for schedule(static) if (N * E1 > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        const float *p = A->probs + i * E1;
+        float *dl = w->dprobs + i * E1, g = w->dgate[i], pk = p[A->idx[i]];
+        for (int64_t e = 0; e < E1; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
+    }
+    zaya_lin_backward_input(m, w->dg2, w->dprobs, P->r_out_w, N, R, E1, 0.0f);
+    zaya_lin_backward_weight(m, G->r_out_w, w->dprobs, A->g2, N, R, E1);
+    zaya_gelu_backward(w->dg, w->dg2, A->a2, N * R);
+    zaya_ops_colsum_add(m, G->r_fc2_b, w->dg, N, R);
+    zaya_lin_backward_input(m, w->dg2, w->dg, P->r_fc2_w, N, R, R, 0.0f);
+    zaya_lin_backward_weight(m, G->r_fc2_w, w->dg, A->g1, N, R, R);
+    zaya_gelu_backward(w->dg, w->dg2, A->a1, N * R);
+    zaya_ops_colsum_add(m, G->r_fc1_b, w->dg, N, R);
+    zaya_lin_backward_input(m, w->drn, w->dg, P->r_fc1_w, N, R, R, 0.0f);
+    zaya_lin_backward_weight(m, G->r_fc1_w, w->dg, A->rn, N, R, R);
+    zaya_rmsnorm_backward(w->dr, G->r_norm, w->drn, A->r, P->r_norm, A->rstd_r, N, R);
+
+    /* The router state r_l also feeds block l+1's EDA: add the gradient it sent back (w->dr_carry). */
+    const float *carry = w->dr_carry;
+#pragma omp parallel for schedule(static) if (N * R > 32768)
+    for (int64_t i = 0; i < N * R; i++) w->dr[i] += carry[i];
+    if (l > 0) {
+        /* r_l = W z + b + gamma_l * r_{l-1}: d(gamma_l) = sum_rows dr * r_{l-1}; d(r_{l-1}) = dr * gamma_l. */
+#pragma omp parallel for schedule(static) if (N * R > 32768)
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t j = 0; j < R; j++) {
+                w->drn[i * R + j] = w->dr[i * R + j] * r_prev[i * R + j];
+                dr_prev_out[i * R + j] = w->dr[i * R + j] * P->r_eda[j];
+            }
+        zaya_ops_colsum_add(m, G->r_eda, w->drn, N, R);
+    }
+    zaya_ops_colsum_add(m, G->r_down_b, w->dr, N, R);
+    zaya_lin_backward_input(m, dz, w->dr, P->r_down_w, N, D, R, 1.0f);
+    zaya_lin_backward_weight(m, G->r_down_w, w->dr, A->z, N, D, R);
+}

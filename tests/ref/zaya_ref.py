@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Independent PyTorch reference of the ZAYA1 architecture, written from the specification
+(../shared/reference/zaya1-architecture.md), used by the parity tests.
+
+    zaya_ref.py DIR     reads DIR/config.json, DIR/params.json + DIR/params.bin, DIR/tokens.bin and
+                        writes DIR/ref_out.bin: [loss, logits (N*V), grads in the params.bin layout],
+                        float64 -> float32, plus DIR/ref_info.json (routing decisions and margins).
+
+Everything runs in float64 with autograd; nothing is shared with the C implementation except the
+file formats.
+"""
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+torch.set_default_dtype(torch.float64)
+
+
+def rmsnorm(x, w, eps):
+    return w * x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
+
+
+def rope(x, pos, rot, theta):
+    # x [..., T, H, hd]; rotate-half over the first `rot` dims of every head
+    half = rot // 2
+    inv = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / rot)
+    ang = pos[:, None].double() * inv[None, :]          # [T, half]
+    cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+    x1, x2, rest = x[..., :half], x[..., half:rot], x[..., rot:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+class Ref:
+    def __init__(self, cfg, params):
+        self.c = cfg
+        self.p = params
+
+    def P(self, name):
+        return self.p[name]
+
+    def cca(self, l, u, B, T):
+        c = self.c
+        hd, Hq, Hkv = c["head_dim"], c["num_attention_heads"], c["num_key_value_heads"]
+        k0, k1 = c["cca_time0"], c["cca_time1"]
+        pre = f"model.layers.{l}.self_attn."
+        q_pre = u @ self.P(pre + "qkv_proj.q_proj.weight").T          # [B,T,Hq*hd]
+        k_pre = u @ self.P(pre + "qkv_proj.k_proj.weight").T          # [B,T,Hkv*hd]
+        G = Hq // Hkv
+        qh = q_pre.view(B, T, Hq, hd)
+        kh = k_pre.view(B, T, Hkv, hd)
+        k_rep = kh.repeat_interleave(G, dim=2)                        # kv head of each q head
+        qm = (qh + k_rep) / 2                                         # [B,T,Hq,hd]
+        km = qm.view(B, T, Hkv, G, hd).mean(3)                        # [B,T,Hkv,hd]
+        cpk = torch.cat([q_pre, k_pre], -1).transpose(1, 2)           # [B,C,T]
+        Cc = cpk.shape[1]
+        cpk = F.pad(cpk, ((k0 - 1) + (k1 - 1), 0))
+        y1 = F.conv1d(cpk, self.P(pre + "qkv_proj.conv_qk_depthwise.weight"),
+                      self.P(pre + "qkv_proj.conv_qk_depthwise.bias"), groups=Cc)
+        y2 = F.conv1d(y1, self.P(pre + "qkv_proj.conv_qk_grouped.weight"),
+                      self.P(pre + "qkv_proj.conv_qk_grouped.bias"), groups=Hq + Hkv)
+        y2 = y2.transpose(1, 2)                                       # [B,T,C]
+        q = y2[..., :Hq * hd].reshape(B, T, Hq, hd) + qm
+        k = y2[..., Hq * hd:].reshape(B, T, Hkv, hd) + km
+        v_cur = u @ self.P(pre + "qkv_proj.v_proj_current.weight").T
+        v_del_all = u @ self.P(pre + "qkv_proj.v_proj_delayed.weight").T
+        v_del = torch.cat([torch.zeros_like(v_del_all[:, :1]), v_del_all[:, :-1]], dim=1)
+        v = torch.cat([v_cur, v_del], -1).view(B, T, Hkv, hd)
+        temp = self.P(pre + "qk_norm.temp")
+        eps = np.finfo(np.float32).eps
+        q = math.sqrt(hd) * q / q.norm(dim=-1, keepdim=True).clamp_min(eps)
+        k = math.sqrt(hd) * temp[None, None, :, None] * k / k.norm(dim=-1, keepdim=True).clamp_min(eps)
+        pos = torch.arange(T)
+        rot = int(round(c["partial_rotary_factor"] * hd))
+        q = rope(q, pos, rot, c["rope_theta"])
+        k = rope(k, pos, rot, c["rope_theta"])
+        kr = k.repeat_interleave(G, dim=2)
+        vr = v.repeat_interleave(G, dim=2)
+        s = torch.einsum("bthd,bshd->bhts", q, kr) / math.sqrt(hd)
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+        a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), vr).reshape(B, T, Hq * hd)
+        return a @ self.P(pre + "o_proj.weight").T
+
+    def moe(self, l, z, r_prev, info):
+        c = self.c
+        E = c["num_experts"]
+        pre = f"model.layers.{l}.mlp."
+        r = z @ self.P(pre + "gate.down_proj.weight").T + self.P(pre + "gate.down_proj.bias")
+        if l > 0:
+            r = r + self.P(pre + "gate.router_states_scale") * r_prev
+        h = rmsnorm(r, self.P(pre + "gate.router_mlp.norm.weight"), c["rms_norm_eps"])
+        h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc1.weight").T + self.P(pre + "gate.router_mlp.fc1.bias"))
+        h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc2.weight").T + self.P(pre + "gate.router_mlp.fc2.bias"))
+        probs = torch.softmax(h @ self.P(pre + "gate.router_mlp.out_proj.weight").T, -1)
+        biased = probs.detach() + self.P(pre + "gate.balancing_biases")
+        top2 = biased.topk(2, -1).values
+        info["min_margin"] = min(info.get("min_margin", 1e9), float((top2[..., 0] - top2[..., 1]).min()))
+        choice = biased.argmax(-1)                                    # [B,T]
+        gate = probs.gather(-1, choice[..., None])                    # unbiased probability
+        info.setdefault("choices", []).append(choice.flatten().tolist())
+        out = torch.zeros_like(z)
+        Wgu = self.P(pre + "experts.gate_up_proj")                    # [E, 2F, D]
+        Wd = self.P(pre + "experts.down_proj")                        # [E, D, F]
+        Fi = c["moe_intermediate_size"]
+        for e in range(E):
+            sel = choice == e
+            if sel.any():
+                x = z[sel]
+                gu = x @ Wgu[e].T
+                y = (F.silu(gu[:, :Fi]) * gu[:, Fi:]) @ Wd[e].T
+                idx = sel.nonzero(as_tuple=True)
+                out = out.index_put(idx, y)
+        skip = choice == E
+        if c.get("zaya_skip_mode", "identity") == "identity":
+            out = torch.where(skip[..., None], z, out)
+        return gate * out, r
+
+    def forward(self, ids):
+        c = self.c
+        B, T = ids.shape
+        eps = c["rms_norm_eps"]
+        x = (self.P("model.embed_tokens.weight")[ids] + self.P("model.input_hidden_states_bias")) * \
+            self.P("model.input_hidden_states_scale")
+        r = None
+        info = {}
+        for l in range(c["num_hidden_layers"]):
+            L = f"model.layers.{l}."
+            a = self.cca(l, rmsnorm(x, self.P(L + "input_layernorm.weight"), eps), B, T)
+            s = L + "post_attention_residual_scale."
+            h = (a + self.P(s + "hidden_states_bias")) * self.P(s + "hidden_states_scale") + \
+                (x + self.P(s + "residual_bias")) * self.P(s + "residual_scale")
+            m, r = self.moe(l, rmsnorm(h, self.P(L + "post_attention_layernorm.weight"), eps), r, info)
+            s = L + "post_mlp_residual_scale."
+            x = (m + self.P(s + "hidden_states_bias")) * self.P(s + "hidden_states_scale") + \
+                (h + self.P(s + "residual_bias")) * self.P(s + "residual_scale")
+        y = rmsnorm(x, self.P("model.norm.weight"), eps)
+        return y @ self.P("model.embed_tokens.weight").T, info
+
+
+def main(d):
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    rope_p = cfg.get("rope_parameters", {}).get("hybrid", {})
+    cfg.setdefault("rope_theta", rope_p.get("rope_theta", 5e6))
+    cfg.setdefault("partial_rotary_factor", rope_p.get("partial_rotary_factor", 0.5))
+    index = json.load(open(os.path.join(d, "params.json")))
+    blob = np.fromfile(os.path.join(d, "params.bin"), dtype=np.float32)
+    params = {}
+    for t in index["tensors"]:
+        a = blob[t["offset"]:t["offset"] + int(np.prod(t["shape"]))].astype(np.float64).reshape(t["shape"])
+        params[t["name"]] = torch.tensor(a, requires_grad=t["trainable"])
+    tok = np.fromfile(os.path.join(d, "tokens.bin"), dtype=np.int32)
+    B, T = index["batch"], index["seq"]
+    ids = torch.tensor(tok[:B * T].reshape(B, T), dtype=torch.long)
+    tgt = torch.tensor(tok[B * T:].reshape(B, T), dtype=torch.long)
+    logits, info = Ref(cfg, params).forward(ids)
+    valid = tgt >= 0
+    loss = F.cross_entropy(logits[valid], tgt[valid])
+    loss.backward()
+    out = [np.array([loss.item()]), logits.detach().numpy().ravel()]
+    grads = np.zeros_like(blob, dtype=np.float64)
+    for t in index["tensors"]:
+        g = params[t["name"]].grad
+        if g is not None:
+            grads[t["offset"]:t["offset"] + g.numel()] = g.numpy().ravel()
+    out.append(grads)
+    np.concatenate(out).astype(np.float32).tofile(os.path.join(d, "ref_out.bin"))
+    json.dump({"min_margin": info["min_margin"], "choices": info["choices"]}, open(os.path.join(d, "ref_info.json"), "w"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

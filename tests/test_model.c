@@ -71,7 +71,7 @@ static double fd_loss(void *p) {
 
 static void tiny_config(zaya_config *c) {
     zaya_config_preset("zaya1-tiny", c);
-    c->hidden_size = 16;
+    c->hidden_size = 18; /* not a multiple of the vector width */
     c->num_hidden_layers = 2;
     c->num_attention_heads = 4;
     c->num_key_value_heads = 2;

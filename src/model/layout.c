@@ -11,6 +11,7 @@ typedef struct layout_builder {
     zaya_tensor_info *t; /* NULL while counting */
     int n;
     int64_t off;
+    int fuse_next; /* set before adding the first tensor of a fused pair */
 } layout_builder;
 
 static int64_t add(layout_builder *b, const char *name, int layer, zaya_opt_class opt, int ndim, int64_t d0,
@@ -28,14 +29,20 @@ static int64_t add(layout_builder *b, const char *name, int layer, zaya_opt_clas
         t->numel = numel;
         t->opt = opt;
         t->layer = layer;
-        t->nmatrix = ndim == 3 ? (int)d0 : 1;
+        t->nmatrix = strstr(name, ".experts.") ? (int)d0 : 1; /* experts are separate matrices */
     }
     b->n++;
     int64_t at = b->off;
-    /* 16-float alignment keeps every tensor 64-byte aligned for vector loads and oneDNN. */
-    b->off += (numel + 15) / 16 * 16;
+    /* 16-float alignment keeps every tensor 64-byte aligned for vector loads and oneDNN, except
+     * where the next tensor must follow without a gap (fused q|k and v_current|v_delayed GEMMs). */
+    b->off += b->fuse_next ? numel : (numel + 15) / 16 * 16;
+    b->fuse_next = 0;
     return at;
 }
+
+/* The tensor added next is followed by the one after it with no gap: the pair forms one
+ * [rows1 + rows2, in] matrix. */
+static void fuse_with_next(layout_builder *b) { b->fuse_next = 1; }
 
 #define LN(buf, l, suffix) (snprintf(buf, sizeof buf, "model.layers.%d.%.60s", l, suffix), buf)
 
@@ -50,8 +57,10 @@ static void build(const zaya_config *c, layout_builder *b) {
     add(b, "model.input_hidden_states_bias", -1, ZAYA_OPT_ADAMW, 1, D, 0, 0);
     for (int l = 0; l < (int)c->num_hidden_layers; l++) {
         add(b, LN(nm, l, "input_layernorm.weight"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+        fuse_with_next(b);
         add(b, LN(nm, l, "self_attn.qkv_proj.q_proj.weight"), l, ZAYA_OPT_MUON, 2, qd, D, 0);
         add(b, LN(nm, l, "self_attn.qkv_proj.k_proj.weight"), l, ZAYA_OPT_MUON, 2, kvd, D, 0);
+        fuse_with_next(b);
         add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_current.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
         add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_delayed.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
         add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_depthwise.weight"), l, ZAYA_OPT_ADAMW, 3, C, 1, c->cca_time0);
@@ -90,7 +99,7 @@ zaya_status zaya_layout_build(const zaya_config *c, zaya_tensor_info **tensors, 
     build(c, &b);
     zaya_tensor_info *t = calloc((size_t)b.n, sizeof *t);
     if (!t) return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the tensor table (%d tensors)", b.n);
-    layout_builder b2 = {t, 0, 0};
+    layout_builder b2 = {t, 0, 0, 0};
     build(c, &b2);
     *tensors = t;
     *ntensors = b2.n;

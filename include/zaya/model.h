@@ -107,6 +107,8 @@ void zaya_model_backward(zaya_model *m);
 zaya_status zaya_model_logits(zaya_model *m, const int32_t *ids, const uint8_t *row_mask, float *logits);
 
 const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name);
+/* The tensor table of a config without allocating a model (caller frees *tensors). */
+zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats);
 
 /* Counts (exact integers). */
 typedef struct zaya_param_counts {
@@ -119,3 +121,16 @@ typedef struct zaya_param_counts {
 zaya_param_counts zaya_model_count_params(const zaya_config *cfg);
 
 #endif
+
+/* Compute and memory accounting (src/model/accounting.c). FLOPs count a multiply-add as 2; the
+ * attention term averages the causal key count over a sequence of length T; experts count one
+ * expert per token (top-1; tokens routed to the skip class would cost less). Training = 3x forward. */
+typedef struct zaya_model_costs {
+    double matmul_flops;    /* per token, forward: every dense GEMM incl. router, one expert, LM head */
+    double conv_flops;      /* per token, forward: depthwise + grouped CCA convolutions */
+    double attention_flops; /* per token, forward, at length T */
+    double forward_flops, training_flops;
+    int64_t kv_bytes_per_token;  /* compressed K and V of every block, in the given element size */
+    int64_t state_bytes_per_seq; /* conv state + delayed value per block, per sequence */
+} zaya_model_costs;
+zaya_model_costs zaya_model_costs_at(const zaya_config *cfg, int64_t T, int elem_bytes);

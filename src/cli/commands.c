@@ -3,7 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command model_commands[] = {
+    {"info", "parameter counts, components, KV cache and FLOPs of a config", zaya_cmd_model_info, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"model", "inspect ZAYA1 model configurations", NULL, model_commands},
     {0},
 };
 

@@ -176,3 +176,8 @@ zaya_param_counts zaya_model_count_params(const zaya_config *c) {
     free(t);
     return pc;
 }
+
+zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats) {
+    ZAYA_TRY(zaya_config_validate(c));
+    return zaya_layout_build(c, tensors, ntensors, nfloats);
+}

@@ -30,15 +30,16 @@ def rope(x, pos, rot, theta):
     half = rot // 2
     inv = theta ** (-torch.arange(0, half, dtype=torch.float64) * 2.0 / rot)
     ang = pos[:, None].double() * inv[None, :]          # [T, half]
-    cos, sin = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+    cos, sin = torch.cos(ang)[:, None, :].to(x.dtype), torch.sin(ang)[:, None, :].to(x.dtype)
     x1, x2, rest = x[..., :half], x[..., half:rot], x[..., rot:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
 class Ref:
-    def __init__(self, cfg, params):
+    def __init__(self, cfg, params, record=True):
         self.c = cfg
         self.p = params
+        self.record = record
 
     def P(self, name):
         return self.p[name]
@@ -98,11 +99,12 @@ class Ref:
         h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc2.weight").T + self.P(pre + "gate.router_mlp.fc2.bias"))
         probs = torch.softmax(h @ self.P(pre + "gate.router_mlp.out_proj.weight").T, -1)
         biased = probs.detach() + self.P(pre + "gate.balancing_biases")
-        top2 = biased.topk(2, -1).values
-        info["min_margin"] = min(info.get("min_margin", 1e9), float((top2[..., 0] - top2[..., 1]).min()))
         choice = biased.argmax(-1)                                    # [B,T]
         gate = probs.gather(-1, choice[..., None])                    # unbiased probability
-        info.setdefault("choices", []).append(choice.flatten().tolist())
+        if self.record:
+            top2 = biased.topk(2, -1).values
+            info["min_margin"] = min(info.get("min_margin", 1e9), float((top2[..., 0] - top2[..., 1]).min()))
+            info.setdefault("choices", []).append(choice.flatten().tolist())
         out = torch.zeros_like(z)
         Wgu = self.P(pre + "experts.gate_up_proj")                    # [E, 2F, D]
         Wd = self.P(pre + "experts.down_proj")                        # [E, D, F]
@@ -142,11 +144,93 @@ class Ref:
         return y @ self.P("model.embed_tokens.weight").T, info
 
 
-def main(d):
-    cfg = json.load(open(os.path.join(d, "config.json")))
+def load_config(path):
+    cfg = json.load(open(path))
     rope_p = cfg.get("rope_parameters", {}).get("hybrid", {})
     cfg.setdefault("rope_theta", rope_p.get("rope_theta", 5e6))
     cfg.setdefault("partial_rotary_factor", rope_p.get("partial_rotary_factor", 0.5))
+    return cfg
+
+
+def shapes(cfg):
+    """Tensor names and shapes of the HF layout (used by the benchmark to build random weights)."""
+    D, V, R, E = cfg["hidden_size"], cfg["vocab_size"], cfg["router_hidden_size"], cfg["num_experts"]
+    hd, Hq, Hkv, Fi = cfg["head_dim"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["moe_intermediate_size"]
+    C = (Hq + Hkv) * hd
+    out = {"model.embed_tokens.weight": (V, D), "model.input_hidden_states_scale": (D,),
+           "model.input_hidden_states_bias": (D,), "model.norm.weight": (D,)}
+    for l in range(cfg["num_hidden_layers"]):
+        L = f"model.layers.{l}."
+        a = L + "self_attn."
+        out.update({L + "input_layernorm.weight": (D,), L + "post_attention_layernorm.weight": (D,),
+                    a + "qkv_proj.q_proj.weight": (Hq * hd, D), a + "qkv_proj.k_proj.weight": (Hkv * hd, D),
+                    a + "qkv_proj.v_proj_current.weight": (Hkv * hd // 2, D),
+                    a + "qkv_proj.v_proj_delayed.weight": (Hkv * hd // 2, D),
+                    a + "qkv_proj.conv_qk_depthwise.weight": (C, 1, cfg["cca_time0"]),
+                    a + "qkv_proj.conv_qk_depthwise.bias": (C,),
+                    a + "qkv_proj.conv_qk_grouped.weight": (C, hd, cfg["cca_time1"]),
+                    a + "qkv_proj.conv_qk_grouped.bias": (C,), a + "qk_norm.temp": (Hkv,),
+                    a + "o_proj.weight": (D, Hq * hd)})
+        for s in ("post_attention_residual_scale.", "post_mlp_residual_scale."):
+            for v in ("hidden_states_scale", "hidden_states_bias", "residual_scale", "residual_bias"):
+                out[L + s + v] = (D,)
+        g = L + "mlp.gate."
+        out.update({g + "down_proj.weight": (R, D), g + "down_proj.bias": (R,), g + "router_mlp.norm.weight": (R,),
+                    g + "router_mlp.fc1.weight": (R, R), g + "router_mlp.fc1.bias": (R,),
+                    g + "router_mlp.fc2.weight": (R, R), g + "router_mlp.fc2.bias": (R,),
+                    g + "router_mlp.out_proj.weight": (E + 1, R), g + "balancing_biases": (E + 1,),
+                    L + "mlp.experts.gate_up_proj": (E, 2 * Fi, D), L + "mlp.experts.down_proj": (E, D, Fi)})
+        if l > 0:
+            out[g + "router_states_scale"] = (R,)
+    return out
+
+
+def bench(config_path, B, T, iters, warmup, threads):
+    """Times PyTorch eager f32 forward and forward+backward of the same architecture."""
+    import time
+    torch.set_num_threads(threads)
+    cfg = load_config(config_path)
+    gen = torch.Generator().manual_seed(0)
+    params = {}
+    for name, shp in shapes(cfg).items():
+        if len(shp) == 1:
+            t = torch.ones(shp, dtype=torch.float32)
+            if "bias" in name:
+                t.zero_()
+        else:
+            t = torch.randn(shp, generator=gen, dtype=torch.float32) * 0.02
+        params[name] = t.requires_grad_("balancing" not in name)
+    model = Ref(cfg, params, record=False)
+    ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+    tgt = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+
+    def step(backward):
+        logits, _ = model.forward(ids)
+        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+        if backward:
+            for p in params.values():
+                p.grad = None
+            loss.backward()
+        return loss
+
+    res = {}
+    for key, backward in (("forward_s", False), ("fwdbwd_s", True)):
+        ctx = torch.no_grad() if not backward else torch.enable_grad()
+        with ctx:
+            for _ in range(warmup):
+                step(backward)
+            times = []
+            for _ in range(iters):
+                t0 = time.perf_counter()
+                step(backward)
+                times.append(time.perf_counter() - t0)
+        res[key] = min(times)
+    res.update({"torch": torch.__version__, "threads": threads, "batch": B, "seq": T})
+    print(json.dumps(res))
+
+
+def main(d):
+    cfg = load_config(os.path.join(d, "config.json"))
     index = json.load(open(os.path.join(d, "params.json")))
     blob = np.fromfile(os.path.join(d, "params.bin"), dtype=np.float32)
     params = {}
@@ -173,4 +257,9 @@ def main(d):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) >= 2 and sys.argv[1] == "--bench":
+        # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS (f32 parameters and activations)
+        torch.set_default_dtype(torch.float32)
+        bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]))
+    else:
+        main(sys.argv[1])

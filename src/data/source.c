@@ -69,7 +69,7 @@ zaya_status zaya_data_expand(const char *const *patterns, int npatterns, char **
             continue;
         }
         glob_t g;
-        int rc = glob(patterns[i], GLOB_ERR, NULL, &g);
+        int rc = glob(patterns[i], 0, NULL, &g);
         if (rc == GLOB_NOMATCH)
             s = zaya_error_set(ZAYA_EINVAL, "no shard matches '%s'", patterns[i]);
         else if (rc != 0)

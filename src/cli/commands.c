@@ -3,7 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command data_commands[] = {
+    {"inspect", "show a token shard's header, counts, checksum and first tokens", zaya_cmd_data_inspect, NULL},
+    {"validate", "fully validate token shards and run files", zaya_cmd_data_validate, NULL},
+    {"bench", "loader throughput from mmap vs a sequential copy", zaya_cmd_data_bench, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"data", "token shards: inspect, validate, loader benchmark", NULL, data_commands},
     {0},
 };
 

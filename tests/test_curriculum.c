@@ -152,6 +152,8 @@ static void test_errors(void) {
     expect_error("{\"phases\":[" P0 ",{\"tokens\":\"many\"}]}", "phases[1]: key 'tokens' must be an integer");
     expect_error("{\"sources\":{\"prose\":{\"train\":[]}},\"phases\":[" P0 "]}", "sources.prose: key 'train' must list 1 to");
     expect_error("{\"phases\":[" P0 ",{\"tokens\":10,\"lr\":{\"decay_fraction\":1.5}}]}", "key 'lr.decay_fraction' must be in [0, 1]");
+    expect_error("{\"phases\":[{\"tokens\":1000000000000000,\"sources\":{\"p\":1},\"seq_len\":8,\"lr\":{\"peak\":1},"
+                 "\"batch\":{\"from\":1,\"to\":2,\"ramp_tokens\":1000000000000000}}]}", "the ramp would last more than");
 
     /* A minimal valid file: defaults resolved, explicit source patterns kept. */
     cJSON *j;

@@ -234,6 +234,8 @@ static zaya_status plan_phase(zaya_phase *p, int64_t multiple) {
     p->ramp_tokens = malloc((size_t)cap * sizeof *p->ramp_tokens);
     if (!p->ramp_tokens) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
     while (t < p->tokens && t < p->batch_ramp_tokens) {
+        if (n == (1 << 24)) /* the table holds one entry per ramp step */
+            return ERR("key 'batch.ramp_tokens': the ramp would last more than %d steps", 1 << 24);
         if (n + 1 == cap) {
             int64_t *r = realloc(p->ramp_tokens, (size_t)(cap *= 2) * sizeof *r);
             if (!r) return zaya_error_set(ZAYA_ENOMEM, "out of memory");

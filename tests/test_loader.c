@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "zaya/curriculum.h"
 #include "zaya/data.h"
 #include "zaya/json.h"
 
@@ -64,6 +65,16 @@ static void test_packing(const zaya_dataset *ds, int src, const int32_t *ref, si
         }
         CHECK(bad == 0, "T=%lld: %d of %llu sequences differ from the reference stream", (long long)T, bad,
               (unsigned long long)N);
+        /* Targets are the inputs shifted by one: sequence i ends with the id sequence i+1 starts with. */
+        int32_t *next = malloc(sizeof(int32_t) * (size_t)(T + 1));
+        int shift_bad = 0;
+        for (uint64_t i = 0; i + 1 < N; i++) {
+            zaya_data_source_read_sequence(&ds->src[src], T, i, buf);
+            zaya_data_source_read_sequence(&ds->src[src], T, i + 1, next);
+            shift_bad += buf[T] != next[0];
+        }
+        CHECK(shift_bad == 0, "T=%lld: %d sequence boundaries do not overlap by one id", (long long)T, shift_bad);
+        free(next);
     }
     free(buf);
 }
@@ -288,6 +299,33 @@ static void test_length_change(const zaya_dataset *ds) {
     free(buf);
 }
 
+/* A run's phases drive the loader: length and weights change at phase starts, resume re-applies. */
+static void test_run_phases(const zaya_dataset *ds) {
+    cJSON *j;
+    zaya_json_parse("{\"phases\":[{\"name\":\"one\",\"tokens\":4096,\"sources\":{\"a\":3,\"b\":1},\"seq_len\":16,"
+                    "\"batch\":8,\"lr\":{\"peak\":0.01}},{\"name\":\"two\",\"tokens\":4096,\"sources\":{\"c\":1},"
+                    "\"seq_len\":32}]}", "run", &j);
+    zaya_run run;
+    CHECK(zaya_run_parse(j, "run", &run) == ZAYA_OK, "run: %s", zaya_error_message());
+    cJSON_Delete(j);
+    zaya_loader l;
+    zaya_loader_init(&l, ds, 5);
+    int32_t *buf = malloc(sizeof(int32_t) * 8 * 33);
+    int src[8], bad = 0;
+    for (int64_t s = 0; s < run.total_steps; s++) {
+        zaya_step_info si;
+        zaya_run_step(&run, s, &si);
+        if (si.phase_start) CHECK(zaya_run_set_loader_phase(&run, si.phase, &l) == ZAYA_OK, "phase: %s", zaya_error_message());
+        zaya_loader_next(&l, si.global_batch, 0, 1, buf, src);
+        for (int r = 0; r < si.global_batch; r++) bad += si.phase == 0 ? src[r] == 2 : src[r] != 2;
+        bad += l.st.seq_len != si.seq_len;
+    }
+    CHECK(bad == 0, "%d rows came from a source (or length) outside their phase", bad);
+    CHECK(zaya_run_set_loader_phase(&run, 2, &l) == ZAYA_ERANGE, "phase out of range");
+    free(buf);
+    zaya_run_free(&run);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/zaya_test_loader_XXXXXX");
     if (!mkdtemp(dir)) return 1;
@@ -312,6 +350,7 @@ int main(void) {
     test_ranks(&ds);
     test_resume(&ds);
     test_length_change(&ds);
+    test_run_phases(&ds);
     zaya_dataset_free(&ds);
     for (int s = 0; s < 3; s++) free(ref[s]);
     char cmd[128];

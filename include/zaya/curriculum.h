@@ -93,6 +93,10 @@ typedef struct zaya_step_info {
 /* Maps step in [0, total_steps) to its phase and hyper-parameters. */
 zaya_status zaya_run_step(const zaya_run *run, int64_t step, zaya_step_info *out);
 
+/* Points the loader at a phase: its sequence length and source weights (a no-op when they are already
+ * in effect, as after a resume). Call at every step whose info has phase_start set, and after restore. */
+zaya_status zaya_run_set_loader_phase(const zaya_run *run, int phase, zaya_loader *loader);
+
 /* Opens the training (val = 0) or validation (val = 1) shards of every source of the run. */
 zaya_status zaya_run_open_dataset(const zaya_run *run, int val, int verify_checksum, zaya_dataset *ds);
 

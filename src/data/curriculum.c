@@ -485,3 +485,13 @@ zaya_status zaya_run_open_dataset(const zaya_run *run, int val, int verify_check
     }
     return ZAYA_OK;
 }
+
+zaya_status zaya_run_set_loader_phase(const zaya_run *run, int phase, zaya_loader *loader) {
+    if (phase < 0 || phase >= run->nphases)
+        return zaya_error_set(ZAYA_ERANGE, "phase %d outside the run's %d phases", phase, run->nphases);
+    const zaya_phase *p = &run->phases[phase];
+    const char *names[ZAYA_DATA_MAX_SOURCES];
+    for (int i = 0; i < p->nsources; i++) names[i] = p->source[i];
+    return zaya_error_context(zaya_loader_set_mixture(loader, p->seq_len, names, p->weight, p->nsources),
+                              "phase '%s'", p->name);
+}

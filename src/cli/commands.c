@@ -8,11 +8,18 @@ static const zaya_command model_commands[] = {
     {0},
 };
 
-const zaya_command zaya_commands[] = {
-    {"model", "inspect ZAYA1 model configurations", NULL, model_commands},
+static const zaya_command data_commands[] = {
+    {"inspect", "show a token shard's header, counts, checksum and first tokens", zaya_cmd_data_inspect, NULL},
+    {"validate", "fully validate token shards and run files", zaya_cmd_data_validate, NULL},
+    {"bench", "loader throughput from mmap vs a sequential copy", zaya_cmd_data_bench, NULL},
     {0},
 };
 
+const zaya_command zaya_commands[] = {
+    {"model", "inspect ZAYA1 model configurations", NULL, model_commands},
+    {"data", "token shards: inspect, validate, loader benchmark", NULL, data_commands},
+    {0},
+};
 static void print_table(FILE *f, const zaya_command *table, const char *prefix) {
     fprintf(f, "usage: zaya %s%s<command> [options]\n\ncommands:\n", prefix, *prefix ? " " : "");
     for (const zaya_command *c = table; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);

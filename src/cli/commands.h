@@ -20,5 +20,8 @@ int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, c
 
 /* Leaf commands (one cmd_*.c file each). */
 int zaya_cmd_model_info(int argc, char **argv);
+int zaya_cmd_data_inspect(int argc, char **argv);  /* cmd_data.c */
+int zaya_cmd_data_validate(int argc, char **argv); /* cmd_data.c */
+int zaya_cmd_data_bench(int argc, char **argv);    /* cmd_data.c */
 
 #endif

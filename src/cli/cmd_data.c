@@ -1,0 +1,288 @@
+/* `zaya data inspect|validate|bench`: look inside token shards, validate shards and run files, and
+ * measure the loader's throughput from mmap against a sequential copy of the same shards. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "zaya/alloc.h"
+#include "zaya/curriculum.h"
+#include "zaya/data.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/plot.h"
+#include "zaya/timer.h"
+
+static int fail(const char *cmd, const char *msg) {
+    fprintf(stderr, "zaya data %s: error: %s\n", cmd, msg);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- inspect */
+
+static void print_shard(const zaya_shard *s, int64_t ntok) {
+    const zaya_shard_header *h = &s->hdr;
+    uint64_t mn = UINT64_MAX, mx = 0;
+    for (uint64_t d = 0; d < h->doc_count; d++) {
+        uint64_t len = s->doc_index[d + 1] - s->doc_index[d];
+        mn = len < mn ? len : mn;
+        mx = len > mx ? len : mx;
+    }
+    printf("shard %s\n", s->path);
+    printf("  format       version %u, header %u bytes, %u-byte tokens (u%u)\n", h->version, h->header_size,
+           h->token_width, 8 * h->token_width);
+    printf("  vocab        %" PRIu64 " ids, eos id ", h->vocab_size);
+    if (h->eos_id == ZAYA_SHARD_NO_EOS) printf("none"); else printf("%u", h->eos_id);
+    printf(", tokenizer %016" PRIx64 "%s\n", h->tokenizer_hash, h->tokenizer_hash ? "" : " (unknown)");
+    printf("  tokens       %" PRIu64 " in %" PRIu64 " documents", h->token_count, h->doc_count);
+    if (h->doc_count)
+        printf(" (mean %.1f, min %" PRIu64 ", max %" PRIu64 " tokens)", (double)h->token_count / (double)h->doc_count, mn, mx);
+    printf("\n  layout       tokens at %" PRIu64 ", index at %" PRIu64 ", file %" PRIu64 " bytes\n", h->tokens_offset,
+           h->index_offset, h->file_size);
+    printf("  first tokens");
+    for (uint64_t i = 0; i < h->token_count && i < (uint64_t)ntok; i++) printf(" %u", zaya_shard_token(s, i));
+    printf("%s\n", h->token_count > (uint64_t)ntok ? " ..." : "");
+}
+
+int zaya_cmd_data_inspect(int argc, char **argv) {
+    int64_t ntok = 16;
+    int no_verify = 0;
+    zaya_flag flags[] = {
+        {"tokens", 'n', ZAYA_FLAG_I64, &ntok, "N", "print the first N token ids (default 16)"},
+        {"no-verify", 0, ZAYA_FLAG_BOOL, &no_verify, NULL, "skip the payload checksum (default: verify)"},
+    };
+    zaya_cmd_spec spec = {"data inspect", "Show a token shard's header, counts, checksum and first tokens", "[options] SHARD...",
+                          "Every header field and offset is validated on open; a bad shard is reported and the "
+                          "command exits 1 after the others were shown.",
+                          flags, 2};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos < 1) return zaya_flags_usage_error(&spec, "expected at least one SHARD");
+    if (ntok < 0) return zaya_flags_usage_error(&spec, "--tokens must be >= 0");
+    int bad = 0;
+    for (int i = 0; i < args.npos; i++) {
+        zaya_shard s;
+        if (zaya_shard_open(args.pos[i], 0, &s) != ZAYA_OK) {
+            fail("inspect", zaya_error_message());
+            bad++;
+            continue;
+        }
+        print_shard(&s, ntok);
+        if (!no_verify) {
+            if (zaya_shard_verify_checksum(&s) == ZAYA_OK) {
+                printf("  checksum     xxh3 %016" PRIx64 ": ok\n", s.hdr.payload_xxh3);
+            } else {
+                printf("  checksum     xxh3 %016" PRIx64 ": MISMATCH\n", s.hdr.payload_xxh3);
+                fail("inspect", zaya_error_message());
+                bad++;
+            }
+        }
+        zaya_shard_close(&s);
+    }
+    return bad ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- validate */
+
+static int validate_run(const char *path) {
+    zaya_run run;
+    if (zaya_run_load(path, &run) != ZAYA_OK) return fail("validate", zaya_error_message());
+    printf("run %s: %d phases, %" PRId64 " steps, %" PRId64 " tokens\n", run.name, run.nphases, run.total_steps,
+           run.total_tokens);
+    for (int i = 0; i < run.nphases; i++) {
+        const zaya_phase *p = &run.phases[i];
+        printf("  %-20s steps %6" PRId64 "-%-6" PRId64 " seq %5" PRId64 " batch %4" PRId64 "->%-4" PRId64 " theta %-8g lr %g->%g\n",
+               p->name, p->first_step, p->first_step + p->steps - 1, p->seq_len, p->batch_from, p->batch, p->rope_theta,
+               p->lr_peak, p->lr_final);
+    }
+    int bad = 0;
+    for (int val = 0; val < 2; val++) {
+        zaya_dataset ds;
+        if (zaya_run_open_dataset(&run, val, 1, &ds) != ZAYA_OK) {
+            fail("validate", zaya_error_message());
+            bad++;
+            continue;
+        }
+        for (int i = 0; i < ds.nsources; i++)
+            printf("  %-5s source %-12s %3d shards, %" PRIu64 " tokens, %" PRIu64 " documents: ok\n", val ? "val" : "train",
+                   ds.src[i].name, ds.src[i].nshards, ds.src[i].ntokens, ds.src[i].ndocs);
+        for (int i = 0; i < run.nphases && !val; i++) /* every phase must find a sequence in each source it draws */
+            for (int k = 0; k < run.phases[i].nsources; k++) {
+                int j = zaya_dataset_find(&ds, run.phases[i].source[k]);
+                if (run.phases[i].weight[k] > 0 && zaya_data_source_sequences(&ds.src[j], run.phases[i].seq_len) == 0) {
+                    fprintf(stderr, "zaya data validate: error: phase '%s': source '%s' is shorter than one sequence\n",
+                            run.phases[i].name, ds.src[j].name);
+                    bad++;
+                }
+            }
+        zaya_dataset_free(&ds);
+    }
+    zaya_run_free(&run);
+    return bad ? 1 : 0;
+}
+
+int zaya_cmd_data_validate(int argc, char **argv) {
+    const char *run = NULL;
+    zaya_flag flags[] = {
+        {"run", 0, ZAYA_FLAG_STRING, &run, "FILE", "also validate a run file and every shard its sources name"},
+    };
+    zaya_cmd_spec spec = {"data validate", "Fully validate token shards (structure, ids < vocab, checksums)",
+                          "[options] [SHARD|DIR|GLOB...]", NULL, flags, 1};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos < 1 && !run) return zaya_flags_usage_error(&spec, "expected shards or --run FILE");
+    int bad = 0;
+    if (args.npos > 0) {
+        char **paths;
+        int n;
+        if (zaya_data_expand((const char *const *)args.pos, args.npos, &paths, &n) != ZAYA_OK)
+            return fail("validate", zaya_error_message());
+        for (int i = 0; i < n; i++) {
+            zaya_shard s;
+            if (zaya_shard_open(paths[i], 1, &s) != ZAYA_OK) {
+                fail("validate", zaya_error_message());
+                bad++;
+                continue;
+            }
+            printf("ok   %s (%" PRIu64 " tokens, %" PRIu64 " documents)\n", paths[i], s.hdr.token_count, s.hdr.doc_count);
+            zaya_shard_close(&s);
+        }
+        printf("%d of %d shards valid\n", n - bad, n);
+        zaya_data_paths_free(paths, n);
+    }
+    if (run) bad += validate_run(run);
+    return bad ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- bench */
+
+/* Both measurements run whole batches until min_s has passed, after one warm-up batch. */
+static double bench_loader(const zaya_dataset *ds, int64_t T, int64_t G, double min_s, int32_t *buf) {
+    zaya_loader l;
+    const char *names[ZAYA_DATA_MAX_SOURCES];
+    double w[ZAYA_DATA_MAX_SOURCES];
+    for (int i = 0; i < ds->nsources; i++) names[i] = ds->src[i].name, w[i] = 1;
+    if (zaya_loader_init(&l, ds, 1) != ZAYA_OK || zaya_loader_set_mixture(&l, T, names, w, ds->nsources) != ZAYA_OK) return -1;
+    zaya_loader_next(&l, G, 0, 1, buf, NULL);
+    int64_t n = 0;
+    double t0 = zaya_now_s(), t;
+    do {
+        zaya_loader_next(&l, G, 0, 1, buf, NULL);
+        n++;
+    } while ((t = zaya_now_s() - t0) < min_s);
+    return (double)(n * G * T) / t;
+}
+
+/* The peer: batches of the same size widened to int32 by a sequential pass over the shards. */
+static double bench_sequential(const zaya_dataset *ds, int64_t T, int64_t G, double min_s, int32_t *buf) {
+    uint64_t chunk = (uint64_t)(G * (T + 1)), pos = 0;
+    int s = 0, sh = 0;
+    int64_t n = -1; /* the first batch is the warm-up */
+    double t0 = 0, t = 0;
+    while (n < 0 || (t = zaya_now_s() - t0) < min_s) {
+        uint64_t left = chunk;
+        while (left > 0) {
+            const zaya_shard *z = &ds->src[s].shards[sh];
+            uint64_t m = z->hdr.token_count - pos < left ? z->hdr.token_count - pos : left;
+            zaya_shard_read(z, pos, m, buf + (chunk - left));
+            left -= m;
+            pos += m;
+            if (pos == z->hdr.token_count) {
+                pos = 0;
+                if (++sh == ds->src[s].nshards) sh = 0, s = (s + 1) % ds->nsources;
+            }
+        }
+        if (++n == 0) t0 = zaya_now_s();
+    }
+    return (double)(n * G * T) / t;
+}
+
+int zaya_cmd_data_bench(int argc, char **argv) {
+    int64_t G = 32;
+    double min_s = 1.0;
+    const char *out = "results/data-bench";
+    zaya_flag flags[] = {
+        {"batch", 'b', ZAYA_FLAG_I64, &G, "G", "global batch in sequences (default 32)"},
+        {"seconds", 0, ZAYA_FLAG_DOUBLE, &min_s, "S", "measure each case for at least S seconds (default 1)"},
+        ZAYA_FLAG_OUTDIR(&out, "results/data-bench"),
+    };
+    zaya_cmd_spec spec = {"data bench", "Loader throughput (shuffled, packed batches from mmap) vs a sequential copy",
+                          "[options] SHARD|DIR|GLOB...",
+                          "Each argument is one source, drawn with equal weight. Sequence lengths 128..8192; the "
+                          "loader runs on one thread. Results: table on stdout, data-bench.json and "
+                          "data-bench.png in the output directory.",
+                          flags, 3};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos < 1) return zaya_flags_usage_error(&spec, "expected at least one SHARD, DIR or GLOB");
+    if (G < 1 || !(min_s > 0)) return zaya_flags_usage_error(&spec, "--batch must be >= 1 and --seconds > 0");
+    if (args.npos > ZAYA_DATA_MAX_SOURCES) return zaya_flags_usage_error(&spec, "at most %d sources", ZAYA_DATA_MAX_SOURCES);
+    zaya_dataset ds = {0};
+    for (int i = 0; i < args.npos; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%d", i);
+        const char *p = args.pos[i];
+        if (zaya_dataset_add(&ds, name, &p, 1, 0) != ZAYA_OK) {
+            zaya_dataset_free(&ds);
+            return fail("bench", zaya_error_message());
+        }
+    }
+    if (zaya_mkdir_p(out) != ZAYA_OK) {
+        zaya_dataset_free(&ds);
+        return fail("bench", zaya_error_message());
+    }
+    enum { NT = 7 };
+    const int64_t lens[NT] = {128, 256, 512, 1024, 2048, 4096, 8192};
+    double x[NT], yl[NT], ys[NT];
+    int n = 0;
+    int32_t *buf = zaya_malloc(sizeof(int32_t) * (size_t)G * (8192 + 1));
+    cJSON *res = cJSON_CreateArray();
+    printf("%8s %6s %16s %16s %14s %7s\n", "seq_len", "batch", "loader tok/s", "seq-copy tok/s", "loader seq/s", "ratio");
+    for (int k = 0; k < NT && buf; k++) {
+        int ok = 1;
+        for (int i = 0; i < ds.nsources; i++) ok &= zaya_data_source_sequences(&ds.src[i], lens[k]) > 0;
+        if (!ok) break;
+        double lt = bench_loader(&ds, lens[k], G, min_s, buf), st = bench_sequential(&ds, lens[k], G, min_s, buf);
+        x[n] = (double)lens[k];
+        yl[n] = lt / 1e6;
+        ys[n] = st / 1e6;
+        n++;
+        printf("%8" PRId64 " %6" PRId64 " %16.3e %16.3e %14.3e %7.2f\n", lens[k], G, lt, st, lt / (double)lens[k], lt / st);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "seq_len", (double)lens[k]);
+        cJSON_AddNumberToObject(o, "batch", (double)G);
+        cJSON_AddNumberToObject(o, "loader_tokens_per_s", lt);
+        cJSON_AddNumberToObject(o, "sequential_tokens_per_s", st);
+        cJSON_AddNumberToObject(o, "loader_sequences_per_s", lt / (double)lens[k]);
+        cJSON_AddItemToArray(res, o);
+    }
+    zaya_free(buf);
+    uint64_t tokens = 0;
+    for (int i = 0; i < ds.nsources; i++) tokens += ds.src[i].ntokens;
+    zaya_dataset_free(&ds);
+    if (n == 0) {
+        cJSON_Delete(res);
+        return fail("bench", "the sources are shorter than one sequence of 128 tokens");
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "source_tokens", (double)tokens);
+    cJSON_AddNumberToObject(root, "seconds_per_case", min_s);
+    cJSON_AddItemToObject(root, "results", res);
+    char path[4096];
+    zaya_status s = zaya_path_join(path, sizeof path, out, "data-bench.json");
+    if (s == ZAYA_OK) s = zaya_json_write_file(path, root, 1);
+    cJSON_Delete(root);
+    if (s != ZAYA_OK) return fail("bench", zaya_error_message());
+    zaya_plot_series ser[2] = {{"loader (shuffled, packed)", x, yl, n}, {"sequential copy", x, ys, n}};
+    zaya_plot_opts po = {"data loader throughput from mmap", "sequence length", "Mtokens/s", 2, 0, 1};
+    if (zaya_path_join(path, sizeof path, out, "data-bench.png") == ZAYA_OK &&
+        zaya_plot_lines(path, &po, ser, 2) != ZAYA_OK)
+        fprintf(stderr, "zaya data bench: warning: no plot: %s\n", zaya_error_message());
+    printf("results in %s/\n", out);
+    return 0;
+}

@@ -3,7 +3,16 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command size_commands[] = {
+    {"info", "exact parameter table, FLOPs, KV cache and training memory of a config", zaya_cmd_size_info, NULL},
+    {"check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check, NULL},
+    {"predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict, NULL},
+    {"search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"size", "model sizing: calculators, rules, prediction, MoE shape search", NULL, size_commands},
     {0},
 };
 

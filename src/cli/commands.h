@@ -20,5 +20,9 @@ int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, c
 
 /* Leaf commands (one cmd_*.c file each). */
 /* (none yet: each helper adds its declaration here) */
+int zaya_cmd_size_info(int argc, char **argv);
+int zaya_cmd_size_check(int argc, char **argv);
+int zaya_cmd_size_predict(int argc, char **argv);
+int zaya_cmd_size_search(int argc, char **argv);
 
 #endif

@@ -161,7 +161,7 @@ void zaya_hw_free(zaya_hw *hw);
 typedef struct zaya_gemm_est {
     double flops, time_s, eff;           /* eff = achieved / peak */
     double tile_eff, wave_eff, k_eff;    /* GPU quantization factors (1 for measured tables) */
-    int64_t tiles, waves;
+    int64_t tiles, waves, split;         /* tiles incl. split-K partials */
     int mem_bound;
 } zaya_gemm_est;
 

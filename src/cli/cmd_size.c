@@ -110,7 +110,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
     zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int ng = zaya_size_list_gemms(&a, &run, g, ZAYA_SIZE_MAX_GEMMS);
     printf("\nper GEMM (one layer's launch; x = launches per step):\n");
-    printf("  %-24s %-5s %7s %7s %7s %4s %4s %7s %6s %6s %6s %7s %10s\n", "gemm", "pass", "M", "N", "K", "grp", "x", "tiles",
+    printf("  %-24s %-5s %7s %7s %7s %4s %4s %5s %7s %6s %6s %6s %7s %10s\n", "gemm", "pass", "M", "N", "K", "grp", "x", "splitK", "tiles",
            "tile%", "wave%", "eff%", "bound", "ms/step");
     cJSON *jg = cJSON_CreateArray();
     double total_t = 0, total_f = 0;
@@ -120,9 +120,9 @@ int zaya_cmd_size_check(int argc, char **argv) {
         double t = e.time_s * (double)g[i].count;
         total_t += t;
         total_f += e.flops * (double)g[i].count;
-        printf("  %-24s %-5s %7lld %7lld %7lld %4lld %4lld %7lld %6.1f %6.1f %6.1f %7s %10.3f\n", g[i].name, g[i].pass,
+        printf("  %-24s %-5s %7lld %7lld %7lld %4lld %4lld %5lld %7lld %6.1f %6.1f %6.1f %7s %10.3f\n", g[i].name, g[i].pass,
                (long long)g[i].m, (long long)g[i].n, (long long)g[i].k, (long long)g[i].groups, (long long)g[i].count,
-               (long long)e.tiles, 100 * e.tile_eff * e.k_eff, 100 * e.wave_eff, 100 * e.eff,
+               (long long)e.split, (long long)e.tiles, 100 * e.tile_eff * e.k_eff, 100 * e.wave_eff, 100 * e.eff,
                e.mem_bound ? "memory" : "compute", 1e3 * t);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", g[i].name);

@@ -128,7 +128,15 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
     return ZAYA_OK;
 }
 
+static const char *families[] = {"zaya", "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"};
+
 static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
+    int known = 0;
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++) known |= !strcmp(fam, families[i]);
+    if (!known)
+        return zaya_error_set(ZAYA_EUNSUPPORTED,
+                              "unknown model_type '%s' (supported: zaya, llama, qwen2, qwen3, qwen3_moe, qwen2_moe, "
+                              "mixtral, olmoe)", fam);
     if (!strcmp(fam, "zaya")) return read_zaya(c, a);
     ZAYA_TRY(read_common(c, a));
     if (!strcmp(fam, "llama")) {
@@ -173,10 +181,6 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         a->qk_norm = ZAYA_QK_NORM_FULL;
         a->router = ZAYA_ROUTER_LINEAR;
         a->n_moe_layers = a->layers;
-    } else {
-        return zaya_error_set(ZAYA_EUNSUPPORTED,
-                              "unknown model_type '%s' (supported: zaya, llama, qwen2, qwen3, qwen3_moe, qwen2_moe, "
-                              "mixtral, olmoe)", fam);
     }
     /* A MoE family whose every layer is sparse has no dense MLP in use. */
     if (a->n_moe_layers == a->layers && a->experts > 0) a->dense_ffn = 0;

@@ -29,7 +29,7 @@ static double measured_gflops(const zaya_hw *hw, int64_t m, int64_t n, int64_t k
 
 static void estimate(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k, zaya_gemm_est *e) {
     memset(e, 0, sizeof *e);
-    if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) { e->eff = 1; e->tile_eff = e->wave_eff = e->k_eff = 1; return; }
+    if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) { e->eff = 1; e->tile_eff = e->wave_eff = e->k_eff = 1; e->split = 1; return; }
     double g = (double)groups;
     e->flops = 2.0 * (double)m * (double)n * (double)k * g;
     double elt = hw->act_bf16 ? 2 : 4;
@@ -39,17 +39,30 @@ static void estimate(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, in
     double t_comp;
     if (hw->is_gpu) {
         int64_t tm = cdiv(m, hw->tile_m), tn = cdiv(n, hw->tile_n), tk = cdiv(k, hw->tile_k);
-        e->tiles = tm * tn * groups;
+        int64_t tiles = tm * tn * groups;
         int64_t per_wave = (int64_t)hw->compute_units * hw->tiles_per_cu;
-        e->waves = cdiv(e->tiles, per_wave);
         e->tile_eff = (double)m * n / ((double)tm * hw->tile_m * (double)tn * hw->tile_n);
-        e->wave_eff = (double)e->tiles / ((double)e->waves * per_wave);
         e->k_eff = (double)k / ((double)tk * hw->tile_k);
-        /* Each wave costs as long as a full wave of full tiles. */
-        double wave_flops = 2.0 * hw->tile_m * hw->tile_n * (double)tk * hw->tile_k * (double)per_wave;
-        t_comp = (double)e->waves * wave_flops / (peak * hw->gemm_eff_max);
+        /* Split-K (as BLAS libraries do for small outputs with long K, e.g. weight gradients): s partial
+         * products per tile fill the waves, paid for by an fp32 reduction of s partial outputs. Each wave
+         * costs as long as a full wave of full tiles. */
+        t_comp = INFINITY;
+        for (int64_t split = 1; split == 1 || (tk / split >= 4 && tiles * split <= 4 * per_wave); split *= 2) {
+            int64_t waves = cdiv(tiles * split, per_wave);
+            double wave_flops = 2.0 * hw->tile_m * hw->tile_n * (double)cdiv(tk, split) * hw->tile_k * (double)per_wave;
+            double t = (double)waves * wave_flops / (peak * hw->gemm_eff_max);
+            if (split > 1) t += (double)split * 4.0 * (double)m * n * g / (hw->mem_bw * hw->mem_eff);
+            if (t < t_comp) {
+                t_comp = t;
+                e->split = split;
+                e->tiles = tiles * split;
+                e->waves = waves;
+            }
+        }
+        e->wave_eff = (double)e->tiles / ((double)e->waves * per_wave);
     } else {
         e->tile_eff = e->wave_eff = e->k_eff = 1;
+        e->split = 1;
         t_comp = e->flops / (measured_gflops(hw, m, n, k) * 1e9);
     }
     e->mem_bound = t_mem > t_comp;

@@ -274,7 +274,7 @@ typedef struct zaya_search_result {
     int n, cap;
     zaya_candidate *c;                  /* sorted by training tokens/s, descending */
     int64_t examined;
-    char fail[320];                     /* when n == 0: which constraint emptied the set */
+    char fail[512];                     /* when n == 0: which constraint emptied the set */
 } zaya_search_result;
 
 void zaya_search_opts_default(zaya_search_opts *o);

@@ -161,11 +161,11 @@ zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_
     if (r->n == 0) {
         if (m_total.pass == 0)
             snprintf(r->fail, sizeof r->fail,
-                     "no candidate satisfies total params %s +/-%.0f%% (hidden %lld..%lld, <= %lld layers); closest: %s",
+                     "no candidate satisfies total params %s +/-%.0f%% (hidden %lld..%lld, <= %lld layers); closest: %.200s",
                      X, 100 * tol, (long long)o->hidden_min, (long long)o->hidden_max, (long long)o->layers_max, m_total.best);
         else if (m_active.pass == 0)
             snprintf(r->fail, sizeof r->fail,
-                     "no candidate satisfies active params %s +/-%.0f%% at total %s; closest of %lld shapes: %s", Y,
+                     "no candidate satisfies active params %s +/-%.0f%% at total %s; closest of %lld shapes: %.200s", Y,
                      100 * tol, X, (long long)m_total.pass, m_active.best);
         else if (m_rules.pass == 0)
             snprintf(r->fail, sizeof r->fail, "no candidate satisfies the sizing rules (e.g. vocab %lld); first: %s",

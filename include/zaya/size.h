@@ -244,6 +244,7 @@ typedef struct zaya_infer_pred {
     double prefill_s;          /* whole prompt of `context` tokens per sequence */
     double decode_s;           /* one token for the whole batch at `context` */
     double decode_weight_bytes, decode_kv_bytes, decode_route_s;
+    double decode_bytes_s, decode_flops_s, decode_launch_s; /* terms of decode_s */
     double decode_tokens_per_s;
 } zaya_infer_pred;
 

@@ -110,8 +110,8 @@ int zaya_cmd_size_check(int argc, char **argv) {
     zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int ng = zaya_size_list_gemms(&a, &run, g, ZAYA_SIZE_MAX_GEMMS);
     printf("\nper GEMM (one layer's launch; x = launches per step):\n");
-    printf("  %-24s %-5s %7s %7s %7s %4s %4s %5s %7s %6s %6s %6s %7s %10s\n", "gemm", "pass", "M", "N", "K", "grp", "x", "splitK", "tiles",
-           "tile%", "wave%", "eff%", "bound", "ms/step");
+    printf("  %-24s %-5s %7s %7s %7s %4s %4s %5s %7s %6s %6s %6s %7s %s\n", "gemm", "pass", "M", "N", "K", "grp", "x", "splitK", "tiles",
+           "tile%", "wave%", "eff%", "bound", "ms/step  rules violated");
     cJSON *jg = cJSON_CreateArray();
     double total_t = 0, total_f = 0;
     for (int i = 0; i < ng; i++) {
@@ -120,10 +120,15 @@ int zaya_cmd_size_check(int argc, char **argv) {
         double t = e.time_s * (double)g[i].count;
         total_t += t;
         total_f += e.flops * (double)g[i].count;
-        printf("  %-24s %-5s %7lld %7lld %7lld %4lld %4lld %5lld %7lld %6.1f %6.1f %6.1f %7s %10.3f\n", g[i].name, g[i].pass,
+        char prefix[64], viol[64] = "";
+        snprintf(prefix, sizeof prefix, "%.39s %.5s (", g[i].name, g[i].pass);
+        for (int h = 0; h < shown; h++)
+            if (!strncmp(hits[h].what, prefix, strlen(prefix)) && strlen(viol) + strlen(hits[h].rule_id) + 2 < sizeof viol)
+                snprintf(viol + strlen(viol), sizeof viol - strlen(viol), "%s%s", viol[0] ? "," : "", hits[h].rule_id);
+        printf("  %-24s %-5s %7lld %7lld %7lld %4lld %4lld %5lld %7lld %6.1f %6.1f %6.1f %7s %10.3f  %s\n", g[i].name, g[i].pass,
                (long long)g[i].m, (long long)g[i].n, (long long)g[i].k, (long long)g[i].groups, (long long)g[i].count,
                (long long)e.split, (long long)e.tiles, 100 * e.tile_eff * e.k_eff, 100 * e.wave_eff, 100 * e.eff,
-               e.mem_bound ? "memory" : "compute", 1e3 * t);
+               e.mem_bound ? "memory" : "compute", 1e3 * t, viol[0] ? viol : "-");
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", g[i].name);
         cJSON_AddStringToObject(o, "pass", g[i].pass);

@@ -42,7 +42,23 @@ static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_can
             100 * (win->decode_s / ref->decode_s - 1));
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  weight+KV MB read", (iw.decode_weight_bytes + iw.decode_kv_bytes) / 1e6,
             (ir.decode_weight_bytes + ir.decode_kv_bytes) / 1e6);
+    fprintf(f, "  %-22s %12.3f %12.3f\n", "  read time (ms)", 1e3 * iw.decode_bytes_s, 1e3 * ir.decode_bytes_s);
+    fprintf(f, "  %-22s %12.3f %12.3f\n", "  launches+routing (ms)", 1e3 * (iw.decode_launch_s + iw.decode_route_s),
+            1e3 * (ir.decode_launch_s + ir.decode_route_s));
     fprintf(f, "  %-22s %12lld %12lld\n", "  layers (launch chain)", (long long)win->layers, (long long)ref->layers);
+    /* name the dominant terms in words */
+    double d_train = (sr.step_s - sw.step_s) * 1e3, d_gemm = (sr.gemm_s - sw.gemm_s) * 1e3;
+    double d_other = (sr.attn_s + sr.memop_s - sw.attn_s - sw.memop_s) * 1e3;
+    double d_read = (ir.decode_bytes_s - iw.decode_bytes_s) * 1e3;
+    double d_launch = (ir.decode_launch_s + ir.decode_route_s - iw.decode_launch_s - iw.decode_route_s) * 1e3;
+    double d_opt = (sr.optimizer_s - sw.optimizer_s) * 1e3;
+    fprintf(f, "  why: %s's step is %.1f ms shorter = GEMMs %+.1f + attention/memory-bound ops %+.1f + optimizer %+.1f ms;\n"
+               "       its decoded token is %.3f ms faster = weight/KV reads %+.3f + kernel chain %+.3f ms (%lld vs %lld layers)\n",
+            wname, d_train, d_gemm, d_other, d_opt, 1e3 * (ref->decode_s - win->decode_s), d_read, d_launch,
+            (long long)win->layers, (long long)ref->layers);
+    int still = iw.decode_bytes_s <= ir.decode_bytes_s;
+    fprintf(f, "       with a fully fused decode (no per-kernel cost) the reads alone decide: %.3f vs %.3f ms, %s %s\n",
+            1e3 * iw.decode_bytes_s, 1e3 * ir.decode_bytes_s, still ? "still in favour of" : "in favour of", still ? wname : rname);
 }
 
 void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, const zaya_search_result *r, FILE *f) {

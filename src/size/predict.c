@@ -198,6 +198,9 @@ void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batc
     /* routing: router GEMMs + top-k + dispatch are a dependent chain of small kernels per MoE layer */
     p->decode_route_s = a->experts > 0 ? (double)a->n_moe_layers * 4 * (hw->is_gpu ? hw->launch_s : 2e-6) : 0;
     double launches = hw->is_gpu ? (double)a->layers * (kernels + 8) * hw->launch_s : 0;
+    p->decode_bytes_s = t_bytes;
+    p->decode_flops_s = t_flops;
+    p->decode_launch_s = launches;
     p->decode_s = (t_bytes > t_flops ? t_bytes : t_flops) + p->decode_route_s + launches;
     p->decode_tokens_per_s = (double)batch / p->decode_s;
 }

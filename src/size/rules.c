@@ -149,6 +149,7 @@ static int rule_quant(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run
     for (int i = 0; i < n; i++) {
         zaya_gemm_est e;
         zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        if (e.mem_bound) continue; /* bandwidth-bound: padding and idle units cost nothing */
         char what[96];
         snprintf(what, sizeof what, "%.39s %.5s (%lldx%lldx%lld%s)", g[i].name, g[i].pass, (long long)g[i].m,
                  (long long)g[i].n, (long long)g[i].k, g[i].groups > 1 ? " grouped" : "");

@@ -504,6 +504,21 @@ static void test_bad_inputs(void) {
     CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "num_experts_per_tok 9 exceeds the 8 experts"), "top-k > E: %s", zaya_error_message());
     cJSON_Delete(cfg);
+    cfg = load_json("llama-3-8b.json");
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4e15));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "out of range"), "huge: %s",
+          zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(-3));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "layers must be positive (got -3)"),
+          "negative: %s", zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(32));
+    cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateNumber(0));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL, "zero kv heads");
+    cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateString("8"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_key_value_heads"), "string kv: %s",
+          zaya_error_message());
+    cJSON_Delete(cfg);
     cfg = load_json("zaya1-8b.json");
     cJSON_DeleteItemFromObject(cfg, "ffn_hidden_size");
     CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&

@@ -233,6 +233,24 @@ zaya_status zaya_arch_validate(const zaya_arch *a) {
     }
     if (a->n_moe_layers < a->layers && a->dense_ffn <= 0)
         return zaya_error_set(ZAYA_EINVAL, "%lld dense layers but no intermediate_size", (long long)(a->layers - a->n_moe_layers));
+    if (a->experts < 0 || a->shared_ffn < 0 || a->dense_ffn < 0 || a->n_moe_layers < 0)
+        return zaya_error_set(ZAYA_EINVAL, "expert and MLP sizes must not be negative");
+    if ((a->n_moe_layers > 0 || a->top_k > 0 || a->expert_ffn > 0) && a->experts == 0 &&
+        a->router != ZAYA_ROUTER_NONE)
+        return zaya_error_set(ZAYA_EINVAL, "a MoE family needs at least one expert");
+    /* Every count is an int64 product of these: bound them so no product can overflow. */
+    const double lim = 4e18;
+    double d = (double)a->hidden, qk = (double)(a->heads + a->kv_heads) * (double)a->head_dim;
+    double ffn = (double)(a->expert_ffn > a->dense_ffn ? a->expert_ffn : a->dense_ffn);
+    if (a->shared_ffn > ffn) ffn = (double)a->shared_ffn;
+    double big = 2.0 * (double)a->vocab * d +
+                 (double)a->layers * (3.0 * d * ffn * (double)(a->experts + a->shared_experts + 1) + 4.0 * d * qk +
+                                      qk * (double)a->head_dim * (double)(a->cca_time0 + a->cca_time1 + 1) +
+                                      (double)a->router_hidden * (d + (double)a->router_hidden + (double)a->experts));
+    if (a->hidden > (1 << 24) || a->vocab > (1 << 30) || a->layers > (1 << 20) || a->heads > (1 << 20) ||
+        a->head_dim > (1 << 20) || a->experts > (1 << 20) || a->top_k > (1 << 20) || a->cca_time0 > 64 ||
+        a->cca_time1 > 64 || a->router_hidden > (1 << 24) || !(big < lim))
+        return zaya_error_set(ZAYA_ERANGE, "model sizes are out of range (about %.3g parameters; at most %.0e supported)", big, lim);
     if (a->attn == ZAYA_ATTN_CCA) {
         POS(cca_time0);
         POS(cca_time1);

@@ -15,11 +15,21 @@ static const zaya_command data_commands[] = {
     {0},
 };
 
+static const zaya_command size_commands[] = {
+    {"info", "exact parameter table, FLOPs, KV cache and training memory of a config", zaya_cmd_size_info, NULL},
+    {"check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check, NULL},
+    {"predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict, NULL},
+    {"search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
     {"model", "inspect ZAYA1 model configurations", NULL, model_commands},
     {"data", "token shards: inspect, validate, loader benchmark", NULL, data_commands},
+    {"size", "model sizing: calculators, rules, prediction, MoE shape search", NULL, size_commands},
     {0},
 };
+
 static void print_table(FILE *f, const zaya_command *table, const char *prefix) {
     fprintf(f, "usage: zaya %s%s<command> [options]\n\ncommands:\n", prefix, *prefix ? " " : "");
     for (const zaya_command *c = table; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);

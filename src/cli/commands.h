@@ -23,5 +23,9 @@ int zaya_cmd_model_info(int argc, char **argv);
 int zaya_cmd_data_inspect(int argc, char **argv);  /* cmd_data.c */
 int zaya_cmd_data_validate(int argc, char **argv); /* cmd_data.c */
 int zaya_cmd_data_bench(int argc, char **argv);    /* cmd_data.c */
+int zaya_cmd_size_info(int argc, char **argv);
+int zaya_cmd_size_check(int argc, char **argv);
+int zaya_cmd_size_predict(int argc, char **argv);
+int zaya_cmd_size_search(int argc, char **argv);
 
 #endif

@@ -1,0 +1,88 @@
+/* The GEMMs of one training step on one rank: every forward matmul (M = tokens it sees, N = output
+ * width, K = input width) and its two backward GEMMs, input gradient (M, K, N) and weight gradient
+ * (N, K, M). Experts are one grouped launch per layer with the balanced share of tokens each. */
+#include <string.h>
+
+#include "zaya/size.h"
+
+typedef struct list {
+    zaya_gemm_shape *g;
+    int n, cap;
+} list;
+
+static void push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int64_t groups, int64_t count,
+                 const char *dm, const char *dn, const char *dk) {
+    if (count <= 0 || groups <= 0 || m <= 0 || n <= 0 || k <= 0 || l->n >= l->cap) return;
+    zaya_gemm_shape *s = &l->g[l->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->pass = "fwd";
+    s->m = m;
+    s->n = n;
+    s->k = k;
+    s->groups = groups;
+    s->count = count;
+    s->dim[0] = dm;
+    s->dim[1] = dn;
+    s->dim[2] = dk;
+}
+
+int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm_shape *g, int cap) {
+    list l = {g, 0, cap / 3};
+    int64_t T = run->batch * run->seq, L = a->layers, D = a->hidden, d = a->head_dim;
+    int64_t q = a->heads * d, kv = a->kv_heads * d, M = a->n_moe_layers;
+    push(&l, "attn.q_proj", T, q, D, 1, L, "tokens", "heads*head_dim", "hidden");
+    push(&l, "attn.k_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
+    if (a->attn == ZAYA_ATTN_CCA) {
+        push(&l, "attn.v_proj (x2 halves)", T, kv / 2, D, 1, 2 * L, "tokens", "kv_heads*head_dim/2", "hidden");
+        /* grouped conv: per head a (T, d) x (d*k1, d) product */
+        push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L, "tokens", "head_dim",
+             "head_dim*cca_time1");
+    } else {
+        push(&l, "attn.v_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
+    }
+    push(&l, "attn.o_proj", T, D, q, 1, L, "tokens", "hidden", "heads*head_dim");
+    if (M > 0 && a->experts > 0) {
+        if (a->router == ZAYA_ROUTER_ZAYA) {
+            int64_t R = a->router_hidden;
+            push(&l, "router.down_proj", T, R, D, 1, M, "tokens", "router_hidden", "hidden");
+            push(&l, "router.fc1+fc2", T, R, R, 1, 2 * M, "tokens", "router_hidden", "router_hidden");
+            push(&l, "router.out_proj", T, a->router_classes, R, 1, M, "tokens", "experts+1", "router_hidden");
+        } else {
+            push(&l, "router.gate", T, a->experts, D, 1, M, "tokens", "experts", "hidden");
+        }
+        int64_t per = (T * a->top_k + a->experts - 1) / a->experts;
+        push(&l, "experts.gate_up", per, 2 * a->expert_ffn, D, a->experts, M, "tokens/expert", "2*expert_ffn", "hidden");
+        push(&l, "experts.down", per, D, a->expert_ffn, a->experts, M, "tokens/expert", "hidden", "expert_ffn");
+        if (a->shared_experts > 0) {
+            push(&l, "shared_expert.gate_up", T, 2 * a->shared_ffn, D, a->shared_experts, M, "tokens", "2*shared_ffn", "hidden");
+            push(&l, "shared_expert.down", T, D, a->shared_ffn, a->shared_experts, M, "tokens", "hidden", "shared_ffn");
+        }
+    }
+    if (L - M > 0) {
+        push(&l, "mlp.gate_up", T, 2 * a->dense_ffn, D, 1, L - M, "tokens", "2*intermediate", "hidden");
+        push(&l, "mlp.down", T, D, a->dense_ffn, 1, L - M, "tokens", "hidden", "intermediate");
+    }
+    push(&l, "lm_head", T, a->vocab, D, 1, 1, "tokens", "vocab", "hidden");
+    int nf = l.n;
+    for (int i = 0; i < nf; i++) {
+        zaya_gemm_shape f = g[i];
+        zaya_gemm_shape *dg = &g[l.n++], *wg;
+        *dg = f;
+        dg->pass = "dgrad";
+        dg->n = f.k;
+        dg->k = f.n;
+        dg->dim[1] = f.dim[2];
+        dg->dim[2] = f.dim[1];
+        wg = &g[l.n++];
+        *wg = f;
+        wg->pass = "wgrad";
+        wg->m = f.n;
+        wg->n = f.k;
+        wg->k = f.m;
+        wg->dim[0] = f.dim[1];
+        wg->dim[1] = f.dim[2];
+        wg->dim[2] = f.dim[0];
+    }
+    return l.n;
+}

@@ -1,0 +1,206 @@
+/* Step-time and inference-latency model.
+ *
+ * Training step per rank = GEMMs (forward, input and weight gradients; grouped experts) + attention
+ * (FLOPs at a fused-kernel efficiency) + memory-bound ops (bytes over achievable bandwidth, with a
+ * launch per op on GPUs) + optimizer update (streaming the optimizer state; Muon adds Newton-Schulz
+ * GEMMs) + exposed data-parallel communication (from the collective curves or the link model).
+ * Decode per token = (active weight bytes touched by the batch + KV bytes) / bandwidth, bounded below
+ * by its FLOPs, plus routing and per-layer launches. */
+#include <math.h>
+#include <string.h>
+
+#include "zaya/size.h"
+
+void zaya_step_opts_default(zaya_step_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->batch = 1;
+    o->seq = 4096;
+    o->dp = 1;
+    o->zero_stage = 1;
+    o->optimizer = ZAYA_OPT_ADAMW;
+    o->grad_comm_bytes = 4;
+}
+
+static double peak_of(const zaya_hw *hw) { return hw->act_bf16 ? hw->peak_bf16 : hw->peak_f32; }
+static double bw_of(const zaya_hw *hw) { return hw->mem_bw * hw->mem_eff; }
+
+/* Achieved attention FLOP/s: a fraction of peak on GPUs; on CPUs a fraction of the measured GEMM rate
+ * at the (T x T x head_dim) score shape. */
+static double attn_rate(const zaya_hw *hw, int64_t seq, int64_t head_dim) {
+    if (hw->is_gpu) return peak_of(hw) * hw->attn_eff;
+    zaya_gemm_est e;
+    zaya_gemm_estimate(hw, seq, seq, head_dim, &e);
+    return e.flops / e.time_s * hw->attn_eff;
+}
+
+/* Values read + written per token per layer by the elementwise / normalization / routing kernels of the
+ * forward pass, and the number of such kernels. */
+static void memops_per_layer(const zaya_arch *a, double *values, double *kernels) {
+    double D = (double)a->hidden, d = (double)a->head_dim;
+    double q = (double)a->heads * d, kv = (double)a->kv_heads * d;
+    double v = 0, k = 0;
+    v += 2 * 2 * D; k += 2;               /* two RMSNorms: read, write */
+    v += 2 * 3 * D; k += 2;               /* two residual merges: read 2, write 1 */
+    if (a->residual_scales) v += 2 * D;   /* scale/bias vectors and fp32 stream */
+    v += 2 * (q + kv); k += 1;            /* RoPE on q and k */
+    if (a->qk_norm != ZAYA_QK_NORM_NONE || a->attn == ZAYA_ATTN_CCA) { v += 2 * (q + kv); k += 1; }
+    if (a->attn == ZAYA_ATTN_CCA) {
+        v += 4 * (q + kv); k += 3;        /* depthwise conv, qk-mean, value shift */
+    }
+    double moe_frac = a->layers ? (double)a->n_moe_layers / (double)a->layers : 0;
+    if (a->experts > 0) {
+        double F = (double)a->expert_ffn, kk = (double)a->top_k;
+        double mv = kk * 3 * F + kk * 2 * D + 2.0 * a->experts; /* SwiGLU, dispatch + combine, softmax */
+        if (a->shared_experts) mv += 3.0 * a->shared_ffn * a->shared_experts;
+        v += moe_frac * mv;
+        k += moe_frac * 5;
+    }
+    if (a->layers > a->n_moe_layers) { v += (1 - moe_frac) * 3 * (double)a->dense_ffn; k += (1 - moe_frac); }
+    *values = v;
+    *kernels = k;
+}
+
+/* Newton-Schulz FLOPs for one m x n matrix (5 quintic iterations on the smaller Gram matrix). */
+static double ns_flops(double m, double n) {
+    double s = m < n ? m : n, l = m < n ? n : m;
+    return 5 * (4 * s * s * l + 2 * s * s * s);
+}
+
+zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const zaya_step_opts *o, zaya_step_pred *p) {
+    memset(p, 0, sizeof *p);
+    if (o->batch <= 0 || o->seq <= 0 || o->dp <= 0)
+        return zaya_error_set(ZAYA_EINVAL, "batch, seq and dp must be positive (got %lld, %lld, %d)", (long long)o->batch,
+                              (long long)o->seq, o->dp);
+    if (o->zero_stage < 0 || o->zero_stage > 3) return zaya_error_set(ZAYA_EINVAL, "ZeRO stage %d (0..3)", o->zero_stage);
+    double T = (double)o->batch * (double)o->seq, elt = hw->act_bf16 ? 2 : 4;
+    zaya_size_run run = {o->batch, o->seq, 1};
+
+    /* GEMMs; with recomputation the forward GEMMs run twice */
+    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    int n = zaya_size_list_gemms(a, &run, g, ZAYA_SIZE_MAX_GEMMS);
+    double gemm_flops = 0;
+    for (int i = 0; i < n; i++) {
+        zaya_gemm_est e;
+        zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        double reps = (double)g[i].count * (o->recompute && !strcmp(g[i].pass, "fwd") ? 2 : 1);
+        p->gemm_s += e.time_s * reps;
+        gemm_flops += e.flops * reps;
+    }
+    p->gemm_eff = gemm_flops / (p->gemm_s * peak_of(hw));
+
+    /* attention: forward 2 products, backward 5 (dV, dP, dS recompute, dQ, dK) -> 3.5x forward */
+    zaya_flops f;
+    zaya_size_flops(a, o->seq, &f);
+    double attn_fwd = f.attn_fwd * T;
+    p->attn_s = attn_fwd * (3.5 + (o->recompute ? 1 : 0)) / attn_rate(hw, o->seq, a->head_dim);
+
+    /* memory-bound ops: backward moves about twice the forward traffic */
+    double vals, kernels;
+    memops_per_layer(a, &vals, &kernels);
+    double passes = 3 + (o->recompute ? 1 : 0);
+    double mem_bytes = vals * elt * T * (double)a->layers * passes + T * (double)a->vocab * 4 * 3; /* + fp32 softmax/CE */
+    p->memop_s = mem_bytes / bw_of(hw) + (hw->is_gpu ? kernels * (double)a->layers * passes * hw->launch_s : 0);
+
+    /* optimizer: streams the (sharded) state once per step */
+    zaya_params pc;
+    zaya_size_count_params(a, &pc);
+    double P = (double)pc.total, shard = o->zero_stage >= 1 ? (double)o->dp : 1;
+    double adam_b = 32, muon_b = 22;
+    double opt_bytes = o->optimizer == ZAYA_OPT_MUON ? (muon_b * (double)pc.matrix_total + adam_b * (P - (double)pc.matrix_total))
+                                                     : adam_b * P;
+    p->optimizer_s = opt_bytes / shard / bw_of(hw);
+    if (o->optimizer == ZAYA_OPT_MUON) {
+        double ns = 0;
+        for (int i = 0; i < pc.nrows; i++)
+            if (pc.rows[i].matrix && !pc.rows[i].embedding)
+                ns += (double)pc.rows[i].instances * ns_flops((double)pc.rows[i].rows_, (double)pc.rows[i].cols_);
+        p->optimizer_s += ns / shard / (peak_of(hw) * (hw->is_gpu ? hw->gemm_eff_max : 1));
+    }
+
+    /* data-parallel communication */
+    if (o->dp > 1) {
+        double gb = P * (o->grad_comm_bytes > 0 ? o->grad_comm_bytes : 4), wb = P * 2;
+        double t;
+        if (o->zero_stage == 0) t = zaya_coll_time(hw, ZAYA_COLL_ALLREDUCE, o->dp, gb);
+        else {
+            double rs = zaya_coll_time(hw, ZAYA_COLL_REDUCE_SCATTER, o->dp, gb);
+            double ag = zaya_coll_time(hw, ZAYA_COLL_ALL_GATHER, o->dp, wb);
+            if (rs < 0 || ag < 0) t = -1;
+            else t = rs + ag * (o->zero_stage >= 3 ? 3 : 1); /* ZeRO-3 gathers weights for fwd and bwd too */
+        }
+        if (t < 0)
+            return zaya_error_set(ZAYA_EUNSUPPORTED,
+                                  "profile '%s' has no collective measurements for DP %d; run `zaya bench all` on "
+                                  "%d ranks or use a built-in GPU profile", hw->name, o->dp, o->dp);
+        p->comm_s = t;
+        double bwd = (p->gemm_s + p->attn_s + p->memop_s) * 2.0 / 3.0;
+        double hidden = o->overlap * t;
+        if (hidden > bwd) hidden = bwd;
+        p->comm_exposed_s = t - hidden;
+    }
+    p->step_s = p->gemm_s + p->attn_s + p->memop_s + p->optimizer_s + p->comm_exposed_s;
+    p->tokens_per_s_rank = T / p->step_s;
+    p->tokens_per_s_global = p->tokens_per_s_rank * o->dp;
+    p->model_flops = f.train * T;
+    p->mfu = p->model_flops / (p->step_s * peak_of(hw));
+    return ZAYA_OK;
+}
+
+void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batch, int64_t context, zaya_infer_pred *p) {
+    memset(p, 0, sizeof *p);
+    p->batch = batch;
+    p->context = context;
+    double elt = hw->act_bf16 ? 2 : 4;
+    zaya_params pc;
+    zaya_size_count_params(a, &pc);
+    zaya_flops f;
+    zaya_size_flops(a, context, &f);
+
+    /* Prefill: forward GEMMs for batch x context tokens + attention + memory-bound ops. */
+    zaya_size_run run = {batch, context, 1};
+    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    int n = zaya_size_list_gemms(a, &run, g, ZAYA_SIZE_MAX_GEMMS);
+    double T = (double)batch * (double)context;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(g[i].pass, "fwd")) continue;
+        zaya_gemm_est e;
+        /* only the last position's logits are needed */
+        int64_t m = !strcmp(g[i].name, "lm_head") ? batch : g[i].m;
+        zaya_gemm_estimate_grouped(hw, g[i].groups, m, g[i].n, g[i].k, &e);
+        p->prefill_s += e.time_s * (double)g[i].count;
+    }
+    double vals, kernels;
+    memops_per_layer(a, &vals, &kernels);
+    p->prefill_s += f.attn_fwd * T / attn_rate(hw, context, a->head_dim);
+    p->prefill_s += vals * elt * T * (double)a->layers / bw_of(hw) + (hw->is_gpu ? kernels * a->layers * hw->launch_s : 0);
+
+    /* Decode: expected distinct experts a batch touches per MoE layer: E (1 - (1 - k/E)^b). */
+    double expert_each = 0, other = 0;
+    for (int i = 0; i < pc.nrows; i++) {
+        const zaya_param_row *r = &pc.rows[i];
+        if (!strncmp(r->name, "experts.", 8)) expert_each += (double)r->each;
+        else if (r->embedding) {
+            /* the head is read in full; the input table only for the batch's rows (negligible) */
+            if (r->matmul || a->tied_embeddings) other += (double)(a->vocab * a->hidden);
+        }
+        else other += (double)r->total;
+    }
+    double touched = 0;
+    if (a->experts > 0) {
+        double E = (double)a->experts, k = (double)a->top_k;
+        touched = E * (1 - pow(1 - k / E, (double)batch)) * (double)a->n_moe_layers;
+    }
+    p->decode_weight_bytes = (other + expert_each * touched) * elt;
+    p->decode_kv_bytes = zaya_size_kv_bytes_per_token(a, (int)elt) * (double)context * (double)batch +
+                         zaya_size_kv_state_bytes(a, (int)elt) * (double)batch;
+    double t_bytes = (p->decode_weight_bytes + p->decode_kv_bytes) / bw_of(hw);
+    double t_flops = f.fwd * (double)batch / peak_of(hw);
+    /* routing: router GEMMs + top-k + dispatch are a dependent chain of small kernels per MoE layer */
+    p->decode_route_s = a->experts > 0 ? (double)a->n_moe_layers * 4 * (hw->is_gpu ? hw->launch_s : 2e-6) : 0;
+    double launches = hw->is_gpu ? (double)a->layers * (kernels + 8) * hw->launch_s : 0;
+    p->decode_bytes_s = t_bytes;
+    p->decode_flops_s = t_flops;
+    p->decode_launch_s = launches;
+    p->decode_s = (t_bytes > t_flops ? t_bytes : t_flops) + p->decode_route_s + launches;
+    p->decode_tokens_per_s = (double)batch / p->decode_s;
+}

@@ -1,0 +1,155 @@
+/* Human and JSON reports of an architecture's size: summary, per-component parameter table, FLOPs,
+ * KV cache and training memory. Shared by `zaya size info` and `zaya model info`. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zaya/size.h"
+
+zaya_status zaya_size_parse_count(const char *s, double *out) {
+    if (!s || !*s) return zaya_error_set(ZAYA_EINVAL, "empty parameter count");
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0)
+        return zaya_error_set(ZAYA_EINVAL, "'%s' is not a parameter count (examples: 8.3B, 760M, 7e9)", s);
+    double mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0': break;
+    case 'K': mult = 1e3; end++; break;
+    case 'M': mult = 1e6; end++; break;
+    case 'B': case 'G': mult = 1e9; end++; break;
+    case 'T': mult = 1e12; end++; break;
+    default: return zaya_error_set(ZAYA_EINVAL, "'%s': unknown suffix '%s' (use K, M, B or T)", s, end);
+    }
+    if (*end) return zaya_error_set(ZAYA_EINVAL, "'%s': trailing characters '%s'", s, end);
+    *out = v * mult;
+    return ZAYA_OK;
+}
+
+const char *zaya_size_fmt_count(double v, char *buf, size_t cap) {
+    double a = fabs(v);
+    if (a >= 1e12) snprintf(buf, cap, "%.2fT", v / 1e12);
+    else if (a >= 1e9) snprintf(buf, cap, "%.2fB", v / 1e9);
+    else if (a >= 1e6) snprintf(buf, cap, "%.1fM", v / 1e6);
+    else if (a >= 1e3) snprintf(buf, cap, "%.1fK", v / 1e3);
+    else snprintf(buf, cap, "%.0f", v);
+    return buf;
+}
+
+static const char *router_name(zaya_router_kind r) {
+    return r == ZAYA_ROUTER_ZAYA ? "ZAYA1 MLP router (EDA, bias balancing)" : r == ZAYA_ROUTER_LINEAR ? "linear" : "none";
+}
+
+static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
+
+void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f) {
+    zaya_params p;
+    zaya_size_count_params(a, &p);
+    fprintf(f, "model_type %s: %lld layers, hidden %lld, vocab %lld%s\n", a->family, (long long)a->layers,
+            (long long)a->hidden, (long long)a->vocab, a->tied_embeddings ? " (tied head)" : "");
+    fprintf(f, "attention %s: %lld query / %lld KV heads x head_dim %lld", zaya_attn_kind_name(a->attn), (long long)a->heads,
+            (long long)a->kv_heads, (long long)a->head_dim);
+    if (a->attn == ZAYA_ATTN_CCA)
+        fprintf(f, " (latent %lld / %lld; convs k=%lld,%lld; value shift)", (long long)(a->heads * a->head_dim),
+                (long long)(a->kv_heads * a->head_dim), (long long)a->cca_time0, (long long)a->cca_time1);
+    if (a->qk_norm) fprintf(f, ", qk-norm %s", a->qk_norm == ZAYA_QK_NORM_HEAD ? "per head" : "full width");
+    fprintf(f, "\n");
+    if (a->experts > 0) {
+        fprintf(f, "MoE on %lld/%lld layers: %lld experts of width %lld, top-%lld", (long long)a->n_moe_layers,
+                (long long)a->layers, (long long)a->experts, (long long)a->expert_ffn, (long long)a->top_k);
+        if (a->shared_experts) fprintf(f, ", %lld shared of width %lld", (long long)a->shared_experts, (long long)a->shared_ffn);
+        fprintf(f, ", router %s", router_name(a->router));
+        if (a->router == ZAYA_ROUTER_ZAYA) fprintf(f, " latent %lld, %lld classes", (long long)a->router_hidden, (long long)a->router_classes);
+        fprintf(f, "\n");
+    }
+    if (a->layers > a->n_moe_layers) fprintf(f, "dense SwiGLU MLP width %lld on %lld layers\n", (long long)a->dense_ffn,
+                                             (long long)(a->layers - a->n_moe_layers));
+    fprintf(f, "\n%-34s %14s %9s %16s %16s\n", "component", "each", "x", "total", "active");
+    for (int i = 0; i < p.nrows; i++) {
+        const zaya_param_row *r = &p.rows[i];
+        fprintf(f, "%-34s %14lld %9lld %16lld %16lld\n", r->name, (long long)r->each, (long long)r->instances,
+                (long long)r->total, (long long)r->active);
+    }
+    char b1[32], b2[32];
+    fprintf(f, "%-34s %14s %9s %16lld %16lld  (%s / %s)\n", "non-embedding", "", "", (long long)p.non_embedding,
+            (long long)p.active_non_embedding, zaya_size_fmt_count((double)p.non_embedding, b1, sizeof b1),
+            zaya_size_fmt_count((double)p.active_non_embedding, b2, sizeof b2));
+    fprintf(f, "%-34s %14s %9s %16lld %16lld  (%s / %s)\n", "total", "", "", (long long)p.total, (long long)p.active,
+            zaya_size_fmt_count((double)p.total, b1, sizeof b1), zaya_size_fmt_count((double)p.active, b2, sizeof b2));
+    zaya_flops fl;
+    zaya_size_flops(a, seq, &fl);
+    fprintf(f, "\nFLOPs per token at T=%lld: forward %.3f GFLOP (matmuls %.3f incl. head and convs, attention %.3f, causal "
+               "average context (T+1)/2); training %.3f (3x), %.3f with recomputation (4x)\n",
+            (long long)seq, fl.fwd / 1e9, fl.linear_fwd / 1e9, fl.attn_fwd / 1e9, fl.train / 1e9, fl.train_recompute / 1e9);
+    double kv = zaya_size_kv_bytes_per_token(a, 2), st = zaya_size_kv_state_bytes(a, 2);
+    fprintf(f, "KV cache (bf16): %.0f bytes/token = %.2f KiB/token", kv, kv / 1024);
+    if (st > 0) fprintf(f, ", plus %.0f bytes constant conv/value-shift state per sequence", st);
+    fprintf(f, "; %.2f GiB at T=%lld\n", gib(kv * (double)seq), (long long)seq);
+    fprintf(f, "\ntraining memory per rank (GiB; micro-batch 1 x T=%lld; bf16 weights, fp32 master/grads/states, "
+               "flash attention, bf16 activations, fp32 logits):\n", (long long)seq);
+    fprintf(f, "  %-12s %4s %9s %9s %9s %9s %11s %13s\n", "optimizer", "ZeRO", "weights", "master", "grads", "states",
+            "act (full)", "act (recomp)");
+    static const int dps[] = {1, 8};
+    for (int opt = 0; opt < 2; opt++)
+        for (int di = 0; di < 2; di++)
+            for (int z = 0; z <= 3; z++) {
+                if (dps[di] == 1 && z > 0) continue;
+                zaya_mem_opts mo;
+                zaya_mem_opts_default(&mo);
+                mo.optimizer = opt ? ZAYA_OPT_MUON : ZAYA_OPT_ADAMW;
+                mo.zero_stage = z;
+                mo.dp = dps[di];
+                mo.seq = seq;
+                zaya_mem m;
+                zaya_size_train_memory(a, &mo, &m);
+                fprintf(f, "  %-6s DP %-2d %4d %9.2f %9.2f %9.2f %9.2f %11.2f %13.2f\n", opt ? "Muon" : "AdamW", dps[di], z,
+                        gib(m.weights), gib(m.master), gib(m.grads), gib(m.optimizer), gib(m.act_full), gib(m.act_recompute));
+            }
+}
+
+cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
+    zaya_params p;
+    zaya_size_count_params(a, &p);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model_type", a->family);
+    cJSON_AddNumberToObject(root, "layers", (double)a->layers);
+    cJSON_AddNumberToObject(root, "hidden", (double)a->hidden);
+    cJSON_AddNumberToObject(root, "vocab", (double)a->vocab);
+    cJSON_AddStringToObject(root, "attention", zaya_attn_kind_name(a->attn));
+    cJSON_AddNumberToObject(root, "heads", (double)a->heads);
+    cJSON_AddNumberToObject(root, "kv_heads", (double)a->kv_heads);
+    cJSON_AddNumberToObject(root, "head_dim", (double)a->head_dim);
+    cJSON_AddNumberToObject(root, "experts", (double)a->experts);
+    cJSON_AddNumberToObject(root, "expert_ffn", (double)a->expert_ffn);
+    cJSON_AddNumberToObject(root, "top_k", (double)a->top_k);
+    cJSON *params = cJSON_AddObjectToObject(root, "params");
+    cJSON_AddNumberToObject(params, "total", (double)p.total);
+    cJSON_AddNumberToObject(params, "active", (double)p.active);
+    cJSON_AddNumberToObject(params, "embedding", (double)p.embedding);
+    cJSON_AddNumberToObject(params, "non_embedding", (double)p.non_embedding);
+    cJSON_AddNumberToObject(params, "active_non_embedding", (double)p.active_non_embedding);
+    cJSON *rows = cJSON_AddArrayToObject(params, "components");
+    for (int i = 0; i < p.nrows; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "name", p.rows[i].name);
+        cJSON_AddNumberToObject(r, "each", (double)p.rows[i].each);
+        cJSON_AddNumberToObject(r, "instances", (double)p.rows[i].instances);
+        cJSON_AddNumberToObject(r, "total", (double)p.rows[i].total);
+        cJSON_AddNumberToObject(r, "active", (double)p.rows[i].active);
+        cJSON_AddItemToArray(rows, r);
+    }
+    zaya_flops fl;
+    zaya_size_flops(a, seq, &fl);
+    cJSON *fj = cJSON_AddObjectToObject(root, "flops_per_token");
+    cJSON_AddNumberToObject(fj, "seq", (double)seq);
+    cJSON_AddNumberToObject(fj, "forward", fl.fwd);
+    cJSON_AddNumberToObject(fj, "attention_forward", fl.attn_fwd);
+    cJSON_AddNumberToObject(fj, "training", fl.train);
+    cJSON_AddNumberToObject(fj, "training_recompute", fl.train_recompute);
+    cJSON_AddNumberToObject(root, "kv_bytes_per_token_bf16", zaya_size_kv_bytes_per_token(a, 2));
+    cJSON_AddNumberToObject(root, "kv_state_bytes_bf16", zaya_size_kv_state_bytes(a, 2));
+    return root;
+}

@@ -1,0 +1,549 @@
+/* zaya size: exact parameter counts against the published configs (independent shape arithmetic and
+ * the published totals), classic MoE calculator bugs, FLOPs / KV / memory formulas, sizing rules, GEMM
+ * and collective models, predictor sanity, the search at ZAYA1's budget, and bad inputs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zaya/json.h"
+#include "zaya/size.h"
+
+static const char *data_dir(void) {
+    const char *d = getenv("ZAYA_TEST_DATA");
+    return d ? d : "tests";
+}
+
+static void load(const char *name, zaya_arch *a) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fixtures/size/%s", data_dir(), name);
+    zaya_status s = zaya_arch_load(path, a);
+    if (s != ZAYA_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", path, zaya_error_message());
+        exit(1);
+    }
+}
+
+static cJSON *load_json(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fixtures/size/%s", data_dir(), name);
+    cJSON *root = NULL;
+    if (zaya_json_load_file(path, &root) != ZAYA_OK) exit(1);
+    return root;
+}
+
+static const zaya_param_row *row(const zaya_params *p, const char *name) {
+    for (int i = 0; i < p->nrows; i++)
+        if (!strcmp(p->rows[i].name, name)) return &p->rows[i];
+    return NULL;
+}
+
+static int64_t row_each(const zaya_params *p, const char *name) {
+    const zaya_param_row *r = row(p, name);
+    return r ? r->each : -1;
+}
+
+/* |computed/published - 1| <= 0.5 %. */
+static void check_pub(const char *what, double computed, double published) {
+    double rel = fabs(computed / published - 1);
+    CHECK(rel <= 0.005, "%s: computed %.0f vs published %.3g (%.2f%%)", what, computed, published, 100 * rel);
+}
+
+/* Figures published with two significant digits (1.3B): the computed count must print as that figure
+ * when rounded or truncated to the published digit. */
+static void check_pub_digits(const char *what, double computed, double published, double unit) {
+    double r = round(computed / unit) * unit, t = floor(computed / unit) * unit;
+    CHECK(fabs(r - published) < unit / 2 || fabs(t - published) < unit / 2, "%s: computed %.0f does not print as %.3g",
+          what, computed, published);
+}
+
+static void test_zaya1(void) {
+    const char *files[] = {"zaya1-8b.json", "zaya1-8b-hf.json"};
+    for (int f = 0; f < 2; f++) {
+        zaya_arch a;
+        load(files[f], &a);
+        zaya_params p;
+        zaya_size_count_params(&a, &p);
+        CHECK(a.layers == 40 && a.heads == 8 && a.kv_heads == 2 && a.expert_ffn == 2048 && a.top_k == 1 &&
+                  a.router_hidden == 256 && a.router_classes == 17 && a.attn == ZAYA_ATTN_CCA,
+              "%s: parsed shape", files[f]);
+        CHECK(p.non_embedding == 8303355728LL, "%s: non-embedding %lld", files[f], (long long)p.non_embedding);
+        CHECK(p.active_non_embedding == 753608528LL, "%s: active %lld", files[f], (long long)p.active_non_embedding);
+        CHECK(p.total == 8840488784LL, "%s: total %lld", files[f], (long long)p.total);
+        CHECK(p.embedding == 262272LL * 2048, "%s: embedding", files[f]);
+        /* per-block breakdown of the reference (section 5.2) */
+        int64_t attn = row_each(&p, "attn.q_proj") + row_each(&p, "attn.k_proj") + row_each(&p, "attn.v_proj_current") +
+                       row_each(&p, "attn.v_proj_delayed") + row_each(&p, "attn.conv_depthwise.weight") +
+                       row_each(&p, "attn.conv_depthwise.bias") + row_each(&p, "attn.conv_grouped.weight") +
+                       row_each(&p, "attn.conv_grouped.bias") + row_each(&p, "attn.temp") + row_each(&p, "attn.o_proj");
+        CHECK(attn == 5575682, "%s: attention per block %lld", files[f], (long long)attn);
+        CHECK(row_each(&p, "attn.q_proj") == 2097152 && row_each(&p, "attn.k_proj") == 524288 &&
+                  row_each(&p, "attn.v_proj_current") == 262144 && row_each(&p, "attn.v_proj_delayed") == 262144 &&
+                  row_each(&p, "attn.conv_depthwise.weight") == 2560 && row_each(&p, "attn.conv_depthwise.bias") == 1280 &&
+                  row_each(&p, "attn.conv_grouped.weight") == 327680 && row_each(&p, "attn.conv_grouped.bias") == 1280 &&
+                  row_each(&p, "attn.temp") == 2 && row_each(&p, "attn.o_proj") == 2097152,
+              "%s: attention components", files[f]);
+        int64_t router = row_each(&p, "router.down_proj") + row_each(&p, "router.down_proj.bias") +
+                         row_each(&p, "router.norm") + row_each(&p, "router.fc1") + row_each(&p, "router.fc1.bias") +
+                         row_each(&p, "router.fc2") + row_each(&p, "router.fc2.bias") + row_each(&p, "router.out_proj") +
+                         row_each(&p, "router.eda_scale");
+        CHECK(router == 660992, "%s: router per block (with EDA) %lld", files[f], (long long)router);
+        CHECK(row(&p, "router.eda_scale")->instances == 39, "EDA on blocks >= 1 only");
+        CHECK(row_each(&p, "experts.gate_up") + row_each(&p, "experts.down") == 12582912, "one expert");
+        CHECK(row(&p, "experts.gate_up")->instances == 640 && row(&p, "experts.gate_up")->active == 40 * 8388608LL,
+              "16 experts x 40 layers, 1 active");
+        CHECK(row_each(&p, "input_layernorm") + row_each(&p, "post_attention_layernorm") == 4096, "norms per block");
+        CHECK(row_each(&p, "post_attention_residual_scale") + row_each(&p, "post_mlp_residual_scale") == 16384,
+              "residual scales per block");
+        CHECK(zaya_size_kv_bytes_per_token(&a, 2) == 40960.0, "KV 40 KiB/token");
+        CHECK(zaya_size_kv_state_bytes(&a, 2) == 40.0 * (1280 * 2 + 128) * 2, "conv + delayed-value state");
+        /* training FLOPs at 4K: 6 x matmul weights (incl. tied head) + 3 x causal latent attention */
+        int64_t mm_block = 2097152 + 524288 + 2 * 262144 + 2560 + 327680 + 2097152 + (524288 + 2 * 65536 + 17 * 256) +
+                           12582912;
+        double mm = 40.0 * mm_block + 262272.0 * 2048;
+        double attn_f = 40.0 * 4 * 1024 * (4096 + 1) / 2.0;
+        zaya_flops fl;
+        zaya_size_flops(&a, 4096, &fl);
+        CHECK(fabs(fl.train - 3 * (2 * mm + attn_f)) < 1, "training FLOPs %.0f vs %.0f", fl.train, 3 * (2 * mm + attn_f));
+        CHECK(fabs(fl.train / 1e9 - 8.75) < 0.01, "8.75 GFLOP/token (reference derivation): %.4f", fl.train / 1e9);
+    }
+}
+
+static void test_published(void) {
+    zaya_arch a;
+    zaya_params p;
+    /* Llama-3-8B: 8.03B */
+    load("llama-3-8b.json", &a);
+    zaya_size_count_params(&a, &p);
+    int64_t D = 4096, V = 128256, L = 32;
+    int64_t layer = D * D * 2 + 2 * D * 1024 + 3 * D * 14336 + 2 * D;
+    CHECK(p.total == 2 * V * D + L * layer + D, "llama exact %lld", (long long)p.total);
+    check_pub("llama-3-8b total", (double)p.total, 8.03e9);
+    CHECK(p.active == p.total && a.attn == ZAYA_ATTN_GQA, "llama dense GQA");
+    CHECK(zaya_size_kv_bytes_per_token(&a, 2) == 32.0 * 2 * 8 * 128 * 2, "llama KV");
+
+    /* Mixtral-8x7B: 46.7B / 12.9B */
+    load("mixtral-8x7b.json", &a);
+    zaya_size_count_params(&a, &p);
+    V = 32000;
+    int64_t attn = 2 * D * D + 2 * D * 1024, expert = 3 * D * 14336;
+    CHECK(p.total == 2 * V * D + L * (attn + 8 * expert + 8 * D + 2 * D) + D, "mixtral exact");
+    CHECK(p.active == 2 * V * D + L * (attn + 2 * expert + 8 * D + 2 * D) + D, "mixtral active exact");
+    check_pub("mixtral total", (double)p.total, 46.7e9);
+    check_pub("mixtral active", (double)p.active, 12.9e9);
+
+    /* OLMoE-1B-7B: 6.9B / 1.3B; q/k norms over the full width */
+    load("olmoe-1b-7b.json", &a);
+    zaya_size_count_params(&a, &p);
+    D = 2048;
+    V = 50304;
+    L = 16;
+    attn = 4 * D * D + 2 * D;
+    expert = 3 * D * 1024;
+    CHECK(p.total == 2 * V * D + L * (attn + 64 * expert + 64 * D + 2 * D) + D, "olmoe exact %lld", (long long)p.total);
+    CHECK(p.active == 2 * V * D + L * (attn + 8 * expert + 64 * D + 2 * D) + D, "olmoe active exact");
+    check_pub("olmoe total", (double)p.total, 6.9e9);
+    check_pub_digits("olmoe active", (double)p.active, 1.3e9, 0.1e9);
+    CHECK(row_each(&p, "attn.q_norm") == 2048 && row_each(&p, "attn.k_norm") == 2048, "olmoe full-width qk-norm");
+
+    /* Qwen3-30B-A3B: 30.5B / 3.3B; head_dim 128 != 2048/32, per-head qk-norm */
+    load("qwen3-30b-a3b.json", &a);
+    zaya_size_count_params(&a, &p);
+    V = 151936;
+    L = 48;
+    attn = D * 4096 * 2 + 2 * D * 512 + 2 * 128;
+    expert = 3 * D * 768;
+    CHECK(p.total == 2 * V * D + L * (attn + 128 * expert + 128 * D + 2 * D) + D, "qwen3-moe exact %lld", (long long)p.total);
+    CHECK(p.active == 2 * V * D + L * (attn + 8 * expert + 128 * D + 2 * D) + D, "qwen3-moe active exact");
+    check_pub("qwen3-30b-a3b total", (double)p.total, 30.5e9);
+    check_pub_digits("qwen3-30b-a3b active", (double)p.active, 3.3e9, 0.1e9);
+    CHECK(a.head_dim == 128 && row_each(&p, "attn.q_proj") == 4096 * 2048, "qwen3 head_dim != hidden/heads");
+    CHECK(row_each(&p, "attn.q_norm") == 128 && row_each(&p, "attn.k_norm") == 128, "qwen3 per-head qk-norm");
+    CHECK(row(&p, "mlp.gate_up") == NULL, "no dense MLP in an all-MoE qwen3_moe");
+
+    /* Qwen3-0.6B (dense, tied): 0.44B non-embedding */
+    load("qwen3-0.6b.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(p.non_embedding == 28 * (1024 * 2048 * 2 + 2 * 1024 * 1024 + 256 + 3 * 1024 * 3072 + 2 * 1024) + 1024,
+          "qwen3-0.6b exact");
+    check_pub_digits("qwen3-0.6b non-embedding", (double)p.non_embedding, 0.44e9, 0.01e9);
+    check_pub_digits("qwen3-0.6b total", (double)p.total, 0.6e9, 0.1e9);
+
+    /* Qwen2.5-0.5B: q/k/v biases, tied: 0.49B / 0.36B non-embedding */
+    load("qwen2.5-0.5b.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(p.non_embedding == 24 * (896 * 896 + 896 + 2 * (896 * 128 + 128) + 896 * 896 + 3 * 896 * 4864 + 2 * 896) + 896,
+          "qwen2 exact %lld", (long long)p.non_embedding);
+    check_pub_digits("qwen2.5-0.5b total", (double)p.total, 0.49e9, 0.01e9);
+    check_pub_digits("qwen2.5-0.5b non-embedding", (double)p.non_embedding, 0.36e9, 0.01e9);
+
+    /* Qwen1.5-MoE-A2.7B: shared expert + its sigmoid gate, 14.3B / 2.7B */
+    load("qwen1.5-moe-a2.7b.json", &a);
+    zaya_size_count_params(&a, &p);
+    V = 151936;
+    L = 24;
+    attn = 4 * D * D + 3 * D;
+    expert = 3 * D * 1408;
+    int64_t shared = 3 * D * 5632 + D;
+    CHECK(p.total == 2 * V * D + L * (attn + 60 * expert + shared + 60 * D + 2 * D) + D, "qwen2-moe exact");
+    CHECK(p.active == 2 * V * D + L * (attn + 4 * expert + shared + 60 * D + 2 * D) + D, "qwen2-moe active exact");
+    check_pub_digits("qwen1.5-moe total", (double)p.total, 14.3e9, 0.1e9);
+    check_pub_digits("qwen1.5-moe active", (double)p.active, 2.7e9, 0.1e9);
+}
+
+/* The classic MoE calculator bugs, each provoked on purpose. */
+static void test_moe_bugs(void) {
+    cJSON *cfg = load_json("qwen3-30b-a3b.json");
+    zaya_arch a, b;
+    zaya_params p, q;
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_OK, "parse");
+    zaya_size_count_params(&a, &p);
+    /* expert width vs dense width: intermediate_size (6144) must not enter an all-MoE model */
+    CHECK(row_each(&p, "experts.gate_up") == 2 * 768 * 2048, "expert width is moe_intermediate_size");
+    /* one dense layer via mlp_only_layers: exactly one layer swaps its experts + router for a 6144 MLP */
+    cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_CreateIntArray((const int[]){0}, 1));
+    CHECK(zaya_arch_from_config(cfg, &b) == ZAYA_OK && b.n_moe_layers == 47, "mlp_only_layers");
+    zaya_size_count_params(&b, &q);
+    CHECK(p.total - q.total == 128LL * 3 * 2048 * 768 + 128 * 2048 - 3LL * 2048 * 6144, "dense layer delta %lld",
+          (long long)(p.total - q.total));
+    cJSON_Delete(cfg);
+
+    /* top-k: active grows by exactly one expert per MoE layer per extra k; total does not move */
+    cfg = load_json("mixtral-8x7b.json");
+    cJSON_ReplaceItemInObject(cfg, "num_experts_per_tok", cJSON_CreateNumber(1));
+    CHECK(zaya_arch_from_config(cfg, &b) == ZAYA_OK, "parse top-1");
+    load("mixtral-8x7b.json", &a);
+    zaya_size_count_params(&a, &p);
+    zaya_size_count_params(&b, &q);
+    CHECK(p.total == q.total && p.active - q.active == 32LL * 3 * 4096 * 14336, "top-k delta");
+    /* FLOPs follow active, not total */
+    zaya_flops fa, fb;
+    zaya_size_flops(&a, 1, &fa);
+    zaya_size_flops(&b, 1, &fb);
+    CHECK(fabs((fa.linear_fwd - fb.linear_fwd) - 2.0 * 32 * 3 * 4096 * 14336) < 1, "top-k FLOPs");
+    cJSON_Delete(cfg);
+
+    /* shared experts are always active, routed ones only top-k */
+    load("qwen1.5-moe-a2.7b.json", &a);
+    zaya_size_count_params(&a, &p);
+    const zaya_param_row *sh = row(&p, "shared_expert.gate_up");
+    CHECK(sh && sh->active == sh->total && sh->each == 2 * 5632 * 2048, "shared expert fully active");
+    const zaya_param_row *ex = row(&p, "experts.gate_up");
+    CHECK(ex && ex->active * 15 == ex->total, "routed: 4 of 60 active");
+}
+
+static void test_memory(void) {
+    zaya_arch a;
+    load("llama-3-8b.json", &a);
+    zaya_params p;
+    zaya_size_count_params(&a, &p);
+    double P = (double)p.total;
+    zaya_mem_opts o;
+    zaya_mem_opts_default(&o);
+    zaya_mem m;
+    o.zero_stage = 0;
+    o.dp = 8;
+    zaya_size_train_memory(&a, &o, &m);
+    CHECK(fabs(m.weights + m.master + m.grads + m.optimizer - 18 * P) < 1, "ZeRO-0 AdamW 18 B/param");
+    o.zero_stage = 1;
+    zaya_size_train_memory(&a, &o, &m);
+    CHECK(fabs(m.weights + m.grads + (m.master + m.optimizer) * 8 - 18 * P) < 1, "ZeRO-1 shards master+states");
+    o.zero_stage = 3;
+    zaya_size_train_memory(&a, &o, &m);
+    CHECK(fabs((m.weights + m.master + m.grads + m.optimizer) * 8 - 18 * P) < 1, "ZeRO-3 shards everything");
+    o.zero_stage = 0;
+    o.optimizer = ZAYA_OPT_MUON;
+    zaya_size_train_memory(&a, &o, &m);
+    CHECK(fabs(m.optimizer - 4 * ((double)p.matrix_total + 2 * (P - (double)p.matrix_total))) < 1, "Muon: 1 state on matrices");
+    CHECK((double)p.matrix_total == P - 2.0 * 128256 * 4096 - 65.0 * 4096, "matrices exclude embeddings and norms");
+    CHECK(m.act_recompute < m.act_full, "recomputation saves activations");
+}
+
+static void test_rules(void) {
+    zaya_hw hw;
+    CHECK(zaya_hw_get("mi300x", NULL, &hw) == ZAYA_OK && hw.compute_units == 304 && hw.peak_bf16 == 1307.4e12 &&
+              hw.mem_bw == 5.3e12 && hw.mem_bytes == 192e9,
+          "mi300x spec");
+    zaya_arch a;
+    load("zaya1-8b.json", &a);
+    zaya_size_run run = {4, 4096, 1};
+    zaya_rule_hit h[256];
+    int n = zaya_size_check_rules(&a, &hw, &run, h, 256);
+    for (int i = 0; i < n && i < 256; i++)
+        CHECK(strcmp(h[i].rule_id, "head_dim") && strcmp(h[i].rule_id, "width_tile") && strcmp(h[i].rule_id, "vocab_128"),
+              "ZAYA1 obeys the structural rules: %s %s", h[i].rule_id, h[i].detail);
+    /* violations with their nearest compliant values */
+    zaya_arch b = a;
+    b.head_dim = 96;
+    b.vocab = 262145;
+    b.hidden = 2000;
+    b.kv_heads = 2;
+    zaya_size_run r3 = {4, 4096, 3};
+    n = zaya_size_check_rules(&b, &hw, &r3, h, 256);
+    int hd = 0, voc = 0, wid = 0, tp = 0;
+    for (int i = 0; i < n && i < 256; i++) {
+        if (!strcmp(h[i].rule_id, "head_dim")) hd = h[i].severity == 2 && !strcmp(h[i].fix, "head_dim 64 or 128");
+        if (!strcmp(h[i].rule_id, "vocab_128")) voc = !strcmp(h[i].fix, "vocab 262272 (pad 127 rows)");
+        if (!strcmp(h[i].rule_id, "width_tile") && !strcmp(h[i].what, "hidden")) wid = !strcmp(h[i].fix, "hidden 1920 or 2048");
+        if (!strcmp(h[i].rule_id, "kv_heads_tp")) tp = h[i].severity == 2 && !strcmp(h[i].fix, "TP in {1,2,4,8}");
+    }
+    CHECK(hd && voc && wid && tp, "rule hits head_dim %d vocab %d width %d tp %d", hd, voc, wid, tp);
+    zaya_size_run r4 = {4, 4096, 4};
+    n = zaya_size_check_rules(&a, &hw, &r4, h, 256);
+    int adv = 0;
+    for (int i = 0; i < n && i < 256; i++)
+        if (!strcmp(h[i].rule_id, "kv_heads_tp")) adv = h[i].severity == 1;
+    CHECK(adv, "TP 4 over 2 KV heads: replication advisory");
+    CHECK(zaya_size_round_to(2000, 128) == 2048 && zaya_size_round_to(1900, 128) == 1920 && zaya_size_round_to(5, 128) == 128,
+          "round_to");
+
+    /* tile and wave quantization */
+    zaya_gemm_est e;
+    zaya_hw fast = hw; /* compute-bound everywhere; K of 3 tiles rules out split-K */
+    fast.mem_bw = 1e18;
+    zaya_gemm_estimate(&fast, 256 * 304, 128, 192, &e);
+    CHECK(e.waves == 1 && fabs(e.wave_eff - 1) < 1e-12 && e.tile_eff == 1, "exactly one full wave");
+    zaya_gemm_est e2;
+    zaya_gemm_estimate(&fast, 256 * 305, 128, 192, &e2);
+    CHECK(e2.waves == 2 && fabs(e2.wave_eff - 305.0 / 608) < 1e-12 && e2.time_s - hw.launch_s > 1.99 * (e.time_s - hw.launch_s),
+          "one tile past a wave costs a wave: %lld waves, %.3f", (long long)e2.waves, e2.wave_eff);
+    zaya_gemm_estimate(&hw, 8192, 129, 4096, &e);
+    CHECK(fabs(e.tile_eff - 129.0 / 256) < 1e-12, "tile quantization 129 of 256");
+    /* a weight gradient with a small output and long K uses split-K instead of idling the GPU */
+    zaya_gemm_estimate(&hw, 256, 2048, 16384, &e);
+    CHECK(e.split > 1 && e.wave_eff > 0.8, "split-K %lld, wave %.2f", (long long)e.split, e.wave_eff);
+    zaya_hw_free(&hw);
+}
+
+static void test_predict(void) {
+    zaya_hw hw;
+    zaya_hw_get("mi300x", NULL, &hw);
+    zaya_arch a;
+    load("zaya1-8b.json", &a);
+    zaya_step_opts o;
+    zaya_step_opts_default(&o);
+    double prev_step = 0, prev_tps = 0;
+    for (int64_t b = 1; b <= 16; b *= 2) {
+        o.batch = b;
+        zaya_step_pred p;
+        CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK, "predict");
+        CHECK(p.step_s > prev_step, "step time grows with batch (%lld: %.4f)", (long long)b, p.step_s);
+        CHECK(p.tokens_per_s_rank >= prev_tps * 0.999, "throughput does not fall with batch");
+        CHECK(p.mfu > 0.05 && p.mfu < 0.70, "MFU plausible: %.3f", p.mfu);
+        prev_step = p.step_s;
+        prev_tps = p.tokens_per_s_rank;
+    }
+    o.batch = 4;
+    zaya_step_pred p1, p2, p8, p16, p64;
+    o.dp = 1;
+    zaya_size_predict_step(&a, &hw, &o, &p1);
+    o.dp = 2;
+    zaya_size_predict_step(&a, &hw, &o, &p2);
+    o.dp = 8;
+    zaya_size_predict_step(&a, &hw, &o, &p8);
+    o.dp = 16;
+    zaya_size_predict_step(&a, &hw, &o, &p16);
+    o.dp = 64;
+    zaya_size_predict_step(&a, &hw, &o, &p64);
+    CHECK(p1.comm_s == 0 && p2.comm_s > 0 && p8.comm_s > p2.comm_s && p16.comm_s > 4 * p8.comm_s && p64.comm_s > p16.comm_s,
+          "comm grows with DP and jumps off-node: %.4f %.4f %.4f %.4f", p2.comm_s, p8.comm_s, p16.comm_s, p64.comm_s);
+    /* ring bandwidth term: reduce-scatter of fp32 grads + all-gather of bf16 weights over the NIC */
+    zaya_params pc;
+    zaya_size_count_params(&a, &pc);
+    double P = (double)pc.total, want = (4 * P + 2 * P) * (63.0 / 64) / (0.8 * 50e9);
+    CHECK(fabs(p64.comm_s - want) / want < 0.01, "DP 64 comm %.4f vs %.4f", p64.comm_s, want);
+    o.overlap = 1;
+    zaya_size_predict_step(&a, &hw, &o, &p64);
+    CHECK(p64.comm_exposed_s < p64.comm_s, "overlap hides communication");
+
+    zaya_infer_pred i1, i8, ilong;
+    zaya_size_predict_infer(&a, &hw, 1, 4096, &i1);
+    zaya_size_predict_infer(&a, &hw, 8, 4096, &i8);
+    zaya_size_predict_infer(&a, &hw, 1, 65536, &ilong);
+    CHECK(i8.decode_s > i1.decode_s && i8.decode_tokens_per_s > i1.decode_tokens_per_s, "batching: slower step, more tokens/s");
+    CHECK(ilong.decode_kv_bytes == 16 * i1.decode_kv_bytes - 15 * zaya_size_kv_state_bytes(&a, 2) &&
+              ilong.decode_s > i1.decode_s, "KV grows with context");
+    /* batch 1 reads one expert per layer: all non-expert weights + 40 experts + the tied head */
+    double expected = (double)(pc.active_non_embedding + 262272LL * 2048) * 2;
+    CHECK(fabs(i1.decode_weight_bytes - expected) < 1, "decode weights at batch 1 %.0f vs %.0f", i1.decode_weight_bytes, expected);
+    CHECK(i1.prefill_s > 0 && i8.prefill_s > i1.prefill_s, "prefill");
+    zaya_hw_free(&hw);
+}
+
+static const char *profile_json =
+    "{\"format\":\"zaya-profile\",\"version\":1,\"machine\":{\"hostname\":\"box\",\"cores\":2},"
+    "\"gemm\":[{\"dtype\":\"f32\",\"m\":512,\"n\":512,\"k\":512,\"gflops\":50},"
+    "{\"dtype\":\"f32\",\"m\":4096,\"n\":4096,\"k\":4096,\"gflops\":100}],"
+    "\"gemm_peak_gflops\":{\"f32\":100,\"bf16\":0},"
+    "\"memory\":{\"copy_GBps\":10,\"scale_GBps\":10,\"add_GBps\":12,\"triad_GBps\":12,\"read_GBps\":15,\"write_GBps\":8},"
+    "\"collectives\":{\"allreduce\":[{\"ranks\":2,\"bytes\":1000000,\"time_us\":100,\"algbw_GBps\":10,\"busbw_GBps\":10},"
+    "{\"ranks\":2,\"bytes\":100000000,\"time_us\":5000,\"algbw_GBps\":20,\"busbw_GBps\":20}],"
+    "\"reduce_scatter\":[],\"all_gather\":[],\"broadcast\":[]}}";
+
+static void test_profile(void) {
+    cJSON *root;
+    CHECK(zaya_json_parse(profile_json, "profile", &root) == ZAYA_OK, "parse");
+    zaya_hw hw;
+    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) == ZAYA_OK, "load: %s", zaya_error_message());
+    CHECK(!hw.is_gpu && hw.compute_units == 2 && hw.mem_bw == 12e9 && hw.peak_f32 == 100e9 && !hw.act_bf16, "host fields");
+    /* log-log interpolation between measured points: 100 us * 50^(1/2) at 10 MB */
+    double t = zaya_coll_time(&hw, ZAYA_COLL_ALLREDUCE, 2, 1e7);
+    CHECK(fabs(t - 100e-6 * sqrt(50.0)) < 1e-9, "allreduce interpolation %.3e", t);
+    CHECK(fabs(zaya_coll_time(&hw, ZAYA_COLL_ALLREDUCE, 2, 1e9) - 0.05) < 1e-9, "bandwidth-bound extrapolation");
+    CHECK(zaya_coll_time(&hw, ZAYA_COLL_REDUCE_SCATTER, 2, 1e7) < 0, "no reduce-scatter curve, no link model");
+    zaya_gemm_est e;
+    zaya_gemm_estimate(&hw, 4000, 4000, 4000, &e);
+    CHECK(fabs(e.flops / (e.time_s - hw.launch_s) - 100e9) / 100e9 < 1e-9, "measured GEMM rate of the nearest shape");
+    zaya_arch a;
+    load("zaya1-8b.json", &a);
+    zaya_step_opts o;
+    zaya_step_opts_default(&o);
+    o.dp = 2;
+    o.zero_stage = 0;
+    zaya_step_pred p;
+    CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK && p.comm_s > 0, "host prediction with a measured allreduce");
+    o.zero_stage = 1;
+    CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_EUNSUPPORTED &&
+              strstr(zaya_error_message(), "no collective measurements for DP 2"),
+          "missing curve: %s", zaya_error_message());
+    zaya_hw_free(&hw);
+    /* validation */
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "gemm"), 1), "gflops", cJSON_CreateNumber(-1));
+    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "p.json: gemm[1]: key 'gflops' must be positive (got -1)"),
+          "bad gflops: %s", zaya_error_message());
+    cJSON_ReplaceItemInObject(root, "version", cJSON_CreateNumber(2));
+    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK && strstr(zaya_error_message(), "version 2"), "version");
+    cJSON_ReplaceItemInObject(root, "format", cJSON_CreateString("other"));
+    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK &&
+              !strcmp(zaya_error_message(), "p.json: format 'other' is not 'zaya-profile'"), "format: %s", zaya_error_message());
+    cJSON_Delete(root);
+    CHECK(zaya_hw_get("host", "/nonexistent/profile.json", &hw) == ZAYA_EIO && strstr(zaya_error_message(), "zaya bench all"),
+          "host without profile: %s", zaya_error_message());
+    CHECK(zaya_hw_get("tpu9", NULL, &hw) == ZAYA_EINVAL && strstr(zaya_error_message(), "unknown hardware profile 'tpu9'"),
+          "unknown hw");
+}
+
+static void test_search(void) {
+    zaya_hw hw;
+    zaya_hw_get("mi300x", NULL, &hw);
+    zaya_search_opts o;
+    zaya_search_opts_default(&o);
+    o.total_params = 8.3e9;
+    o.active_params = 760e6;
+    load("zaya1-8b.json", &o.ref);
+    o.ref_valid = 1;
+    zaya_search_result r;
+    CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n > 0, "search at ZAYA1's budget");
+    int found = -1, front_zaya = 0;
+    for (int i = 0; i < r.n; i++) {
+        const zaya_candidate *c = &r.c[i];
+        CHECK(fabs(c->total / 8.3e9 - 1) <= 0.03 && fabs(c->active / 760e6 - 1) <= 0.03, "within budget");
+        if (c->hidden == 2048 && c->expert_ffn == 2048 && c->experts == 16 && c->top_k == 1 && c->layers == 40) found = i;
+        if (c->pareto && c->hidden == 2048 && c->expert_ffn == 2048) front_zaya = 1;
+        if (i) CHECK(c->train_tok_s <= r.c[i - 1].train_tok_s, "sorted");
+    }
+    CHECK(found >= 0, "ZAYA1's exact shape is a candidate");
+    if (found >= 0) CHECK(r.c[found].total == 8303355728.0 && r.c[found].active == 753608528.0, "its counts are ZAYA1's");
+    char buf[8192] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    zaya_size_search_explain(&hw, &o, &r, f);
+    fclose(f);
+    int explained = strstr(buf, "reference shape: hidden 2048, 40 layers, 16 experts x 2048, top-1") != NULL &&
+                    (strstr(buf, "ON the Pareto front") || (strstr(buf, "preferred instead") && strstr(buf, "train tokens/s/rank") &&
+                                                           strstr(buf, "decode ms/token")));
+    CHECK(front_zaya || explained, "ZAYA1 shape on the front or explained:\n%s", buf);
+    CHECK(explained && strstr(buf, "why: "), "explanation names the reference with numbers:\n%s", buf);
+    zaya_search_result_free(&r);
+
+    /* impossible budgets name the tightest constraint */
+    o.total_params = 1e9;
+    o.active_params = 2e9;
+    CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n == 0 &&
+              !strcmp(r.fail, "no candidate satisfies active params 2.00B <= total params 1.00B"), "active > total: %s", r.fail);
+    o.total_params = 100e12;
+    o.active_params = 1e9;
+    CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n == 0 &&
+              !strncmp(r.fail, "no candidate satisfies total params 100.00T +/-3% (hidden 1024..8192, <= 128 layers); closest: hidden 8192",
+                       98), "too large: %s", r.fail);
+    o.total_params = 8.3e9;
+    o.active_params = 10e6;
+    CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n == 0 &&
+              !strncmp(r.fail, "no candidate satisfies active params 10.0M +/-3% at total 8.30B; closest of", 74),
+          "too sparse: %s", r.fail);
+    zaya_hw_free(&hw);
+}
+
+static void test_bad_inputs(void) {
+    cJSON *cfg;
+    zaya_arch a;
+    CHECK(zaya_json_parse("{\"model_type\":\"gpt2\",\"n_embd\":768}", "c", &cfg) == ZAYA_OK, "json");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+              !strcmp(zaya_error_message(), "unknown model_type 'gpt2' (supported: zaya, llama, qwen2, qwen3, qwen3_moe, "
+                                            "qwen2_moe, mixtral, olmoe)"),
+          "unknown family: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    CHECK(zaya_json_parse("{\"hidden_size\":768}", "c", &cfg) == ZAYA_OK, "json");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "missing required key 'model_type'"),
+          "no model_type: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("llama-3-8b.json");
+    cJSON_DeleteItemFromObject(cfg, "hidden_size");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "model_type 'llama': missing required key 'hidden_size'"),
+          "missing key: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("mixtral-8x7b.json");
+    cJSON_DeleteItemFromObject(cfg, "num_local_experts");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "model_type 'mixtral': missing required key 'num_local_experts'"),
+          "missing MoE key: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("mixtral-8x7b.json");
+    cJSON_ReplaceItemInObject(cfg, "num_experts_per_tok", cJSON_CreateNumber(9));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "num_experts_per_tok 9 exceeds the 8 experts"), "top-k > E: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("llama-3-8b.json");
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4e15));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "out of range"), "huge: %s",
+          zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(-3));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "layers must be positive (got -3)"),
+          "negative: %s", zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(32));
+    cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateNumber(0));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL, "zero kv heads");
+    cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateString("8"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_key_value_heads"), "string kv: %s",
+          zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("zaya1-8b.json");
+    cJSON_DeleteItemFromObject(cfg, "ffn_hidden_size");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "model_type 'zaya': missing required key 'ffn_hidden_size'"),
+          "legacy zaya without ffn_hidden_size: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    double v;
+    CHECK(zaya_size_parse_count("8.3B", &v) == ZAYA_OK && fabs(v - 8.3e9) < 1e-3, "8.3B");
+    CHECK(zaya_size_parse_count("760M", &v) == ZAYA_OK && v == 760e6, "760M");
+    CHECK(zaya_size_parse_count("7e9", &v) == ZAYA_OK && v == 7e9, "7e9");
+    CHECK(zaya_size_parse_count("1.5t", &v) == ZAYA_OK && fabs(v - 1.5e12) < 1e-3, "1.5t");
+    CHECK(zaya_size_parse_count("12x", &v) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "'12x': unknown suffix 'x' (use K, M, B or T)"),
+          "bad suffix");
+    CHECK(zaya_size_parse_count("8BB", &v) == ZAYA_EINVAL, "trailing");
+}
+
+int main(void) {
+    test_zaya1();
+    test_published();
+    test_moe_bugs();
+    test_memory();
+    test_rules();
+    test_predict();
+    test_profile();
+    test_search();
+    test_bad_inputs();
+    return th_finish("test_size");
+}

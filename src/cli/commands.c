@@ -3,7 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command bench_commands[] = {
+    {"gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"bench", "benchmarks: gemm", NULL, bench_commands},
     {0},
 };
 

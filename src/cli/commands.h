@@ -19,6 +19,6 @@ extern const zaya_command zaya_commands[];
 int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, char **argv);
 
 /* Leaf commands (one cmd_*.c file each). */
-/* (none yet: each helper adds its declaration here) */
+int zaya_cmd_bench_gemm(int argc, char **argv); /* cmd_bench_gemm.c */
 
 #endif

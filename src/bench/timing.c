@@ -29,19 +29,18 @@ static zaya_status sample(zaya_bench_fn fn, void *ctx, int64_t inner, double *t)
     return ZAYA_OK;
 }
 
-/* Warmup, then grow `inner` until a sample spans min_sample_s (the warmup calls count toward it). */
+/* Warmup, then pick `inner` so that a sample spans min_sample_s. The fastest of the warmup calls
+ * (at least two) sets it: one descheduled call on a shared machine must not shrink the count. */
 static zaya_status calibrate(zaya_bench_fn fn, void *ctx, const zaya_bench_opts *o, int64_t *inner) {
-    double t = 0;
-    for (int i = 0; i < o->warmup; i++) ZAYA_TRY(sample(fn, ctx, 1, &t));
-    if (o->warmup == 0) ZAYA_TRY(sample(fn, ctx, 1, &t));
-    int64_t n = 1;
-    while (t * (double)n < o->min_sample_s && n < (1 << 20)) {
-        n = (int64_t)(o->min_sample_s / (t > 1e-9 ? t : 1e-9) * 1.2) + 1;
-        if (n > (1 << 20)) n = 1 << 20;
-        ZAYA_TRY(sample(fn, ctx, n, &t));
-        if (t * (double)n >= o->min_sample_s) break;
+    double t = 0, best = 1e30;
+    int probes = o->warmup > 2 ? o->warmup : 2;
+    for (int i = 0; i < probes; i++) {
+        ZAYA_TRY(sample(fn, ctx, 1, &t));
+        if (t < best) best = t;
     }
-    *inner = n;
+    double n = o->min_sample_s / (best > 1e-9 ? best : 1e-9);
+    *inner = n < 1 ? 1 : n > (1 << 20) ? (1 << 20) : (int64_t)n + 1;
+    if (*inner > 1) ZAYA_TRY(sample(fn, ctx, *inner, &t)); /* warms whatever the batched loop touches */
     return ZAYA_OK;
 }
 

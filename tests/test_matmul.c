@@ -1,6 +1,7 @@
 /* zaya_matmul against a double-precision reference: transposes, awkward sizes, padded leading
  * dimensions, batches with gaps between matrices, alpha, beta = 1, bf16 inputs, the primitive cache
  * and every rejected descriptor. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,12 +218,59 @@ static void test_invalid(void) {
     CHECK(zaya_matmul_cache_size() == 0, "invalid descriptors created %d primitives", zaya_matmul_cache_size());
 }
 
+/* Concurrent callers of one shape: one holds the entry's memory objects, the others must fall back
+ * to their own; every result must still be right. */
+typedef struct worker {
+    const float *a, *b;
+    float *c;
+    int64_t m, n, k;
+    int fails;
+} worker;
+
+static void *worker_run(void *p) {
+    worker *w = p;
+    for (int it = 0; it < 50; it++) {
+        zaya_matmul_desc d = {.trans_b = 1, .m = w->m, .n = w->n, .k = w->k};
+        if (zaya_matmul(&d, w->a, w->b, w->c) != ZAYA_OK) w->fails++;
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    int64_t m = 33, n = 40, k = 64;
+    float *a = th_alloc(m * k), *b = th_alloc(n * k);
+    th_fill(a, m * k, 21, 1, -1, 1);
+    th_fill(b, n * k, 21, 2, -1, 1);
+    double *ref = th_alloc_d(m * n);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0;
+            for (int64_t p = 0; p < k; p++) s += (double)a[i * k + p] * (double)b[j * k + p];
+            ref[i * n + j] = s;
+        }
+    enum { NT = 4 };
+    worker w[NT];
+    pthread_t t[NT];
+    for (int i = 0; i < NT; i++) {
+        w[i] = (worker){a, b, th_alloc(m * n), m, n, k, 0};
+        CHECK(pthread_create(&t[i], NULL, worker_run, &w[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(w[i].fails == 0, "thread %d: %d failed calls", i, w[i].fails);
+        CHECK_ERR("concurrent same-shape calls", th_rel_err(w[i].c, ref, m * n, 1.0), tol_for(k));
+        free(w[i].c);
+    }
+    free(a), free(b), free(ref);
+}
+
 int main(void) {
     test_transposes_and_sizes();
     test_padded_ld_batch_alpha_beta();
     test_accumulation();
     test_cache();
     test_invalid();
+    test_threads();
     zaya_matmul_cache_clear();
     return th_finish("test_matmul");
 }

@@ -54,7 +54,8 @@ typedef struct zaya_gemm_result {
 } zaya_gemm_result;
 
 zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s);
-/* Times one shape (wrapper and direct, interleaved) and fills r; peak > 0 enables pct/flags. */
+/* Times one shape (wrapper and direct, interleaved) and fills r; peak > 0 enables pct/flags and caps
+ * shapes expected to take over 0.25 s per call at 3 samples after 1 warmup. */
 zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r);
 /* Efficiency flags: below half the peak, or a dimension not a multiple of 16 / 64. */
 void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);

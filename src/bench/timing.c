@@ -30,10 +30,10 @@ static zaya_status sample(zaya_bench_fn fn, void *ctx, int64_t inner, double *t)
 }
 
 /* Warmup, then pick `inner` so that a sample spans min_sample_s. The fastest of the warmup calls
- * (at least two) sets it: one descheduled call on a shared machine must not shrink the count. */
+ * (at least two unless warmup is 0) sets it: one descheduled call on a shared machine must not shrink the count. */
 static zaya_status calibrate(zaya_bench_fn fn, void *ctx, const zaya_bench_opts *o, int64_t *inner) {
     double t = 0, best = 1e30;
-    int probes = o->warmup > 2 ? o->warmup : 2;
+    int probes = o->warmup > 2 ? o->warmup : o->warmup == 0 ? 1 : 2;
     for (int i = 0; i < probes; i++) {
         ZAYA_TRY(sample(fn, ctx, 1, &t));
         if (t < best) best = t;

@@ -25,8 +25,8 @@ static const char *dt_name(zaya_dtype t) { return t == ZAYA_DTYPE_BF16 ? "bf16" 
 typedef struct gemm_run {
     zaya_dtype dtypes[2];
     int ndt;
-    double peak[2];
-    int64_t peak_n[2];
+    double peak[2], peak_run[2][2]; /* final = max of the runs before and after the sweep */
+    int64_t peak_n[2], peak_run_n[2][2];
     zaya_gemm_result *res;
     int nres;
     int model;
@@ -50,6 +50,22 @@ static zaya_status measure_overhead(gemm_run *R, const zaya_bench_opts *o) {
     R->overhead_us[0] = reuse.best_s * 1e6;
     R->overhead_us[1] = fresh.best_s * 1e6;
     R->overhead_us[2] = direct.best_s * 1e6;
+    return ZAYA_OK;
+}
+
+/* Peak of every dtype; pass 0 before the sweep, pass 1 after it. */
+static zaya_status measure_peaks(gemm_run *R, const gemm_opts *g, int pass) {
+    static const int64_t quick_sizes[] = {1024, 2048};
+    zaya_bench_opts po = {g->warmup, g->quick ? 3 : 5, 0};
+    zaya_progress prog;
+    zaya_progress_init(&prog, pass ? "peak (again)" : "peak", "dtype", R->ndt);
+    for (int i = 0; i < R->ndt; i++) {
+        zaya_status s = zaya_bench_matmul_peak(R->dtypes[i], g->quick ? quick_sizes : NULL, g->quick ? 2 : 0, &po,
+                                               &R->peak_run[pass][i], &R->peak_run_n[pass][i]);
+        if (s != ZAYA_OK) return zaya_error_context(s, "measuring the %s peak", dt_name(R->dtypes[i]));
+        zaya_progress_update(&prog, i + 1, dt_name(R->dtypes[i]));
+    }
+    zaya_progress_finish(&prog, NULL);
     return ZAYA_OK;
 }
 
@@ -82,20 +98,12 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     }
 
     zaya_progress prog;
-    zaya_progress_init(&prog, "peak", "dtype", R->ndt);
-    static const int64_t quick_sizes[] = {1024, 2048};
-    zaya_bench_opts po = {g->warmup, g->quick ? 3 : 5, 0};
-    for (int i = 0; i < R->ndt; i++) {
-        zaya_status s = zaya_bench_matmul_peak(R->dtypes[i], g->quick ? quick_sizes : NULL, g->quick ? 2 : 0, &po,
-                                               &R->peak[i], &R->peak_n[i]);
-        if (s != ZAYA_OK) {
-            free(shapes);
-            return zaya_error_context(s, "measuring the %s peak", dt_name(R->dtypes[i]));
-        }
-        zaya_progress_update(&prog, i + 1, dt_name(R->dtypes[i]));
+    zaya_status s = measure_peaks(R, g, 0);
+    if (s != ZAYA_OK) {
+        free(shapes);
+        return s;
     }
-    zaya_progress_finish(&prog, NULL);
-    zaya_status s = measure_overhead(R, &o);
+    s = measure_overhead(R, &o);
     if (s != ZAYA_OK) {
         free(shapes);
         return zaya_error_context(s, "measuring per-call overhead");
@@ -121,7 +129,20 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     }
     zaya_progress_finish(&prog, NULL);
     free(shapes);
-    return s;
+    /* Peak again after the sweep; the larger one stands (contention only ever lowers a rate). */
+    if (s == ZAYA_OK) s = measure_peaks(R, g, 1);
+    if (s != ZAYA_OK) return s;
+    for (int i = 0; i < R->ndt; i++) {
+        int better = R->peak_run[1][i] > R->peak_run[0][i];
+        R->peak[i] = R->peak_run[better][i];
+        R->peak_n[i] = R->peak_run_n[better][i];
+    }
+    for (int i = 0; i < R->nres; i++) {
+        zaya_gemm_result *r = &R->res[i];
+        r->pct_peak = 100.0 * r->gflops / R->peak[dt_index(R, r->s.dtype)];
+        zaya_gemm_flags(r, r->flags, sizeof r->flags);
+    }
+    return ZAYA_OK;
 }
 
 /* ---- reporting ---- */
@@ -162,8 +183,10 @@ static model_total model_totals(const gemm_run *R, zaya_dtype dt) {
 }
 
 static void print_summary(const gemm_run *R) {
-    printf("\npeak (best oneDNN matmul, square, measured now, %d threads):", zaya_threads_get());
-    for (int i = 0; i < R->ndt; i++) printf("  %s %.1f GFLOP/s (n=%lld)", dt_name(R->dtypes[i]), R->peak[i], (long long)R->peak_n[i]);
+    printf("\npeak (best oneDNN matmul, square, measured before and after the sweep, %d threads):", zaya_threads_get());
+    for (int i = 0; i < R->ndt; i++)
+        printf("  %s %.1f GFLOP/s (n=%lld; runs %.1f, %.1f)", dt_name(R->dtypes[i]), R->peak[i], (long long)R->peak_n[i],
+               R->peak_run[0][i], R->peak_run[1][i]);
     printf("\nper-call cost at 32x32x32 f32: zaya %.2f us (memory objects reused), %.2f us (created per call), oneDNN direct %.2f us\n",
            R->overhead_us[0], R->overhead_us[1], R->overhead_us[2]);
     for (int i = 0; i < R->ndt; i++) {
@@ -241,6 +264,13 @@ static zaya_status write_json(const gemm_run *R, const gemm_opts *g, const char 
     for (int i = 0; i < R->ndt; i++) {
         cJSON_AddNumberToObject(peak, dt_name(R->dtypes[i]), R->peak[i]);
         cJSON_AddNumberToObject(peak_n, dt_name(R->dtypes[i]), (double)R->peak_n[i]);
+    }
+    cJSON *runs = cJSON_AddObjectToObject(root, "peak_gflops_before_after");
+    for (int i = 0; i < R->ndt; i++) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(R->peak_run[0][i]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(R->peak_run[1][i]));
+        cJSON_AddItemToObject(runs, dt_name(R->dtypes[i]), pair);
     }
     cJSON *ov = cJSON_AddObjectToObject(root, "overhead_32cubed_f32_us");
     cJSON_AddNumberToObject(ov, "zaya_reuse_memory", R->overhead_us[0]);

@@ -14,7 +14,7 @@
 #include "zaya/threads.h"
 
 typedef struct gemm_opts {
-    const char *dtype, *out, *config;
+    const char *dtype, *out, *config, *only;
     int iters, warmup, quick, threads;
     int64_t batch, seq;
 } gemm_opts;
@@ -74,6 +74,19 @@ static int same_shape(const zaya_gemm_shape *a, const zaya_gemm_shape *b) {
            a->n == b->n && a->k == b->k && a->beta == b->beta;
 }
 
+/* Is `item` one of the comma-separated names in `list`? */
+static int in_list(const char *list, const char *item) {
+    size_t len = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && !strncmp(p, item, len)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     zaya_bench_opts o = {g->warmup, g->iters, 1e-3};
     zaya_gemm_shape *shapes = NULL;
@@ -90,6 +103,17 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
         if (R->model) zaya_gemm_model_shapes(&R->cfg, R->tokens, R->dtypes[i], shapes + n, c);
         else zaya_gemm_sweep_shapes(g->quick, R->dtypes[i], shapes + n, c);
         n += c;
+    }
+    if (g->only) {
+        int kept = 0;
+        for (int i = 0; i < n; i++)
+            if (in_list(g->only, shapes[i].group)) shapes[kept++] = shapes[i];
+        n = kept;
+    }
+    if (n == 0) {
+        free(shapes);
+        return zaya_error_set(ZAYA_EINVAL, "--only '%s' selects no shapes (groups: %s)", g->only,
+                              R->model ? "attn, router, expert, head" : "square, align, align_m, model");
     }
     R->res = calloc((size_t)n, sizeof *R->res);
     if (!R->res) {
@@ -326,16 +350,18 @@ static zaya_status write_json(const gemm_run *R, const gemm_opts *g, const char 
     return s;
 }
 
-/* One series per dtype (wrapper, and oneDNN direct as a dashed peer) over the results of `group`. */
+/* One series per dtype for zaya and one for oneDNN direct over the results of `group`. Returns OK
+ * with *written = 0 when the group was not run. */
 static zaya_status plot_group(const gemm_run *R, const char *dir, const char *file, const char *group, const char *title,
-                              const char *xlabel, int use_m, int logx) {
+                              const char *xlabel, int use_m, int logx, int *written) {
+    *written = 0;
     double *buf = calloc((size_t)R->ndt * 3 * (size_t)R->nres + 1, sizeof(double));
     if (!buf) return zaya_error_set(ZAYA_ENOMEM, "plot buffer");
     zaya_plot_series series[4];
     char titles[4][32];
-    int ns = 0, off = 0;
+    int ns = 0, total = 0;
     for (int i = 0; i < R->ndt; i++) {
-        double *x = buf + off, *y = x + R->nres, *yd = y + R->nres;
+        double *x = buf + (size_t)i * 3 * (size_t)R->nres, *y = x + R->nres, *yd = y + R->nres;
         int n = 0;
         for (int j = 0; j < R->nres; j++) {
             const zaya_gemm_result *r = &R->res[j];
@@ -345,27 +371,45 @@ static zaya_status plot_group(const gemm_run *R, const char *dir, const char *fi
             yd[n] = r->direct_gflops;
             n++;
         }
+        total += n;
         snprintf(titles[ns], sizeof titles[ns], "%s zaya", dt_name(R->dtypes[i]));
-        series[ns++] = (zaya_plot_series){titles[ns - 1], x, y, n};
+        series[ns] = (zaya_plot_series){titles[ns], x, y, n};
+        ns++;
         snprintf(titles[ns], sizeof titles[ns], "%s oneDNN direct", dt_name(R->dtypes[i]));
-        series[ns++] = (zaya_plot_series){titles[ns - 1], x, yd, n};
-        off += 3 * R->nres;
+        series[ns] = (zaya_plot_series){titles[ns], x, yd, n};
+        ns++;
     }
-    char path[4096];
-    zaya_status s = zaya_path_join(path, sizeof path, dir, file);
-    zaya_plot_opts po = {title, xlabel, "GFLOP/s", logx, 0, 1};
-    if (s == ZAYA_OK) s = zaya_plot_lines(path, &po, series, ns);
+    zaya_status s = ZAYA_OK;
+    if (total > 0) {
+        char path[4096];
+        s = zaya_path_join(path, sizeof path, dir, file);
+        zaya_plot_opts po = {title, xlabel, "GFLOP/s", logx, 0, 1};
+        if (s == ZAYA_OK) s = zaya_plot_lines(path, &po, series, ns);
+        *written = s == ZAYA_OK;
+    }
     free(buf);
     return s;
 }
 
-static void write_plots(const gemm_run *R, const char *dir) {
-    zaya_status s;
-    if (R->model) return; /* model shapes are listed, not plotted along one axis */
-    if ((s = plot_group(R, dir, "gemm_size.png", "square", "GEMM throughput vs size (M=N=K)", "n", 0, 2)) != ZAYA_OK ||
-        (s = plot_group(R, dir, "gemm_alignment.png", "align", "Alignment effect: M=N=K around multiples of 64/128/256", "n", 0, 0)) != ZAYA_OK ||
-        (s = plot_group(R, dir, "gemm_alignment_m.png", "align_m", "Expert fc1 (N=4096, K=2048) vs routed tokens M", "M", 1, 2)) != ZAYA_OK)
-        fprintf(stderr, "zaya bench gemm: warning: plots skipped: %s\n", zaya_error_message());
+/* Renders the sweep's plots (model runs are listed, not plotted along one axis) and names the
+ * files written in `names`. Plots are optional output: failures only warn. */
+static void write_plots(const gemm_run *R, const char *dir, char *names, size_t cap) {
+    static const struct { const char *file, *group, *title, *xlabel; int use_m, logx; } plots[] = {
+        {"gemm_size.png", "square", "GEMM throughput vs size (M=N=K)", "n", 0, 2},
+        {"gemm_alignment.png", "align", "Alignment effect: M=N=K around multiples of 64/128/256", "n", 0, 0},
+        {"gemm_alignment_m.png", "align_m", "Expert fc1 (N=4096, K=2048) vs routed tokens M", "M", 1, 2}};
+    names[0] = '\0';
+    if (R->model) return;
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof plots / sizeof plots[0]; i++) {
+        int written = 0;
+        if (plot_group(R, dir, plots[i].file, plots[i].group, plots[i].title, plots[i].xlabel, plots[i].use_m,
+                       plots[i].logx, &written) != ZAYA_OK) {
+            fprintf(stderr, "zaya bench gemm: warning: plot %s skipped: %s\n", plots[i].file, zaya_error_message());
+            continue;
+        }
+        if (written && len < cap) len += (size_t)snprintf(names + len, cap - len, ", %s", plots[i].file);
+    }
 }
 
 /* ---- command ---- */
@@ -377,6 +421,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         {"iters", 'n', ZAYA_FLAG_INT, &g.iters, "N", "timed samples per shape (default: 10)"},
         {"warmup", 'w', ZAYA_FLAG_INT, &g.warmup, "N", "untimed calls per shape first (default: 2)"},
         {"quick", 0, ZAYA_FLAG_BOOL, &g.quick, NULL, "fewer and smaller shapes (default: off)"},
+        {"only", 0, ZAYA_FLAG_STRING, &g.only, "GROUPS", "comma-separated shape groups to run: square,align,align_m,model (sweep) or attn,router,expert,head (--from-config) (default: all)"},
         {"from-config", 0, ZAYA_FLAG_STRING, &g.config, "CONFIG", "benchmark every GEMM of the model in this HF config.json"},
         {"batch", 0, ZAYA_FLAG_I64, &g.batch, "B", "sequences per step with --from-config (default: 1)"},
         {"seq", 0, ZAYA_FLAG_I64, &g.seq, "T", "tokens per sequence with --from-config (default: 2048)"},
@@ -429,13 +474,14 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         s = write_json(&R, &g, g.out);
     }
     if (s == ZAYA_OK) s = write_csv(&R, g.out);
-    if (s == ZAYA_OK) write_plots(&R, g.out);
+    char plots[256] = "";
+    if (s == ZAYA_OK) write_plots(&R, g.out, plots, sizeof plots);
     free(R.res);
     zaya_matmul_cache_clear();
     if (s != ZAYA_OK) {
         fprintf(stderr, "zaya bench gemm: error: %s\n", zaya_error_message());
         return 1;
     }
-    printf("\nresults: %s/gemm.json, %s/gemm.csv%s\n", g.out, g.out, R.model ? "" : ", gemm_size.png, gemm_alignment.png, gemm_alignment_m.png");
+    printf("\nresults: %s/gemm.json, %s/gemm.csv%s\n", g.out, g.out, plots);
     return 0;
 }

@@ -254,7 +254,7 @@ static void print_summary(const gemm_run *R) {
     }
     if (!R->model) return;
     printf("\nmodel: hidden %lld, layers %lld, heads %lld/%lld x %lld, experts %lld x %lld, router %lld, vocab %lld; "
-           "%lld tokens per step, %lld per expert\n",
+           "%lld tokens per step, %lld per expert\n(linear layers only: attention scores and values run in the attention kernel)\n",
            (long long)R->cfg.hidden_size, (long long)R->cfg.num_hidden_layers, (long long)R->cfg.num_attention_heads,
            (long long)R->cfg.num_key_value_heads, (long long)R->cfg.head_dim, (long long)R->cfg.num_experts,
            (long long)R->cfg.moe_intermediate_size, (long long)R->cfg.router_hidden_size, (long long)R->cfg.vocab_size,

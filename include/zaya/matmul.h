@@ -5,7 +5,9 @@
  * op(X) is X or X^T (trans flags). All matrices are row-major; lda/ldb/ldc are the row strides
  * (in elements) of the matrices as stored, so lda >= (trans_a ? m : k) etc. A and B share one
  * input dtype (f32, or bf16 with f32 accumulation); C is always f32. beta is 0 (overwrite) or 1
- * (accumulate: gradient accumulation). Batched operands are `stride_*` elements apart.
+ * (accumulate: gradient accumulation). Batched operands are `stride_*` elements apart (0 selects
+ * the dense default rows*ld); a stride must cover one whole matrix so batch elements never overlap.
+ * op(A)/op(B) and the strides are expressed in oneDNN memory descriptors: nothing is copied.
  *
  * oneDNN primitives are created once per distinct descriptor and cached, so the creation cost is
  * paid on the first call of each shape only. The cache is process-wide and thread-safe; calls run on
@@ -39,6 +41,18 @@ void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
 /* Same with bf16 inputs (uint16_t storage, see bf16.h) and f32 output. */
 void zaya_matmul_bf16(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                       const uint16_t *b, float *c, float beta);
+
+/* Validates d and writes a copy with every default resolved (ld, strides, batch >= 1, alpha).
+ * Invalid descriptors give ZAYA_EINVAL naming the field. */
+zaya_status zaya_matmul_resolve(const zaya_matmul_desc *d, zaya_matmul_desc *out);
+/* Name of the oneDNN implementation chosen for d (e.g. "brg:avx512_core"); creates and caches the
+ * primitive if needed. The string lives as long as the cache entry. */
+zaya_status zaya_matmul_impl_name(const zaya_matmul_desc *d, const char **name);
+
+/* Per-call memory objects: 1 (default) reuses memory objects cached with each primitive and swaps
+ * the data pointers in; 0 creates and destroys them on every call. Exposed so the benchmark can
+ * measure the difference; both are correct under concurrent calls. */
+void zaya_matmul_set_reuse_memory(int on);
 
 /* Number of cached primitives (for tests and the benchmark), and a way to drop them. */
 int zaya_matmul_cache_size(void);

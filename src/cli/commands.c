@@ -3,63 +3,78 @@
 #include <stdio.h>
 #include <string.h>
 
-static const zaya_command model_commands[] = {
-    {"info", "parameter counts, components, KV cache and FLOPs of a config", zaya_cmd_model_info, NULL},
+const zaya_group zaya_groups[] = {
+    {"model", "inspect ZAYA1 model configurations"},
+    {"data", "token shards: inspect, validate, loader benchmark"},
+    {"size", "model sizing: calculators, rules, prediction, MoE shape search"},
+    {"bench", "benchmarks of this machine and of zaya itself"},
     {0},
 };
 
-static const zaya_command data_commands[] = {
-    {"inspect", "show a token shard's header, counts, checksum and first tokens", zaya_cmd_data_inspect, NULL},
-    {"validate", "fully validate token shards and run files", zaya_cmd_data_validate, NULL},
-    {"bench", "loader throughput from mmap vs a sequential copy", zaya_cmd_data_bench, NULL},
-    {0},
-};
-
-static const zaya_command size_commands[] = {
-    {"info", "exact parameter table, FLOPs, KV cache and training memory of a config", zaya_cmd_size_info, NULL},
-    {"check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check, NULL},
-    {"predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict, NULL},
-    {"search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search, NULL},
-    {0},
-};
-
+/* One line per command, so that additions never collide. */
 const zaya_command zaya_commands[] = {
-    {"model", "inspect ZAYA1 model configurations", NULL, model_commands},
-    {"data", "token shards: inspect, validate, loader benchmark", NULL, data_commands},
-    {"size", "model sizing: calculators, rules, prediction, MoE shape search", NULL, size_commands},
+    {"model", "info", "parameter counts, components, KV cache and FLOPs of a config", zaya_cmd_model_info},
+    {"data", "inspect", "show a token shard's header, counts, checksum and first tokens", zaya_cmd_data_inspect},
+    {"data", "validate", "fully validate token shards and run files", zaya_cmd_data_validate},
+    {"data", "bench", "loader throughput from mmap vs a sequential copy", zaya_cmd_data_bench},
+    {"size", "info", "exact parameter table, FLOPs, KV cache and training memory of a config", zaya_cmd_size_info},
+    {"size", "check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check},
+    {"size", "predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict},
+    {"size", "search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search},
+    {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
     {0},
 };
 
-static void print_table(FILE *f, const zaya_command *table, const char *prefix) {
-    fprintf(f, "usage: zaya %s%s<command> [options]\n\ncommands:\n", prefix, *prefix ? " " : "");
-    for (const zaya_command *c = table; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);
-    fprintf(f, "\nrun 'zaya %s%s<command> --help' for its options\n", prefix, *prefix ? " " : "");
+static int same(const char *a, const char *b) { return (a == NULL && b == NULL) || (a && b && !strcmp(a, b)); }
+
+static int group_has_commands(const char *g) {
+    for (const zaya_command *c = zaya_commands; c->name; c++)
+        if (same(c->group, g)) return 1;
+    return 0;
 }
 
-int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, char **argv) {
-    if (argc < 1 || !strcmp(argv[0], "help") || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+static void print_list(FILE *f, const char *group) {
+    fprintf(f, "usage: zaya %s%s<command> [options]\n\ncommands:\n", group ? group : "", group ? " " : "");
+    if (!group) {
+        for (const zaya_command *c = zaya_commands; c->name; c++)
+            if (!c->group) fprintf(f, "  %-12s %s\n", c->name, c->summary);
+        for (const zaya_group *g = zaya_groups; g->name; g++)
+            if (group_has_commands(g->name)) fprintf(f, "  %-12s %s\n", g->name, g->summary);
+    } else {
+        for (const zaya_command *c = zaya_commands; c->name; c++)
+            if (same(c->group, group)) fprintf(f, "  %-12s %s\n", c->name, c->summary);
+    }
+    fprintf(f, "\nrun 'zaya %s%s<command> --help' for its options\n", group ? group : "", group ? " " : "");
+}
+
+static int is_help(const char *a) { return !strcmp(a, "help") || !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+/* Resolves argv against the tables: `group name args...` or `name args...`. */
+static int dispatch(const char *group, int argc, char **argv) {
+    if (argc < 1 || is_help(argv[0])) {
         if (argc >= 2 && !strcmp(argv[0], "help")) {
-            /* `zaya help bench kernels` == `zaya bench kernels --help` */
+            /* `zaya help bench gemm` == `zaya bench gemm --help` */
             char *args[64];
             int n = 0;
             for (int i = 1; i < argc && n < 62; i++) args[n++] = argv[i];
             args[n++] = "--help";
-            return zaya_cli_dispatch(table, prefix, n, args);
+            return dispatch(group, n, args);
         }
-        print_table(argc < 1 ? stderr : stdout, table, prefix);
+        print_list(argc < 1 ? stderr : stdout, group);
         return argc < 1 ? 2 : 0;
     }
-    for (const zaya_command *c = table; c->name; c++) {
-        if (strcmp(c->name, argv[0]) != 0) continue;
-        if (c->run) return c->run(argc - 1, argv + 1);
-        char sub_prefix[256];
-        snprintf(sub_prefix, sizeof sub_prefix, "%s%s%s", prefix, *prefix ? " " : "", c->name);
-        return zaya_cli_dispatch(c->sub, sub_prefix, argc - 1, argv + 1);
+    for (const zaya_command *c = zaya_commands; c->name; c++)
+        if (same(c->group, group) && !strcmp(c->name, argv[0])) return c->run(argc - 1, argv + 1);
+    if (!group && group_has_commands(argv[0])) {
+        for (const zaya_group *g = zaya_groups; g->name; g++)
+            if (!strcmp(g->name, argv[0])) return dispatch(g->name, argc - 1, argv + 1);
     }
     if (argv[0][0] == '-')
-        fprintf(stderr, "zaya%s%s: unknown option '%s'\n", *prefix ? " " : "", prefix, argv[0]);
+        fprintf(stderr, "zaya%s%s: unknown option '%s'\n", group ? " " : "", group ? group : "", argv[0]);
     else
-        fprintf(stderr, "zaya: unknown command '%s%s%s'\n", prefix, *prefix ? " " : "", argv[0]);
-    print_table(stderr, table, prefix);
+        fprintf(stderr, "zaya: unknown command '%s%s%s'\n", group ? group : "", group ? " " : "", argv[0]);
+    print_list(stderr, group);
     return 2;
 }
+
+int zaya_cli_main(int argc, char **argv) { return dispatch(NULL, argc, argv); }

@@ -1,31 +1,40 @@
-/* The command tree of the `zaya` executable. Each leaf is `int fn(int argc, char **argv)` receiving
- * the arguments after its own name; it returns the process exit code (0 ok, 1 runtime failure,
- * 2 usage error). A group has a sub-table instead of a function. Tables end with a zeroed entry. */
+/* The command tree of the `zaya` executable.
+ *
+ * zaya_commands is a flat table, one line per command: (group, name, summary, function). A command
+ * with group NULL is top-level (`zaya train`); others are `zaya <group> <name>`. Group summaries live
+ * in zaya_groups. Each function receives the arguments after its own name and returns the exit code
+ * (0 ok, 1 runtime failure, 2 usage error). Tables end with a zeroed entry. */
 #ifndef ZAYA_CLI_COMMANDS_H
 #define ZAYA_CLI_COMMANDS_H
 
 typedef int (*zaya_cmd_fn)(int argc, char **argv);
 
 typedef struct zaya_command {
+    const char *group; /* NULL for top-level commands */
     const char *name;
     const char *summary;
-    zaya_cmd_fn run;                /* leaf */
-    const struct zaya_command *sub; /* group */
+    zaya_cmd_fn run;
 } zaya_command;
 
+typedef struct zaya_group {
+    const char *name;
+    const char *summary;
+} zaya_group;
+
 extern const zaya_command zaya_commands[];
+extern const zaya_group zaya_groups[];
 
-/* Runs argv[0..] against table (prefix names the group for messages, "" at top level). */
-int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, char **argv);
+int zaya_cli_main(int argc, char **argv);
 
-/* Leaf commands (one cmd_*.c file each). */
-int zaya_cmd_model_info(int argc, char **argv);
+/* Leaf commands (one cmd_*.c file per command or group). */
+int zaya_cmd_model_info(int argc, char **argv);    /* cmd_model.c */
 int zaya_cmd_data_inspect(int argc, char **argv);  /* cmd_data.c */
 int zaya_cmd_data_validate(int argc, char **argv); /* cmd_data.c */
 int zaya_cmd_data_bench(int argc, char **argv);    /* cmd_data.c */
-int zaya_cmd_size_info(int argc, char **argv);
-int zaya_cmd_size_check(int argc, char **argv);
-int zaya_cmd_size_predict(int argc, char **argv);
-int zaya_cmd_size_search(int argc, char **argv);
+int zaya_cmd_size_info(int argc, char **argv);     /* cmd_size.c */
+int zaya_cmd_size_check(int argc, char **argv);    /* cmd_size.c */
+int zaya_cmd_size_predict(int argc, char **argv);  /* cmd_size.c */
+int zaya_cmd_size_search(int argc, char **argv);   /* cmd_size.c */
+int zaya_cmd_bench_gemm(int argc, char **argv);    /* cmd_bench_gemm.c */
 
 #endif

@@ -11,5 +11,5 @@ int main(int argc, char **argv) {
         printf("zaya %s\n", ZAYA_VERSION_STRING);
         return 0;
     }
-    return zaya_cli_dispatch(zaya_commands, "", argc - 1, argv + 1);
+    return zaya_cli_main(argc - 1, argv + 1);
 }

@@ -1,0 +1,63 @@
+/* `zaya bench gemm`: GEMM throughput over swept shapes and over every GEMM a ZAYA model performs.
+ *
+ * A shape list is either the built-in sweep (square sizes, alignment perturbations around multiples
+ * of 64/128/256, model-like projections) or derived from a model config: for every linear layer the
+ * forward GEMM y = x W^T, the input gradient dx = dy W and the weight gradient dW += dy^T x, with a
+ * count of how often it runs per training step. Each shape is timed through zaya_matmul and through
+ * oneDNN directly; rates are divided by the peak measured in the same run. */
+#ifndef ZAYA_BENCH_GEMM_H
+#define ZAYA_BENCH_GEMM_H
+
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "zaya/bench.h"
+#include "zaya/matmul.h"
+
+/* The model dimensions that determine its GEMMs (HF ZayaConfig key names). */
+typedef struct zaya_gemm_model {
+    int64_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim;
+    int64_t num_experts, moe_intermediate_size, router_hidden_size, vocab_size;
+} zaya_gemm_model;
+
+/* ZAYA1-8B defaults (HF configuration_zaya.py). */
+void zaya_gemm_model_defaults(zaya_gemm_model *m);
+/* Reads the keys present in a config.json object over the defaults; errors name the key. */
+zaya_status zaya_gemm_model_from_json(const cJSON *cfg, zaya_gemm_model *m);
+
+typedef struct zaya_gemm_shape {
+    char group[16]; /* "square", "align", "align_m", "model", or the model part ("attn", "router", "expert", "head") */
+    char name[40];  /* e.g. "q_proj", "1024+1" */
+    char pass[8];   /* "fwd", "dgrad", "wgrad" or "" */
+    zaya_dtype dtype;
+    int trans_a, trans_b;
+    int64_t m, n, k;
+    float beta;
+    double count; /* executions per training step (model shapes), 1 otherwise */
+} zaya_gemm_shape;
+
+/* Fills up to cap shapes and returns how many there are in total (call with cap 0 to count). */
+int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
+/* tokens = batch * seq; expert GEMMs use ceil(tokens / num_experts) rows. */
+int zaya_gemm_model_shapes(const zaya_gemm_model *m, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
+
+typedef struct zaya_gemm_result {
+    zaya_gemm_shape s;
+    zaya_bench_stats wrap, direct;
+    double gflop;         /* per call */
+    double gflops;        /* wrapper, best sample */
+    double direct_gflops; /* oneDNN directly, best sample */
+    double ratio;         /* wrapper / direct (best samples) */
+    double pct_peak;      /* 100 * gflops / peak of the dtype */
+    char impl[48];
+    char flags[48]; /* "slow", "dim%16", "dim%64", space separated */
+} zaya_gemm_result;
+
+zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s);
+/* Times one shape (wrapper and direct, interleaved) and fills r; peak > 0 enables pct/flags and caps
+ * shapes expected to take over 0.25 s per call at 3 samples after 1 warmup. */
+zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r);
+/* Efficiency flags: below half the peak, or a dimension not a multiple of 16 / 64. */
+void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);
+
+#endif

@@ -1,0 +1,177 @@
+/* Shape lists for `zaya bench gemm` and the per-shape measurement. */
+#include "zaya/bench_gemm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "zaya/json.h"
+
+void zaya_gemm_model_defaults(zaya_gemm_model *m) {
+    *m = (zaya_gemm_model){.hidden_size = 2048, .num_hidden_layers = 40, .num_attention_heads = 8,
+                           .num_key_value_heads = 2, .head_dim = 128, .num_experts = 16,
+                           .moe_intermediate_size = 2048, .router_hidden_size = 256, .vocab_size = 262272};
+}
+
+zaya_status zaya_gemm_model_from_json(const cJSON *cfg, zaya_gemm_model *m) {
+    zaya_gemm_model_defaults(m);
+    struct { const char *key; int64_t *dst; int64_t max; } keys[] = {
+        {"hidden_size", &m->hidden_size, 1 << 20},       {"num_hidden_layers", &m->num_hidden_layers, 1 << 16},
+        {"num_attention_heads", &m->num_attention_heads, 1 << 12}, {"num_key_value_heads", &m->num_key_value_heads, 1 << 12},
+        {"head_dim", &m->head_dim, 1 << 16},             {"num_experts", &m->num_experts, 1 << 16},
+        {"moe_intermediate_size", &m->moe_intermediate_size, 1 << 22},
+        {"router_hidden_size", &m->router_hidden_size, 1 << 20}, {"vocab_size", &m->vocab_size, 1 << 24}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        ZAYA_TRY(zaya_json_get_i64(cfg, keys[i].key, keys[i].dst, 0));
+        if (*keys[i].dst < 1 || *keys[i].dst > keys[i].max)
+            return zaya_error_set(ZAYA_EINVAL, "key '%s' must be in [1, %lld], got %lld", keys[i].key,
+                                  (long long)keys[i].max, (long long)*keys[i].dst);
+    }
+    if (m->num_attention_heads % m->num_key_value_heads)
+        return zaya_error_set(ZAYA_EINVAL, "key 'num_attention_heads' (%lld) must be a multiple of 'num_key_value_heads' (%lld)",
+                              (long long)m->num_attention_heads, (long long)m->num_key_value_heads);
+    return ZAYA_OK;
+}
+
+/* ---- shape lists ---- */
+
+typedef struct shape_list {
+    zaya_gemm_shape *out;
+    int cap, n;
+    zaya_dtype dtype;
+} shape_list;
+
+static void push(shape_list *L, const char *group, const char *name, const char *pass, int ta, int tb, int64_t m,
+                 int64_t n, int64_t k, float beta, double count) {
+    if (L->n < L->cap) {
+        zaya_gemm_shape *s = &L->out[L->n];
+        memset(s, 0, sizeof *s);
+        snprintf(s->group, sizeof s->group, "%s", group);
+        snprintf(s->name, sizeof s->name, "%s", name);
+        snprintf(s->pass, sizeof s->pass, "%s", pass);
+        s->dtype = L->dtype;
+        s->trans_a = ta, s->trans_b = tb;
+        s->m = m, s->n = n, s->k = k;
+        s->beta = beta;
+        s->count = count;
+    }
+    L->n++;
+}
+
+/* The three GEMMs of y[t, out] = x[t, in] W[out, in]^T in a training step. */
+static void push_linear(shape_list *L, const char *group, const char *name, int64_t tokens, int64_t in, int64_t out,
+                        double count) {
+    push(L, group, name, "fwd", 0, 1, tokens, out, in, 0, count);   /* y = x W^T */
+    push(L, group, name, "dgrad", 0, 0, tokens, in, out, 0, count); /* dx = dy W */
+    push(L, group, name, "wgrad", 1, 0, out, in, tokens, 1, count); /* dW += dy^T x */
+}
+
+int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
+    shape_list L = {out, cap, 0, dtype};
+    static const int64_t sq_full[] = {16, 32, 64, 128, 256, 512, 1024, 1536, 2048};
+    static const int64_t sq_quick[] = {32, 128, 512, 1024};
+    static const int64_t al_full[] = {255, 256, 257, 383, 384, 385, 511, 512, 513, 767, 768, 769, 1000, 1001, 1023, 1024, 1025};
+    static const int64_t al_quick[] = {511, 512, 513, 1023, 1024, 1025};
+    static const int64_t am_full[] = {1, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1000};
+    static const int64_t am_quick[] = {1, 127, 128, 129};
+    const int64_t *sq = quick ? sq_quick : sq_full, *al = quick ? al_quick : al_full, *am = quick ? am_quick : am_full;
+    int nsq = quick ? 4 : 9, nal = quick ? 6 : 17, nam = quick ? 4 : 12;
+    char name[40];
+    for (int i = 0; i < nsq; i++) {
+        snprintf(name, sizeof name, "n=%lld", (long long)sq[i]);
+        push(&L, "square", name, "", 0, 0, sq[i], sq[i], sq[i], 0, 1);
+    }
+    for (int i = 0; i < nal; i++) {
+        snprintf(name, sizeof name, "n=%lld", (long long)al[i]);
+        push(&L, "align", name, "", 0, 0, al[i], al[i], al[i], 0, 1);
+    }
+    /* Expert gate|up at a varying number of routed tokens: M is whatever the router produces. */
+    for (int i = 0; i < nam; i++) {
+        snprintf(name, sizeof name, "expert_fc1 m=%lld", (long long)am[i]);
+        push(&L, "align_m", name, "fwd", 0, 1, am[i], 4096, 2048, 0, 1);
+    }
+    /* ZAYA1-8B projections at a representative token count. */
+    int64_t t = quick ? 512 : 2048, te = t / 16;
+    push(&L, "model", "q_proj", "fwd", 0, 1, t, 1024, 2048, 0, 1);
+    push(&L, "model", "k_proj", "fwd", 0, 1, t, 256, 2048, 0, 1);
+    push(&L, "model", "v_proj", "fwd", 0, 1, t, 128, 2048, 0, 1);
+    push(&L, "model", "o_proj", "fwd", 0, 1, t, 2048, 1024, 0, 1);
+    push(&L, "model", "o_proj", "dgrad", 0, 0, t, 1024, 2048, 0, 1);
+    push(&L, "model", "q_proj", "wgrad", 1, 0, 1024, 2048, t, 1, 1);
+    push(&L, "model", "router_down", "fwd", 0, 1, t, 256, 2048, 0, 1);
+    push(&L, "model", "router_mlp", "fwd", 0, 1, t, 256, 256, 0, 1);
+    push(&L, "model", "router_out", "fwd", 0, 1, t, 17, 256, 0, 1);
+    push(&L, "model", "expert_fc1", "fwd", 0, 1, te, 4096, 2048, 0, 1);
+    push(&L, "model", "expert_fc2", "fwd", 0, 1, te, 2048, 2048, 0, 1);
+    push(&L, "model", "expert_fc1", "wgrad", 1, 0, 4096, 2048, te, 1, 1);
+    return L.n;
+}
+
+int zaya_gemm_model_shapes(const zaya_gemm_model *m, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
+    shape_list L = {out, cap, 0, dtype};
+    double layers = (double)m->num_hidden_layers;
+    int64_t h = m->hidden_size, hd = m->head_dim;
+    /* CCA values: half the KV heads carry the current token, half the previous one. */
+    int64_t v_heads = m->num_key_value_heads / 2 > 0 ? m->num_key_value_heads / 2 : 1;
+    push_linear(&L, "attn", "q_proj", tokens, h, m->num_attention_heads * hd, layers);
+    push_linear(&L, "attn", "k_proj", tokens, h, m->num_key_value_heads * hd, layers);
+    push_linear(&L, "attn", "v_cur", tokens, h, v_heads * hd, layers);
+    push_linear(&L, "attn", "v_del", tokens, h, v_heads * hd, layers);
+    push_linear(&L, "attn", "o_proj", tokens, m->num_attention_heads * hd, h, layers);
+    int64_t rh = m->router_hidden_size;
+    push_linear(&L, "router", "router_down", tokens, h, rh, layers);
+    push_linear(&L, "router", "router_mlp1", tokens, rh, rh, layers);
+    push_linear(&L, "router", "router_mlp2", tokens, rh, rh, layers);
+    push_linear(&L, "router", "router_out", tokens, rh, m->num_experts + 1, layers); /* + skip class */
+    int64_t te = (tokens + m->num_experts - 1) / m->num_experts;
+    double ex = layers * (double)m->num_experts;
+    push_linear(&L, "expert", "expert_gate_up", te, h, 2 * m->moe_intermediate_size, ex);
+    push_linear(&L, "expert", "expert_down", te, m->moe_intermediate_size, h, ex);
+    push_linear(&L, "head", "lm_head", tokens, h, m->vocab_size, 1);
+    return L.n;
+}
+
+/* ---- measurement ---- */
+
+zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s) {
+    return (zaya_matmul_desc){.dtype = s->dtype, .trans_a = s->trans_a, .trans_b = s->trans_b, .m = s->m, .n = s->n,
+                              .k = s->k, .beta = s->beta};
+}
+
+void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap) {
+    int n = 0;
+    out[0] = '\0';
+    if (r->pct_peak > 0 && r->pct_peak < 50.0) n += snprintf(out + n, (size_t)(cap - n), "slow ");
+    int64_t d[3] = {r->s.m, r->s.n, r->s.k};
+    int not16 = 0, not64 = 0;
+    for (int i = 0; i < 3; i++) not16 |= d[i] % 16 != 0, not64 |= d[i] % 64 != 0;
+    if (not16 && n < cap) n += snprintf(out + n, (size_t)(cap - n), "dim%%16 ");
+    else if (not64 && n < cap) n += snprintf(out + n, (size_t)(cap - n), "dim%%64 ");
+    if (n > 0 && n <= cap) out[n - 1] = '\0';
+}
+
+zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r) {
+    memset(r, 0, sizeof *r);
+    r->s = *s;
+    zaya_matmul_desc d = zaya_gemm_shape_desc(s);
+    const char *impl = "";
+    /* Multi-second shapes (the LM head at long sequences) get fewer samples: their timing noise is
+     * small relative to the call, and the sweep must finish. */
+    zaya_bench_opts ob = o ? *o : (zaya_bench_opts){2, 10, 1e-3};
+    if (peak > 0 && zaya_matmul_flops(&d) * 1e-9 / peak > 0.25) {
+        if (ob.reps > 3) ob.reps = 3;
+        if (ob.warmup > 1) ob.warmup = 1;
+    }
+    zaya_status st = zaya_matmul_impl_name(&d, &impl);
+    if (st == ZAYA_OK) st = zaya_bench_matmul_compare(&d, &ob, &r->wrap, &r->direct);
+    if (st != ZAYA_OK)
+        return zaya_error_context(st, "%s %s %s m=%lld n=%lld k=%lld", s->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32",
+                                  s->name, s->pass, (long long)s->m, (long long)s->n, (long long)s->k);
+    snprintf(r->impl, sizeof r->impl, "%s", impl);
+    r->gflop = zaya_matmul_flops(&d) * 1e-9;
+    r->gflops = r->gflop / r->wrap.best_s;
+    r->direct_gflops = r->gflop / r->direct.best_s;
+    r->ratio = r->gflops / r->direct_gflops;
+    r->pct_peak = peak > 0 ? 100.0 * r->gflops / peak : 0;
+    zaya_gemm_flags(r, r->flags, sizeof r->flags);
+    return ZAYA_OK;
+}

@@ -1,0 +1,362 @@
+/* zaya_matmul on oneDNN: one matmul primitive per distinct descriptor, kept in a hash table.
+ *
+ * op(A), op(B), leading dimensions and batch strides all become strides of oneDNN memory
+ * descriptors, so no operand is ever copied or transposed by us. alpha is a static output scale and
+ * beta = 1 a sum post-op, both baked into the primitive (they are part of the cache key).
+ *
+ * Per-call cost is a hash lookup under a mutex plus dnnl_primitive_execute. Each cache entry owns
+ * three memory objects whose data handles are swapped in per call; a spin flag gives one caller at a
+ * time exclusive use of them, and a concurrent caller of the same shape falls back to creating
+ * short-lived memory objects of its own. */
+#include "zaya/matmul.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <xxhash.h>
+
+#include "zaya/alloc.h"
+
+/* ---- process-wide engine and stream ---- */
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t g_engine;
+static dnnl_stream_t g_stream;
+static dnnl_status_t g_init_status = dnnl_success;
+
+static void init_engine(void) {
+    g_init_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+    if (g_init_status == dnnl_success) g_init_status = dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags);
+}
+
+static const char *dnnl_status_str(dnnl_status_t s) {
+    switch (s) {
+    case dnnl_success: return "success";
+    case dnnl_out_of_memory: return "out of memory";
+    case dnnl_invalid_arguments: return "invalid arguments";
+    case dnnl_unimplemented: return "unimplemented (no implementation for this shape/layout/dtype)";
+    case dnnl_iterator_ends: return "iterator ends";
+    case dnnl_runtime_error: return "runtime error";
+    case dnnl_not_required: return "not required";
+    default: return "unknown status";
+    }
+}
+
+/* ---- cache ---- */
+
+/* The key is the resolved descriptor with alpha/beta as bit patterns; zeroed before filling so that
+ * struct padding hashes and compares deterministically. */
+typedef struct matmul_key {
+    int32_t dtype, trans_a, trans_b, beta_one;
+    uint32_t alpha_bits, pad_;
+    int64_t m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
+} matmul_key;
+
+typedef struct matmul_entry {
+    matmul_key key;
+    uint64_t hash;
+    dnnl_primitive_t prim;
+    dnnl_memory_t mem_a, mem_b, mem_c;
+    dnnl_memory_desc_t md_a, md_b, md_c;
+    atomic_flag busy;
+    char impl[64];
+    struct matmul_entry *next;
+} matmul_entry;
+
+#define CACHE_BUCKETS 1024
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static matmul_entry *g_buckets[CACHE_BUCKETS];
+static int g_cache_count;
+static atomic_int g_reuse_memory = 1;
+
+void zaya_matmul_set_reuse_memory(int on) { atomic_store(&g_reuse_memory, on ? 1 : 0); }
+
+int zaya_matmul_cache_size(void) {
+    pthread_mutex_lock(&g_cache_mu);
+    int n = g_cache_count;
+    pthread_mutex_unlock(&g_cache_mu);
+    return n;
+}
+
+static void entry_free(matmul_entry *e) {
+    if (!e) return;
+    if (e->mem_a) dnnl_memory_destroy(e->mem_a);
+    if (e->mem_b) dnnl_memory_destroy(e->mem_b);
+    if (e->mem_c) dnnl_memory_destroy(e->mem_c);
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    zaya_free(e);
+}
+
+void zaya_matmul_cache_clear(void) {
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = 0; i < CACHE_BUCKETS; i++) {
+        matmul_entry *e = g_buckets[i];
+        while (e) {
+            matmul_entry *next = e->next;
+            entry_free(e);
+            e = next;
+        }
+        g_buckets[i] = NULL;
+    }
+    g_cache_count = 0;
+    pthread_mutex_unlock(&g_cache_mu);
+}
+
+/* ---- validation ---- */
+
+static const char *dtype_name(zaya_dtype t) { return t == ZAYA_DTYPE_BF16 ? "bf16" : "f32"; }
+
+zaya_status zaya_matmul_resolve(const zaya_matmul_desc *d, zaya_matmul_desc *o) {
+    if (!d) return zaya_error_set(ZAYA_EINVAL, "matmul: descriptor is NULL");
+    *o = *d;
+    if (d->dtype != ZAYA_DTYPE_F32 && d->dtype != ZAYA_DTYPE_BF16)
+        return zaya_error_set(ZAYA_EINVAL, "matmul: dtype %d is not f32 or bf16", (int)d->dtype);
+    if (d->trans_a != 0 && d->trans_a != 1) return zaya_error_set(ZAYA_EINVAL, "matmul: trans_a must be 0 or 1, got %d", d->trans_a);
+    if (d->trans_b != 0 && d->trans_b != 1) return zaya_error_set(ZAYA_EINVAL, "matmul: trans_b must be 0 or 1, got %d", d->trans_b);
+    if (d->m <= 0) return zaya_error_set(ZAYA_EINVAL, "matmul: m must be positive, got %lld", (long long)d->m);
+    if (d->n <= 0) return zaya_error_set(ZAYA_EINVAL, "matmul: n must be positive, got %lld", (long long)d->n);
+    if (d->k <= 0) return zaya_error_set(ZAYA_EINVAL, "matmul: k must be positive, got %lld", (long long)d->k);
+    if (d->batch < 0) return zaya_error_set(ZAYA_EINVAL, "matmul: batch must be >= 0, got %lld", (long long)d->batch);
+    if (d->beta != 0.0f && d->beta != 1.0f)
+        return zaya_error_set(ZAYA_EINVAL, "matmul: beta must be 0 or 1, got %g", (double)d->beta);
+    if (!isfinite(d->alpha)) return zaya_error_set(ZAYA_EINVAL, "matmul: alpha must be finite, got %g", (double)d->alpha);
+    if (o->alpha == 0.0f) o->alpha = 1.0f;
+    if (o->batch == 0) o->batch = 1;
+
+    /* Stored shapes (rows x cols) of A, B, C as row-major matrices. */
+    int64_t ra = d->trans_a ? d->k : d->m, ca = d->trans_a ? d->m : d->k;
+    int64_t rb = d->trans_b ? d->n : d->k, cb = d->trans_b ? d->k : d->n;
+    struct { const char *name; int64_t *ld; int64_t rows, cols; } lds[3] = {
+        {"lda", &o->lda, ra, ca}, {"ldb", &o->ldb, rb, cb}, {"ldc", &o->ldc, d->m, d->n}};
+    for (int i = 0; i < 3; i++) {
+        if (*lds[i].ld == 0) *lds[i].ld = lds[i].cols;
+        if (*lds[i].ld < lds[i].cols)
+            return zaya_error_set(ZAYA_EINVAL, "matmul: %s = %lld is smaller than the %lld columns it spans (m=%lld n=%lld k=%lld trans_a=%d trans_b=%d)",
+                                  lds[i].name, (long long)*lds[i].ld, (long long)lds[i].cols, (long long)d->m,
+                                  (long long)d->n, (long long)d->k, d->trans_a, d->trans_b);
+    }
+    struct { const char *name; int64_t *stride; int64_t rows, cols, ld; } st[3] = {
+        {"stride_a", &o->stride_a, ra, ca, o->lda}, {"stride_b", &o->stride_b, rb, cb, o->ldb},
+        {"stride_c", &o->stride_c, d->m, d->n, o->ldc}};
+    for (int i = 0; i < 3; i++) {
+        if (o->batch == 1) { *st[i].stride = 0; continue; } /* unused: keeps cache keys canonical */
+        int64_t footprint = (st[i].rows - 1) * st[i].ld + st[i].cols;
+        if (*st[i].stride == 0) *st[i].stride = st[i].rows * st[i].ld;
+        if (*st[i].stride < footprint)
+            return zaya_error_set(ZAYA_EINVAL, "matmul: %s = %lld is smaller than one matrix (%lld elements); batch elements would overlap",
+                                  st[i].name, (long long)*st[i].stride, (long long)footprint);
+    }
+    return ZAYA_OK;
+}
+
+/* ---- primitive creation ---- */
+
+static zaya_status backend_error(const zaya_matmul_desc *d, const char *what, dnnl_status_t s) {
+    return zaya_error_set(ZAYA_EBACKEND, "oneDNN matmul %s m=%lld n=%lld k=%lld batch=%lld trans_a=%d trans_b=%d lda=%lld ldb=%lld ldc=%lld: %s failed: %s",
+                          dtype_name(d->dtype), (long long)d->m, (long long)d->n, (long long)d->k, (long long)d->batch,
+                          d->trans_a, d->trans_b, (long long)d->lda, (long long)d->ldb, (long long)d->ldc, what,
+                          dnnl_status_str(s));
+}
+
+/* Logical dims [batch,] rows x cols with element strides for a matrix whose op() is (rows x cols). */
+static dnnl_status_t init_md(dnnl_memory_desc_t *md, int64_t batch, int64_t rows, int64_t cols, int trans, int64_t ld,
+                             int64_t stride, dnnl_data_type_t dt) {
+    dnnl_dims_t dims, strides;
+    int nd = 0;
+    if (batch > 1) {
+        dims[nd] = batch;
+        strides[nd++] = stride;
+    }
+    dims[nd] = rows;
+    strides[nd++] = trans ? 1 : ld;
+    dims[nd] = cols;
+    strides[nd++] = trans ? ld : 1;
+    return dnnl_memory_desc_init_by_strides(md, nd, dims, dt, strides);
+}
+
+static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key, uint64_t hash, matmul_entry **out) {
+    pthread_once(&g_once, init_engine);
+    if (g_init_status != dnnl_success) return backend_error(d, "engine/stream creation", g_init_status);
+
+    matmul_entry *e = zaya_calloc(1, sizeof *e);
+    if (!e) return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate a cache entry");
+    e->key = *key;
+    e->hash = hash;
+    atomic_flag_clear(&e->busy);
+
+    dnnl_data_type_t in_dt = d->dtype == ZAYA_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_status_t s;
+    const char *what = "memory descriptor";
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t ops = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if ((s = init_md(&e->md_a, d->batch, d->m, d->k, d->trans_a, d->lda, d->stride_a, in_dt)) != dnnl_success) goto fail;
+    if ((s = init_md(&e->md_b, d->batch, d->k, d->n, d->trans_b, d->ldb, d->stride_b, in_dt)) != dnnl_success) goto fail;
+    if ((s = init_md(&e->md_c, d->batch, d->m, d->n, 0, d->ldc, d->stride_c, dnnl_f32)) != dnnl_success) goto fail;
+
+    dnnl_matmul_desc_t md;
+    what = "matmul descriptor";
+    if ((s = dnnl_matmul_desc_init(&md, &e->md_a, &e->md_b, NULL, &e->md_c)) != dnnl_success) goto fail;
+    what = "primitive attributes";
+    if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) goto fail;
+    if (d->alpha != 1.0f) {
+        float alpha = d->alpha;
+        if ((s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha)) != dnnl_success) goto fail;
+    }
+    if (d->beta == 1.0f) {
+        if ((s = dnnl_post_ops_create(&ops)) != dnnl_success) goto fail;
+        if ((s = dnnl_post_ops_append_sum(ops, 1.0f)) != dnnl_success) goto fail;
+        if ((s = dnnl_primitive_attr_set_post_ops(attr, ops)) != dnnl_success) goto fail;
+    }
+    what = "primitive descriptor";
+    if ((s = dnnl_primitive_desc_create(&pd, &md, attr, g_engine, NULL)) != dnnl_success) goto fail;
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+        snprintf(e->impl, sizeof e->impl, "%s", impl);
+    what = "primitive";
+    if ((s = dnnl_primitive_create(&e->prim, pd)) != dnnl_success) goto fail;
+    what = "memory object";
+    if ((s = dnnl_memory_create(&e->mem_a, &e->md_a, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+    if ((s = dnnl_memory_create(&e->mem_b, &e->md_b, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+    if ((s = dnnl_memory_create(&e->mem_c, &e->md_c, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_post_ops_destroy(ops);
+    dnnl_primitive_attr_destroy(attr);
+    *out = e;
+    return ZAYA_OK;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (ops) dnnl_post_ops_destroy(ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    entry_free(e);
+    return backend_error(d, what, s);
+}
+
+static void make_key(const zaya_matmul_desc *r, matmul_key *k) {
+    memset(k, 0, sizeof *k);
+    k->dtype = (int32_t)r->dtype;
+    k->trans_a = r->trans_a;
+    k->trans_b = r->trans_b;
+    k->beta_one = r->beta == 1.0f;
+    memcpy(&k->alpha_bits, &r->alpha, sizeof k->alpha_bits);
+    k->m = r->m, k->n = r->n, k->k = r->k;
+    k->lda = r->lda, k->ldb = r->ldb, k->ldc = r->ldc;
+    k->batch = r->batch;
+    k->stride_a = r->stride_a, k->stride_b = r->stride_b, k->stride_c = r->stride_c;
+}
+
+/* Finds or creates the entry for a resolved descriptor. */
+static zaya_status lookup(const zaya_matmul_desc *r, matmul_entry **out) {
+    matmul_key key;
+    make_key(r, &key);
+    uint64_t h = XXH3_64bits(&key, sizeof key);
+    size_t b = (size_t)(h & (CACHE_BUCKETS - 1));
+    pthread_mutex_lock(&g_cache_mu);
+    for (matmul_entry *e = g_buckets[b]; e; e = e->next) {
+        if (e->hash == h && !memcmp(&e->key, &key, sizeof key)) {
+            pthread_mutex_unlock(&g_cache_mu);
+            *out = e;
+            return ZAYA_OK;
+        }
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+
+    /* Creation (milliseconds) happens outside the lock; a racing creator of the same key loses. */
+    matmul_entry *fresh;
+    ZAYA_TRY(create_entry(r, &key, h, &fresh));
+    pthread_mutex_lock(&g_cache_mu);
+    for (matmul_entry *e = g_buckets[b]; e; e = e->next) {
+        if (e->hash == h && !memcmp(&e->key, &key, sizeof key)) {
+            pthread_mutex_unlock(&g_cache_mu);
+            entry_free(fresh);
+            *out = e;
+            return ZAYA_OK;
+        }
+    }
+    fresh->next = g_buckets[b];
+    g_buckets[b] = fresh;
+    g_cache_count++;
+    pthread_mutex_unlock(&g_cache_mu);
+    *out = fresh;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_matmul_impl_name(const zaya_matmul_desc *d, const char **name) {
+    zaya_matmul_desc r;
+    ZAYA_TRY(zaya_matmul_resolve(d, &r));
+    matmul_entry *e;
+    ZAYA_TRY(lookup(&r, &e));
+    *name = e->impl[0] ? e->impl : "unknown";
+    return ZAYA_OK;
+}
+
+/* ---- execution ---- */
+
+static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+    dnnl_exec_arg_t args[3];
+    dnnl_memory_t own[3] = {NULL, NULL, NULL};
+    dnnl_status_t s;
+    const char *what = "memory object";
+    int reuse = atomic_load_explicit(&g_reuse_memory, memory_order_relaxed) && !atomic_flag_test_and_set(&e->busy);
+    if (reuse) {
+        /* Plain CPU layouts need no padding, so swapping the handle is just a pointer store. */
+        if ((s = dnnl_memory_set_data_handle(e->mem_a, (void *)a)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_set_data_handle(e->mem_b, (void *)b)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_set_data_handle(e->mem_c, c)) != dnnl_success) goto fail;
+        args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, e->mem_a};
+        args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, e->mem_b};
+        args[2] = (dnnl_exec_arg_t){DNNL_ARG_DST, e->mem_c};
+    } else {
+        if ((s = dnnl_memory_create(&own[0], &e->md_a, g_engine, (void *)a)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_create(&own[1], &e->md_b, g_engine, (void *)b)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_create(&own[2], &e->md_c, g_engine, c)) != dnnl_success) goto fail;
+        args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, own[0]};
+        args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, own[1]};
+        args[2] = (dnnl_exec_arg_t){DNNL_ARG_DST, own[2]};
+    }
+    what = "execute";
+    if ((s = dnnl_primitive_execute(e->prim, g_stream, 3, args)) != dnnl_success) goto fail;
+    what = "stream wait";
+    if ((s = dnnl_stream_wait(g_stream)) != dnnl_success) goto fail;
+    s = dnnl_success;
+fail:
+    if (reuse) atomic_flag_clear(&e->busy);
+    for (int i = 0; i < 3; i++)
+        if (own[i]) dnnl_memory_destroy(own[i]);
+    return s == dnnl_success ? ZAYA_OK : backend_error(r, what, s);
+}
+
+zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b, float *c) {
+    zaya_matmul_desc r;
+    ZAYA_TRY(zaya_matmul_resolve(d, &r));
+    if (!a) return zaya_error_set(ZAYA_EINVAL, "matmul: a is NULL");
+    if (!b) return zaya_error_set(ZAYA_EINVAL, "matmul: b is NULL");
+    if (!c) return zaya_error_set(ZAYA_EINVAL, "matmul: c is NULL");
+    matmul_entry *e;
+    ZAYA_TRY(lookup(&r, &e));
+    return execute(&r, e, a, b, c);
+}
+
+static void dense(zaya_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const void *a,
+                  const void *b, float *c, float beta) {
+    zaya_matmul_desc d = {.dtype = dt, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .beta = beta};
+    zaya_status s = zaya_matmul(&d, a, b, c);
+    if (s != ZAYA_OK) {
+        fprintf(stderr, "zaya: internal error: %s\n", zaya_error_message());
+        ZAYA_ASSERT(s == ZAYA_OK);
+    }
+}
+
+void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                     float *c, float beta) {
+    dense(ZAYA_DTYPE_F32, trans_a, trans_b, m, n, k, a, b, c, beta);
+}
+
+void zaya_matmul_bf16(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                      const uint16_t *b, float *c, float beta) {
+    dense(ZAYA_DTYPE_BF16, trans_a, trans_b, m, n, k, a, b, c, beta);
+}

@@ -1,0 +1,151 @@
+/* Benchmark plumbing: the timer's statistics, the model GEMM list (its FLOPs per step against an
+ * independent parameter count), config validation, efficiency flags and one real measurement. */
+#include <string.h>
+
+#include "testutil.h"
+#include "zaya/bench_gemm.h"
+#include "zaya/json.h"
+#include "zaya/timer.h"
+
+/* Spins for a fixed time so the timer has a known answer. */
+static zaya_status spin_call(void *ctx) {
+    double us = *(double *)ctx;
+    uint64_t t0 = zaya_now_ns();
+    while ((double)(zaya_now_ns() - t0) < us * 1e3) {
+    }
+    return ZAYA_OK;
+}
+
+static int g_calls;
+static zaya_status failing_call(void *ctx) {
+    (void)ctx;
+    return ++g_calls >= 4 ? zaya_error_set(ZAYA_EBACKEND, "deliberate failure") : ZAYA_OK;
+}
+
+static void test_timer(void) {
+    double us = 200;
+    zaya_bench_opts o = {1, 7, 1e-3};
+    zaya_bench_stats st;
+    CHECK(zaya_bench_time(spin_call, &us, &o, &st) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(st.reps == 7, "reps %d", st.reps);
+    CHECK(st.inner >= 5, "inner %lld: a 200 us call needs >= 5 per 1 ms sample", (long long)st.inner);
+    CHECK(st.best_s >= 199e-6 && st.best_s < 2e-3, "best %.3g s for a 200 us spin", st.best_s);
+    CHECK(st.best_s <= st.median_s && st.median_s <= 0.1, "best %.3g median %.3g", st.best_s, st.median_s);
+    double us2 = 50;
+    zaya_bench_stats a, b;
+    CHECK(zaya_bench_time_pair(spin_call, &us, spin_call, &us2, &o, &a, &b) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(a.best_s > 2.5 * b.best_s, "pair: 200 us side %.3g vs 50 us side %.3g", a.best_s, b.best_s);
+    g_calls = 0;
+    CHECK(zaya_bench_time(failing_call, NULL, &o, &st) == ZAYA_EBACKEND, "a failing callable must stop the timer");
+}
+
+/* FLOPs per step = 6 * tokens * (dense linear parameters) + 6 * routed rows * expert parameters:
+ * every linear's three GEMMs cost 2 * rows * in * out each. */
+static double expected_step_flops(const zaya_gemm_model *m, int64_t tokens) {
+    double h = (double)m->hidden_size, hd = (double)m->head_dim, rh = (double)m->router_hidden_size;
+    double attn = h * (double)m->num_attention_heads * hd * 2 /* q, o */ + h * (double)m->num_key_value_heads * hd /* k */ +
+                  2 * h * (double)(m->num_key_value_heads / 2) * hd /* v_cur, v_del */;
+    double router = h * rh + 2 * rh * rh + rh * (double)(m->num_experts + 1);
+    double expert = h * 2 * (double)m->moe_intermediate_size + (double)m->moe_intermediate_size * h;
+    double te = (double)((tokens + m->num_experts - 1) / m->num_experts);
+    double L = (double)m->num_hidden_layers;
+    return 6.0 * (double)tokens * (L * (attn + router) + h * (double)m->vocab_size) +
+           6.0 * te * L * (double)m->num_experts * expert;
+}
+
+static double shapes_flops(const zaya_gemm_shape *s, int n) {
+    double f = 0;
+    for (int i = 0; i < n; i++) f += s[i].count * 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
+    return f;
+}
+
+static void test_model_shapes(void) {
+    zaya_gemm_model m;
+    zaya_gemm_model_defaults(&m);
+    int n = zaya_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, NULL, 0);
+    CHECK(n == 36, "12 linears x 3 passes, got %d", n);
+    zaya_gemm_shape s[64];
+    CHECK(zaya_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, s, 64) == n, "count mismatch");
+    double want = expected_step_flops(&m, 4096), got = shapes_flops(s, n);
+    CHECK(fabs(got - want) <= 1e-12 * want, "step FLOPs %.6g, want %.6g", got, want);
+    /* ZAYA1-8B at 4096 tokens: 753.6M active non-embedding params minus norms, conv, scales; the
+     * dense GEMM parameter count (attention 5,242,880 + router 659,712 per layer + one expert
+     * 12,582,912) times 40, plus the 537M head. */
+    double per_token_params = 40.0 * (5242880 + 659712 + 12582912) + 2048.0 * 262272;
+    CHECK(fabs(got - 6.0 * 4096 * per_token_params) <= 1e-9 * got, "ZAYA1-8B FLOPs %.6g vs 6*N*T %.6g", got,
+          6.0 * 4096 * per_token_params);
+    /* Spot checks: expert fc1 forward at 4096/16 = 256 rows; the LM head weight gradient. */
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(s[i].name, "expert_gate_up") && !strcmp(s[i].pass, "fwd"))
+            found += s[i].m == 256 && s[i].n == 4096 && s[i].k == 2048 && s[i].trans_b == 1 && s[i].count == 640;
+        if (!strcmp(s[i].name, "lm_head") && !strcmp(s[i].pass, "wgrad"))
+            found += s[i].m == 262272 && s[i].n == 2048 && s[i].k == 4096 && s[i].trans_a == 1 && s[i].beta == 1;
+        if (!strcmp(s[i].name, "router_out") && !strcmp(s[i].pass, "fwd")) found += s[i].n == 17 && s[i].k == 256;
+        CHECK(s[i].dtype == ZAYA_DTYPE_BF16, "dtype");
+    }
+    CHECK(found == 3, "spot checks matched %d of 3", found);
+    /* Uneven routing: 1000 tokens over 16 experts -> 63 rows per expert. */
+    zaya_gemm_model_shapes(&m, 1000, ZAYA_DTYPE_F32, s, 64);
+    CHECK(fabs(shapes_flops(s, n) - expected_step_flops(&m, 1000)) <= 1e-12 * shapes_flops(s, n), "1000 tokens");
+    CHECK(zaya_gemm_sweep_shapes(1, ZAYA_DTYPE_F32, NULL, 0) < zaya_gemm_sweep_shapes(0, ZAYA_DTYPE_F32, NULL, 0),
+          "quick sweep is smaller");
+}
+
+static void expect_config_error(const char *text, const char *needle) {
+    cJSON *cfg = NULL;
+    CHECK(zaya_json_parse(text, "test", &cfg) == ZAYA_OK, "parse %s", text);
+    zaya_gemm_model m;
+    zaya_status s = zaya_gemm_model_from_json(cfg, &m);
+    CHECK(s == ZAYA_EINVAL && strstr(zaya_error_message(), needle), "config %s: status %d message '%s' lacks '%s'", text,
+          (int)s, zaya_error_message(), needle);
+    cJSON_Delete(cfg);
+}
+
+static void test_config(void) {
+    cJSON *cfg = NULL;
+    CHECK(zaya_json_parse("{\"hidden_size\": 512, \"num_experts\": 4, \"model_type\": \"zaya\"}", "t", &cfg) == ZAYA_OK, "parse");
+    zaya_gemm_model m;
+    CHECK(zaya_gemm_model_from_json(cfg, &m) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(m.hidden_size == 512 && m.num_experts == 4 && m.num_hidden_layers == 40 && m.vocab_size == 262272,
+          "values over defaults");
+    cJSON_Delete(cfg);
+    expect_config_error("{\"hidden_size\": \"2048\"}", "'hidden_size'");
+    expect_config_error("{\"num_experts\": 0}", "'num_experts'");
+    expect_config_error("{\"head_dim\": 12.5}", "'head_dim'");
+    expect_config_error("{\"vocab_size\": -3}", "'vocab_size'");
+    expect_config_error("{\"num_attention_heads\": 6, \"num_key_value_heads\": 4}", "'num_attention_heads'");
+}
+
+static void test_flags_and_run(void) {
+    zaya_gemm_result r = {0};
+    r.s.m = 128, r.s.n = 256, r.s.k = 64, r.pct_peak = 80;
+    zaya_gemm_flags(&r, r.flags, sizeof r.flags);
+    CHECK(!strcmp(r.flags, ""), "aligned fast shape flagged '%s'", r.flags);
+    r.s.n = 17, r.pct_peak = 10;
+    zaya_gemm_flags(&r, r.flags, sizeof r.flags);
+    CHECK(!strcmp(r.flags, "slow dim%16"), "flags '%s'", r.flags);
+    r.s.n = 96, r.pct_peak = 60;
+    zaya_gemm_flags(&r, r.flags, sizeof r.flags);
+    CHECK(!strcmp(r.flags, "dim%64"), "flags '%s'", r.flags);
+
+    zaya_gemm_shape s = {.group = "t", .name = "x", .dtype = ZAYA_DTYPE_F32, .trans_b = 1, .m = 64, .n = 48, .k = 32, .count = 1};
+    zaya_bench_opts o = {1, 3, 1e-4};
+    CHECK(zaya_gemm_run_shape(&s, &o, 100.0, &r) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(fabs(r.gflop - 2.0 * 64 * 48 * 32 * 1e-9) < 1e-15, "gflop %g", r.gflop);
+    CHECK(r.gflops > 0 && r.direct_gflops > 0 && r.ratio > 0, "rates %g %g", r.gflops, r.direct_gflops);
+    CHECK(fabs(r.pct_peak - r.gflops) < 1e-9 * r.gflops, "pct of a 100 GFLOP/s peak");
+    CHECK(strstr(r.impl, "") && r.impl[0], "impl name recorded");
+    s.m = 0;
+    CHECK(zaya_gemm_run_shape(&s, &o, 100.0, &r) == ZAYA_EINVAL && strstr(zaya_error_message(), "m must be positive"),
+          "bad shape: %s", zaya_error_message());
+    zaya_matmul_cache_clear();
+}
+
+int main(void) {
+    test_timer();
+    test_model_shapes();
+    test_config();
+    test_flags_and_run();
+    return th_finish("test_bench_gemm");
+}

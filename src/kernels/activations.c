@@ -4,12 +4,13 @@
 #include "kernel_util.h"
 #include "zaya/kernels.h"
 
-/* GELU runs only on the router's small [T, 256] activations, so it uses libm's erff/expf (scalar
- * calls, correctly rounded to ~1 ulp) rather than a vector approximation. */
+/* GELU runs only on the router's small [T, 256] activations, so it uses libm's erfcf/expf (scalar
+ * calls, ~1 ulp) rather than a vector approximation. Phi(x) = erfc(-x/sqrt2)/2 is the same function
+ * as (1 + erf(x/sqrt2))/2 without the cancellation that loses all digits for x << 0. */
 void zaya_gelu_forward(float *y, const float *x, int64_t n) {
     const float inv_sqrt2 = 0.70710678118654752f;
 #pragma omp parallel for schedule(static) if (n >= ZAYA_PAR_MIN_WORK / 4)
-    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * inv_sqrt2));
+    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * erfcf(-x[i] * inv_sqrt2);
 }
 
 /* d/dx x Phi(x) = Phi(x) + x phi(x). */
@@ -18,7 +19,7 @@ void zaya_gelu_backward(float *dx, const float *dy, const float *x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n >= ZAYA_PAR_MIN_WORK / 4)
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
-        float cdf = 0.5f * (1.0f + erff(v * inv_sqrt2));
+        float cdf = 0.5f * erfcf(-v * inv_sqrt2);
         float pdf = inv_sqrt2pi * expf(-0.5f * v * v);
         dx[i] = dy[i] * (cdf + v * pdf);
     }

@@ -25,17 +25,31 @@ void zaya_gelu_backward(float *dx, const float *dy, const float *x, int64_t n) {
     }
 }
 
+/* Elementwise kernels run as blocks of ACT_BLOCK elements, each an `omp simd` loop. */
+#define ACT_BLOCK 4096
+
+/* silu(x) = x / (1 + exp(-x)): one division, exact -0 / x at the extremes. */
 void zaya_silu_forward(float *y, const float *x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= ZAYA_PAR_MIN_WORK)
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] * zaya_vsigmoidf(x[i]);
+    const int64_t nblk = (n + ACT_BLOCK - 1) / ACT_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= ZAYA_PAR_MIN_WORK)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t i0 = blk * ACT_BLOCK, i1 = i0 + ACT_BLOCK < n ? i0 + ACT_BLOCK : n;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] / (1.0f + zaya_vexpf(-x[i]));
+    }
 }
 
 /* d/dx x s(x) = s (1 + x (1 - s)). */
 void zaya_silu_backward(float *dx, const float *dy, const float *x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n >= ZAYA_PAR_MIN_WORK)
-    for (int64_t i = 0; i < n; i++) {
-        float s = zaya_vsigmoidf(x[i]);
-        dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+    const int64_t nblk = (n + ACT_BLOCK - 1) / ACT_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= ZAYA_PAR_MIN_WORK)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t i0 = blk * ACT_BLOCK, i1 = i0 + ACT_BLOCK < n ? i0 + ACT_BLOCK : n;
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) {
+            float s = zaya_vsigmoidf(x[i]);
+            dx[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
+        }
     }
 }
 
@@ -45,7 +59,7 @@ void zaya_swiglu_forward(float *y, const float *gu, int64_t n, int64_t d) {
         const float *g = gu + r * 2 * d, *u = g + d;
         float *yr = y + r * d;
 #pragma omp simd
-        for (int64_t i = 0; i < d; i++) yr[i] = g[i] * zaya_vsigmoidf(g[i]) * u[i];
+        for (int64_t i = 0; i < d; i++) yr[i] = g[i] * u[i] / (1.0f + zaya_vexpf(-g[i]));
     }
 }
 

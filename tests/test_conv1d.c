@@ -162,6 +162,8 @@ int main(void) {
         }
     run(2, 7, 5, 0, 2, 1, 0, seed++); /* bias NULL */
     run(2, 7, 6, 2, 2, 1, 0, seed++);
+    run(2, 5, 600, 1, 3, 4, 1, seed++);  /* cg * k too big for one weight tile: chunked */
+    run(1, 9, 300, 2, 2, 1, 1, seed++);
     run(2, 64, 1280, 0, 2, 2, 1, seed++); /* CCA shapes: parallel paths */
     run(1, 33, 1280, 10, 2, 0, 1, seed++);
     test_cca_chain();

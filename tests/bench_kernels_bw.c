@@ -4,7 +4,7 @@
  *  - "GB/s" runs the kernel on DRAM-sized tensors with all threads; each timed run is preceded by
  *    a timed triad, so the kernel and the triad figures come from the same stretch of time and the
  *    ratio stays meaningful on a shared machine.
- *  - "in-cache GB/s" runs the same kernel on 8 rows (L2-resident, one thread): the compute ceiling.
+ *  - "in-cache GB/s" runs the same kernel on 4 rows (L2-resident, one thread): the compute ceiling.
  *    A kernel whose ceiling is far above the triad is limited by memory, not by arithmetic.
  * Usage: bench_kernels_bw [-o DIR] [--threads N] [--reps N]; prints a table, with -o also writes
  * DIR/kernels_bw.json. */

@@ -1,5 +1,6 @@
 /* Causal depthwise and grouped conv1d (PyTorch Conv1d semantics) against a double reference built
  * on an explicitly zero-padded input, finite differences, and the CCA depthwise -> grouped chain. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,7 +149,32 @@ static void test_cca_chain(void) {
     free(x), free(w0), free(b0), free(w1), free(b1), free(y1), free(y2), free(y2b);
 }
 
+/* Weight gradients are reduced per owned channel block in row order: thread-count invariant. */
+static void test_thread_invariance(void) {
+    const int64_t B = 2, T = 40, C = 320, groups = 10, cg = C / groups, k = 2;
+    float *x = th_alloc(B * T * C), *dy = th_alloc(B * (T + 1) * C), *w = th_alloc(C * cg * k);
+    float *dx = th_alloc(B * T * C), *dw[2] = {th_alloc(C * cg * k), th_alloc(C * cg * k)}, *db[2] = {th_alloc(C), th_alloc(C)};
+    float *dwd[2] = {th_alloc(C * k), th_alloc(C * k)}, *dbd[2] = {th_alloc(C), th_alloc(C)};
+    th_fill(x, B * T * C, 8, 1, -1, 1);
+    th_fill(dy, B * (T + 1) * C, 8, 2, -1, 1);
+    th_fill(w, C * cg * k, 8, 3, -1, 1);
+    int saved = omp_get_max_threads();
+    for (int v = 0; v < 2; v++) {
+        omp_set_num_threads(v ? 3 : 1);
+        zaya_conv1d_grouped_backward(dx, dw[v], db[v], dy, x, w, B, T, C, groups, k, 2);
+        zaya_conv1d_depthwise_backward(dx, dwd[v], dbd[v], dy, x, w, B, T, C, k, 2);
+    }
+    omp_set_num_threads(saved);
+    CHECK(memcmp(dw[0], dw[1], (size_t)(C * cg * k) * 4) == 0 && memcmp(db[0], db[1], (size_t)C * 4) == 0,
+          "grouped conv dw/dbias differ between 1 and 3 threads");
+    CHECK(memcmp(dwd[0], dwd[1], (size_t)(C * k) * 4) == 0 && memcmp(dbd[0], dbd[1], (size_t)C * 4) == 0,
+          "depthwise conv dw/dbias differ between 1 and 3 threads");
+    free(x), free(dy), free(w), free(dx);
+    for (int v = 0; v < 2; v++) free(dw[v]), free(db[v]), free(dwd[v]), free(dbd[v]);
+}
+
 int main(void) {
+    test_thread_invariance();
     uint64_t seed = 1;
     const int64_t Cs[] = {1, 3, 17, 129};
     for (int64_t k = 1; k <= 3; k++)

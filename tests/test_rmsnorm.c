@@ -1,5 +1,7 @@
 /* RMSNorm forward/backward against double references and finite differences. */
+#include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel_check.h"
 #include "zaya/kernels.h"
@@ -69,7 +71,27 @@ static void run(int64_t n, int64_t d, uint64_t seed) {
     free(yref), free(rref), free(dxref), free(dwref);
 }
 
+/* dw is reduced per column in row order, so it must not depend on the thread count. */
+static void test_thread_invariance(void) {
+    const int64_t n = 300, d = 384;
+    float *x = th_alloc(n * d), *w = th_alloc(d), *dy = th_alloc(n * d), *y = th_alloc(n * d), *rstd = th_alloc(n);
+    float *dx = th_alloc(n * d), *dw1 = th_alloc(d), *dw2 = th_alloc(d);
+    th_fill(x, n * d, 5, 1, -1, 1);
+    th_fill(w, d, 5, 2, -1, 1);
+    th_fill(dy, n * d, 5, 3, -1, 1);
+    zaya_rmsnorm_forward(y, rstd, x, w, n, d, 1e-5f);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    zaya_rmsnorm_backward(dx, dw1, dy, x, w, rstd, n, d);
+    omp_set_num_threads(3);
+    zaya_rmsnorm_backward(dx, dw2, dy, x, w, rstd, n, d);
+    omp_set_num_threads(saved);
+    CHECK(memcmp(dw1, dw2, (size_t)d * sizeof(float)) == 0, "rmsnorm dw differs between 1 and 3 threads");
+    free(x), free(w), free(dy), free(y), free(rstd), free(dx), free(dw1), free(dw2);
+}
+
 int main(void) {
+    test_thread_invariance();
     const int64_t shapes[][2] = {{1, 1}, {1, 3}, {3, 17}, {17, 129}, {5, 31}, {2, 256}, {64, 2048}, {7, 1000}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) run(shapes[i][0], shapes[i][1], 100 + i);
     return th_finish("test_rmsnorm");

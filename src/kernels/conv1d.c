@@ -1,0 +1,264 @@
+/* Causal depthwise and grouped 1-D convolutions along time, PyTorch Conv1d semantics:
+ * cross-correlation over the input left-padded with `pad` zero rows, bias at every output row.
+ * Activations are [B, t, C] with channels contiguous, so the inner loops run over channels. */
+#include "kernel_util.h"
+#include "zaya/kernels.h"
+#include "zaya/status.h"
+
+/* Channels per task in the weight-gradient passes; each task owns its dw/dbias entries. */
+#define CONV_CH_BLOCK 64
+
+static int64_t conv_t_out(int64_t t_in, int64_t k, int64_t pad) {
+    ZAYA_ASSERT(k >= 1 && pad >= 0 && t_in >= 0);
+    int64_t t_out = t_in + pad - k + 1;
+    return t_out > 0 ? t_out : 0;
+}
+
+void zaya_conv1d_depthwise_forward(float *y, const float *x, const float *w, const float *bias, int64_t B,
+                                   int64_t t_in, int64_t C, int64_t k, int64_t pad) {
+    const int64_t t_out = conv_t_out(t_in, k, pad);
+#pragma omp parallel for schedule(static) if (B * t_out * C * k >= ZAYA_PAR_MIN_WORK)
+    for (int64_t row = 0; row < B * t_out; row++) {
+        int64_t b = row / t_out, t = row % t_out;
+        float *yr = y + row * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; c++) yr[c] = bias ? bias[c] : 0.0f;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t s = t + j - pad; /* input row read by tap j; padding rows contribute 0 */
+            if (s < 0 || s >= t_in) continue;
+            const float *xr = x + (b * t_in + s) * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; c++) yr[c] += w[c * k + j] * xr[c];
+        }
+    }
+}
+
+void zaya_conv1d_depthwise_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x,
+                                    const float *w, int64_t B, int64_t t_in, int64_t C, int64_t k, int64_t pad) {
+    const int64_t t_out = conv_t_out(t_in, k, pad);
+    const int64_t nblk = (C + CONV_CH_BLOCK - 1) / CONV_CH_BLOCK;
+#pragma omp parallel if (B * (t_in + t_out) * C * k >= ZAYA_PAR_MIN_WORK)
+    {
+        /* dx[s] = sum_j w[:, j] * dy[s + pad - j]: every dx row is written by exactly one task. */
+#pragma omp for schedule(static) nowait
+        for (int64_t row = 0; row < B * t_in; row++) {
+            int64_t b = row / t_in, s = row % t_in;
+            float *dxr = dx + row * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; c++) dxr[c] = 0.0f;
+            for (int64_t j = 0; j < k; j++) {
+                int64_t t = s + pad - j;
+                if (t < 0 || t >= t_out) continue;
+                const float *dyr = dy + (b * t_out + t) * C;
+#pragma omp simd
+                for (int64_t c = 0; c < C; c++) dxr[c] += w[c * k + j] * dyr[c];
+            }
+        }
+        /* dw[c, j] += sum_{b,t} dy[b,t,c] * xpad[b,t+j,c]; dbias[c] += sum dy[b,t,c]. */
+#pragma omp for schedule(static)
+        for (int64_t blk = 0; blk < nblk; blk++) {
+            int64_t c0 = blk * CONV_CH_BLOCK, nc = C - c0 < CONV_CH_BLOCK ? C - c0 : CONV_CH_BLOCK;
+            float acc[CONV_CH_BLOCK];
+            for (int64_t j = -1; j < k; j++) { /* j = -1: the bias */
+                if (j < 0 && !dbias) continue;
+                for (int64_t c = 0; c < nc; c++) acc[c] = 0.0f;
+                for (int64_t b = 0; b < B; b++) {
+                    for (int64_t t = 0; t < t_out; t++) {
+                        const float *dyr = dy + (b * t_out + t) * C + c0;
+                        if (j < 0) {
+#pragma omp simd
+                            for (int64_t c = 0; c < nc; c++) acc[c] += dyr[c];
+                            continue;
+                        }
+                        int64_t s = t + j - pad;
+                        if (s < 0 || s >= t_in) continue;
+                        const float *xr = x + (b * t_in + s) * C + c0;
+#pragma omp simd
+                        for (int64_t c = 0; c < nc; c++) acc[c] += dyr[c] * xr[c];
+                    }
+                }
+                if (j < 0)
+                    for (int64_t c = 0; c < nc; c++) dbias[c0 + c] += acc[c];
+                else
+                    for (int64_t c = 0; c < nc; c++) dw[(c0 + c) * k + j] += acc[c];
+            }
+        }
+    }
+}
+
+/* ---- Grouped convolution ----
+ * Within one group both passes that produce activations are small matrix products:
+ *   forward  y[t, o]  = bias[o] + sum_{j, i} x[t + j - pad, i] * w[o, i, j]
+ *   backward dx[s, i] =           sum_{j, o} dy[s + pad - j, o] * w[o, i, j]
+ * i.e. out[r, q] (+)= sum_{j, m} in[r + off_j, m] * W[j, m, q] over the group's cg columns. A task
+ * owns TILE_Q = 16 output columns q of one group and a block of rows. It first copies its slice of
+ * W into a stack tile laid out [j][m][q] so that the inner loop is a contiguous 16-wide
+ * multiply-add, then sweeps rows four at a time (four independent accumulators hide FMA latency;
+ * the tile row is reused four times). Input columns m are taken in chunks of TILE_M so the tile
+ * stays bounded (and in L1/L2) for any cg and k. */
+#define TILE_Q 16
+#define TILE_ELEMS 8192 /* floats in the stack tile: 32 KiB */
+#define GROUP_ROW_BLOCK 64
+
+typedef struct {
+    const float *in;  /* group's first input column of batch b: in[row * C + m] */
+    int64_t in_rows;  /* valid input rows are [0, in_rows); others are zero padding */
+    float *out;       /* first output column of the task for batch b: out[row * C + q] */
+    int64_t C, k, nq; /* nq <= TILE_Q columns written */
+    int64_t off0, off_step; /* input row of output row r for tap j: r + off0 + j * off_step */
+} group_job;
+
+/* Adds (or with init != NULL first sets to init) rows [r0, r1) of out from the tile covering the nm
+ * input columns starting at jb->in: tile[(j * nm + m) * TILE_Q + q]. */
+static void group_rows(const group_job *jb, const float *tile, int64_t nm, const float *init, int64_t r0, int64_t r1) {
+    const int64_t C = jb->C;
+    for (int64_t r = r0; r < r1; r += 4) {
+        const int64_t nr = r1 - r < 4 ? r1 - r : 4;
+        float acc[4][TILE_Q];
+        for (int64_t a = 0; a < 4; a++)
+            for (int64_t q = 0; q < TILE_Q; q++)
+                acc[a][q] = a >= nr ? 0.0f : init ? (q < jb->nq ? init[q] : 0.0f) : q < jb->nq ? jb->out[(r + a) * C + q] : 0.0f;
+        for (int64_t j = 0; j < jb->k; j++) {
+            const float *src[4];
+            int all = nr == 4;
+            for (int64_t a = 0; a < 4; a++) {
+                int64_t s = r + a + jb->off0 + j * jb->off_step;
+                src[a] = (a < nr && s >= 0 && s < jb->in_rows) ? jb->in + s * C : NULL;
+                all &= src[a] != NULL;
+            }
+            const float *tj = tile + j * nm * TILE_Q;
+            if (all) {
+                for (int64_t m = 0; m < nm; m++) {
+                    const float *tw = tj + m * TILE_Q;
+                    const float x0 = src[0][m], x1 = src[1][m], x2 = src[2][m], x3 = src[3][m];
+#pragma omp simd
+                    for (int64_t q = 0; q < TILE_Q; q++) {
+                        acc[0][q] += x0 * tw[q];
+                        acc[1][q] += x1 * tw[q];
+                        acc[2][q] += x2 * tw[q];
+                        acc[3][q] += x3 * tw[q];
+                    }
+                }
+            } else { /* rows touching the padding or the end of the block */
+                for (int64_t a = 0; a < nr; a++) {
+                    if (!src[a]) continue;
+                    for (int64_t m = 0; m < nm; m++) {
+                        const float xa = src[a][m], *tw = tj + m * TILE_Q;
+#pragma omp simd
+                        for (int64_t q = 0; q < TILE_Q; q++) acc[a][q] += xa * tw[q];
+                    }
+                }
+            }
+        }
+        for (int64_t a = 0; a < nr; a++)
+            for (int64_t q = 0; q < jb->nq; q++) jb->out[(r + a) * C + q] = acc[a][q];
+    }
+}
+
+/* transpose_w = 0 (forward): tile[j][m][q] = w[(q0 + q), (m0 + m), j] (q = output channel).
+ * transpose_w = 1 (backward dx): tile[j][m][q] = w[(m0 + m), (q0 + q), j] (m = output channel).
+ * Indices are relative to the group; columns q >= nq are zero. */
+static void group_tile(float *tile, const float *wg, int64_t cg, int64_t k, int64_t q0, int64_t nq, int64_t m0,
+                       int64_t nm, int transpose_w) {
+    for (int64_t j = 0; j < k; j++)
+        for (int64_t m = 0; m < nm; m++)
+            for (int64_t q = 0; q < TILE_Q; q++) {
+                float v = 0.0f;
+                if (q < nq)
+                    v = transpose_w ? wg[((m0 + m) * cg + q0 + q) * k + j] : wg[((q0 + q) * cg + m0 + m) * k + j];
+                tile[(j * nm + m) * TILE_Q + q] = v;
+            }
+}
+
+/* Runs every (batch, row block, group, column block) task of one grouped product. */
+static void group_product(float *out, int64_t out_rows, const float *in, int64_t in_rows, const float *w,
+                          const float *bias, int64_t B, int64_t C, int64_t groups, int64_t k, int64_t off0,
+                          int64_t off_step, int transpose_w) {
+    const int64_t cg = C / groups, qblk = (cg + TILE_Q - 1) / TILE_Q;
+    const int64_t rblk = (out_rows + GROUP_ROW_BLOCK - 1) / GROUP_ROW_BLOCK;
+    int64_t mchunk = TILE_ELEMS / (TILE_Q * k);
+    ZAYA_ASSERT(mchunk >= 1); /* k <= 512 */
+    if (mchunk > cg) mchunk = cg;
+    const int64_t ntask = B * rblk * groups * qblk;
+#pragma omp parallel for schedule(static) if (B * out_rows * C * cg * k >= ZAYA_PAR_MIN_WORK)
+    for (int64_t task = 0; task < ntask; task++) {
+        int64_t qb = task % qblk, rest = task / qblk;
+        int64_t g = rest % groups;
+        rest /= groups;
+        int64_t rb = rest % rblk, b = rest / rblk;
+        int64_t q0 = qb * TILE_Q, nq = cg - q0 < TILE_Q ? cg - q0 : TILE_Q;
+        int64_t r0 = rb * GROUP_ROW_BLOCK, r1 = r0 + GROUP_ROW_BLOCK < out_rows ? r0 + GROUP_ROW_BLOCK : out_rows;
+        float tile[TILE_ELEMS];
+        float zero[TILE_Q] = {0};
+        group_job jb = {NULL, in_rows, out + b * out_rows * C + g * cg + q0, C, k, nq,
+                        off0, off_step};
+        for (int64_t m0 = 0; m0 < cg; m0 += mchunk) {
+            int64_t nm = cg - m0 < mchunk ? cg - m0 : mchunk;
+            jb.in = in + b * in_rows * C + g * cg + m0;
+            group_tile(tile, w + g * cg * cg * k, cg, k, q0, nq, m0, nm, transpose_w);
+            const float *init = m0 > 0 ? NULL : bias ? bias + g * cg + q0 : zero;
+            group_rows(&jb, tile, nm, init, r0, r1);
+        }
+    }
+}
+
+void zaya_conv1d_grouped_forward(float *y, const float *x, const float *w, const float *bias, int64_t B,
+                                 int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    const int64_t t_out = conv_t_out(t_in, k, pad);
+    group_product(y, t_out, x, t_in, w, bias, B, C, groups, k, -pad, 1, 0);
+}
+
+/* dw[o, i, j] += sum_{b,t} dy[b,t,o] * x[b, t+j-pad, i] per group. A task owns TILE_Q output
+ * channels o and a chunk of input channels i of one group and accumulates in a stack tile laid out
+ * [j][o][i] (contiguous in i), four rows of dy at a time; it writes its own dw entries at the end,
+ * so there are no races and the sum order is independent of the thread count. */
+static void grouped_dw(float *dw, float *dbias, const float *dy, const float *x, int64_t B, int64_t t_in,
+                       int64_t t_out, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    const int64_t cg = C / groups, oblk = (cg + TILE_Q - 1) / TILE_Q;
+    int64_t ichunk = TILE_ELEMS / (TILE_Q * k);
+    ZAYA_ASSERT(ichunk >= 1);
+    if (ichunk > cg) ichunk = cg;
+    const int64_t iblk = (cg + ichunk - 1) / ichunk, ntask = groups * oblk * iblk;
+#pragma omp parallel for schedule(static) if (B * t_out * C * cg * k >= ZAYA_PAR_MIN_WORK)
+    for (int64_t task = 0; task < ntask; task++) {
+        int64_t ib = task % iblk, ob = (task / iblk) % oblk, g = task / (iblk * oblk);
+        int64_t o0 = g * cg + ob * TILE_Q, no = cg - ob * TILE_Q < TILE_Q ? cg - ob * TILE_Q : TILE_Q;
+        int64_t i0 = ib * ichunk, ni = cg - i0 < ichunk ? cg - i0 : ichunk;
+        float acc[TILE_ELEMS]; /* [j][o][i], k * TILE_Q * ni <= TILE_ELEMS */
+        memset(acc, 0, (size_t)(k * TILE_Q * ni) * sizeof(float));
+        float bacc[TILE_Q] = {0};
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < t_out; t++) {
+                const float *dyr = dy + (b * t_out + t) * C + o0;
+                if (dbias && ib == 0)
+                    for (int64_t o = 0; o < no; o++) bacc[o] += dyr[o];
+                for (int64_t j = 0; j < k; j++) {
+                    int64_t s = t + j - pad;
+                    if (s < 0 || s >= t_in) continue;
+                    const float *xr = x + (b * t_in + s) * C + g * cg + i0;
+                    for (int64_t o = 0; o < no; o++) {
+                        const float d = dyr[o];
+                        float *a = acc + (j * TILE_Q + o) * ni;
+#pragma omp simd
+                        for (int64_t i = 0; i < ni; i++) a[i] += d * xr[i];
+                    }
+                }
+            }
+        for (int64_t o = 0; o < no; o++)
+            for (int64_t i = 0; i < ni; i++)
+                for (int64_t j = 0; j < k; j++) dw[((o0 + o) * cg + i0 + i) * k + j] += acc[(j * TILE_Q + o) * ni + i];
+        if (dbias && ib == 0)
+            for (int64_t o = 0; o < no; o++) dbias[o0 + o] += bacc[o];
+    }
+}
+
+void zaya_conv1d_grouped_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x,
+                                  const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                  int64_t pad) {
+    ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    const int64_t t_out = conv_t_out(t_in, k, pad);
+    /* dx[s] reads dy[s + pad - j]: the same product with the weight transposed within the group. */
+    group_product(dx, t_in, dy, t_out, w, NULL, B, C, groups, k, pad, -1, 1);
+    grouped_dw(dw, dbias, dy, x, B, t_in, t_out, C, groups, k, pad);
+}

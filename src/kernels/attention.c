@@ -19,13 +19,17 @@
 #define FWD_KT 64
 #define BWD_QT 32
 #define BWD_KT 64
+#define FWD_HEADS 4 /* query heads of one group that share a packed key tile in one task */
 #define MAXD ZAYA_ATTENTION_MAX_HEAD_DIM
 
 /* ---- SIMD vocabulary: explicit FMA, since ISO C mode does not contract a*b+c ---- */
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #define VW 16
-#define NRV 4 /* vectors per register block row: 4 rows x 4 vectors = 16 accumulators of 32 registers */
+/* Register block: MR rows x NRV vectors of accumulators. 8 x 2 (16 of the 32 zmm registers) measured
+ * fastest on Zen 4: each k step is 2 vector loads and 8 broadcasts for 16 FMAs. */
+#define MR 8
+#define NRV 2
 typedef __m512 vf;
 #define V_LOAD(p) _mm512_loadu_ps(p)
 #define V_STORE(p, x) _mm512_storeu_ps((p), (x))
@@ -35,7 +39,8 @@ typedef __m512 vf;
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define VW 8
-#define NRV 2 /* 16 ymm registers: 8 accumulators */
+#define MR 6
+#define NRV 2 /* 16 ymm registers: 12 accumulators, 2 loads, 1 broadcast */
 typedef __m256 vf;
 #define V_LOAD(p) _mm256_loadu_ps(p)
 #define V_STORE(p, x) _mm256_storeu_ps((p), (x))
@@ -44,6 +49,7 @@ typedef __m256 vf;
 #define V_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #else
 #define VW 4
+#define MR 4
 #define NRV 2
 typedef float vf __attribute__((vector_size(16)));
 static inline vf v_load(const float *p) {
@@ -58,16 +64,16 @@ static inline void v_store(float *p, vf x) { memcpy(p, &x, sizeof x); }
 #define V_ZERO() ((vf){0, 0, 0, 0})
 #define V_FMA(a, b, c) ((a) * (b) + (c))
 #endif
-#define MR 4 /* rows per register block */
 
-/* C[m, n] (+)= A[m, k] B[k, n]; all row-major with leading dimensions. The inner loop walks k with
- * MR x (NRV*VW) accumulators in registers: MR broadcasts and NRV loads feed MR*NRV FMAs. */
-static void gemm_tile(float *restrict c, int64_t ldc, const float *restrict a, int64_t lda, const float *restrict b,
-                      int64_t ldb, int m, int n, int k, int accumulate) {
+/* C[m, n] (+)= A[m, k] B[k, n]; B and C row-major with leading dimensions, A addressed as
+ * a[r * ars + p * acs] so that a transposed A (ars = 1, acs = lda) needs no copy. The inner loop walks
+ * k with MR x (NRV*VW) accumulators in registers: MR broadcasts and NRV loads feed MR*NRV FMAs. */
+static void gemm_tile(float *restrict c, int64_t ldc, const float *restrict a, int64_t ars, int64_t acs,
+                      const float *restrict b, int64_t ldb, int m, int n, int k, int accumulate) {
     const int nr = NRV * VW;
     int i = 0;
     for (; i + MR <= m; i += MR) {
-        const float *a0 = a + (int64_t)i * lda;
+        const float *a0 = a + (int64_t)i * ars;
         float *c0 = c + (int64_t)i * ldc;
         int j = 0;
         for (; j + nr <= n; j += nr) {
@@ -78,7 +84,7 @@ static void gemm_tile(float *restrict c, int64_t ldc, const float *restrict a, i
                 vf bv[NRV];
                 for (int v = 0; v < NRV; v++) bv[v] = V_LOAD(b + (int64_t)p * ldb + j + v * VW);
                 for (int r = 0; r < MR; r++) {
-                    vf av = V_SET1(a0[r * lda + p]);
+                    vf av = V_SET1(a0[r * ars + p * acs]);
                     for (int v = 0; v < NRV; v++) acc[r][v] = V_FMA(av, bv[v], acc[r][v]);
                 }
             }
@@ -90,30 +96,30 @@ static void gemm_tile(float *restrict c, int64_t ldc, const float *restrict a, i
             for (int r = 0; r < MR; r++) acc[r] = accumulate ? V_LOAD(c0 + r * ldc + j) : V_ZERO();
             for (int p = 0; p < k; p++) {
                 vf bv = V_LOAD(b + (int64_t)p * ldb + j);
-                for (int r = 0; r < MR; r++) acc[r] = V_FMA(V_SET1(a0[r * lda + p]), bv, acc[r]);
+                for (int r = 0; r < MR; r++) acc[r] = V_FMA(V_SET1(a0[r * ars + p * acs]), bv, acc[r]);
             }
             for (int r = 0; r < MR; r++) V_STORE(c0 + r * ldc + j, acc[r]);
         }
         for (; j < n; j++)
             for (int r = 0; r < MR; r++) {
-                float s = accumulate ? c0[r * ldc + j] : 0.0f;
-                for (int p = 0; p < k; p++) s = fmaf(a0[r * lda + p], b[(int64_t)p * ldb + j], s);
-                c0[r * ldc + j] = s;
+                float sum = accumulate ? c0[r * ldc + j] : 0.0f;
+                for (int p = 0; p < k; p++) sum = fmaf(a0[r * ars + p * acs], b[(int64_t)p * ldb + j], sum);
+                c0[r * ldc + j] = sum;
             }
     }
     for (; i < m; i++) {
-        const float *a0 = a + (int64_t)i * lda;
+        const float *a0 = a + (int64_t)i * ars;
         float *c0 = c + (int64_t)i * ldc;
         int j = 0;
         for (; j + VW <= n; j += VW) {
             vf acc = accumulate ? V_LOAD(c0 + j) : V_ZERO();
-            for (int p = 0; p < k; p++) acc = V_FMA(V_SET1(a0[p]), V_LOAD(b + (int64_t)p * ldb + j), acc);
+            for (int p = 0; p < k; p++) acc = V_FMA(V_SET1(a0[p * acs]), V_LOAD(b + (int64_t)p * ldb + j), acc);
             V_STORE(c0 + j, acc);
         }
         for (; j < n; j++) {
-            float s = accumulate ? c0[j] : 0.0f;
-            for (int p = 0; p < k; p++) s = fmaf(a0[p], b[(int64_t)p * ldb + j], s);
-            c0[j] = s;
+            float sum = accumulate ? c0[j] : 0.0f;
+            for (int p = 0; p < k; p++) sum = fmaf(a0[p * acs], b[(int64_t)p * ldb + j], sum);
+            c0[j] = sum;
         }
     }
 }
@@ -190,10 +196,11 @@ static void pack_transposed(float *restrict dst, int kt, const float *restrict s
         for (int d = 0; d < D; d++) dst[d * kt + j] = src[(int64_t)j * ld + d];
 }
 
-/* dst[n, m] = src[m, n] (ld_src, ld_dst). */
-static void transpose_tile(float *restrict dst, int ld_dst, const float *restrict src, int ld_src, int m, int n) {
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) dst[j * ld_dst + i] = src[i * ld_src + j];
+/* Copies n rows of D floats (source rows ld apart) into a dense [n, D] tile. Rows of q, k, v are
+ * Hq*D or Hkv*D floats apart, a power-of-two stride that maps every row of a tile onto the same few L1
+ * sets; dense copies keep the tile products in L1. */
+static void copy_rows(float *restrict dst, const float *restrict src, int64_t ld, int n, int D) {
+    for (int i = 0; i < n; i++) memcpy(dst + (int64_t)i * D, src + i * ld, sizeof(float) * (size_t)D);
 }
 
 /* Number of keys (from the tile start j0) that query position p may see within a tile of nj keys. */
@@ -202,47 +209,68 @@ static inline int causal_valid(int64_t p, int64_t j0, int nj) {
     return v <= 0 ? 0 : (v >= nj ? nj : (int)v);
 }
 
-/* Attention for ni consecutive query rows at absolute positions pos0.. against keys [0, pos0 + ni).
- * q/out rows are ldq apart, key/value rows ldkv apart; lse (may be NULL) entries lse_stride apart. */
-static void forward_rows(float *out, int64_t ldo, float *lse, int64_t lse_stride, const float *q, int64_t ldq,
-                         const float *k, const float *v, int64_t ldkv, int64_t pos0, int ni, int D, float scale) {
-    _Alignas(64) float kt[MAXD * FWD_KT];
-    _Alignas(64) float s[FWD_QT * FWD_KT];
-    _Alignas(64) float o[FWD_QT * MAXD];
-    float m[FWD_QT], l[FWD_QT];
-    memset(o, 0, sizeof(float) * (size_t)ni * (size_t)D);
-    for (int i = 0; i < ni; i++) m[i] = -INFINITY, l[i] = 0.0f;
+/* Where one task's rows live. Query heads of a group are consecutive, so head g of the task is at
+ * +g*D in q/out rows and +g*lse_head in lse. */
+typedef struct fwd_task {
+    float *out, *lse;     /* lse may be NULL */
+    const float *q;       /* first head of the task, first row */
+    const float *k, *v;   /* the KV head, position 0 */
+    int64_t ldq, ldkv;    /* row strides of q/out and of k/v */
+    int64_t lse_row, lse_head;
+    int64_t pos0;         /* absolute position of the first row */
+    int ni, nh, D;        /* rows, heads, head_dim */
+    float scale;
+} fwd_task;
 
-    const int64_t kend = pos0 + ni;
+/* Attention for rows at positions pos0 .. pos0+ni-1 of nh query heads sharing one KV head, against
+ * keys [0, pos0 + ni). Each key tile is packed once and used by every head of the task. */
+static void forward_task(const fwd_task *t) {
+    _Alignas(64) float kt[MAXD * FWD_KT], vc[FWD_KT * MAXD];
+    _Alignas(64) float s[FWD_QT * FWD_KT];
+    _Alignas(64) float qc[FWD_HEADS][FWD_QT * MAXD], o[FWD_HEADS][FWD_QT * MAXD];
+    float m[FWD_HEADS][FWD_QT], l[FWD_HEADS][FWD_QT];
+    const int ni = t->ni, D = t->D;
+    const float scale = t->scale;
+    for (int g = 0; g < t->nh; g++) {
+        copy_rows(qc[g], t->q + g * D, t->ldq, ni, D);
+        memset(o[g], 0, sizeof(float) * (size_t)ni * (size_t)D);
+        for (int i = 0; i < ni; i++) m[g][i] = -INFINITY, l[g][i] = 0.0f;
+    }
+    const int64_t kend = t->pos0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += FWD_KT) {
         const int nj = (int)(kend - j0 < FWD_KT ? kend - j0 : FWD_KT);
-        pack_transposed(kt, FWD_KT, k + j0 * ldkv, ldkv, nj, D);
-        gemm_tile(s, FWD_KT, q, ldq, kt, FWD_KT, ni, nj, D, 0);
-        for (int i = 0; i < ni; i++) {
-            float *si = s + i * FWD_KT;
-            const int valid = causal_valid(pos0 + i, j0, nj);
-            if (valid == 0) {
-                memset(si, 0, sizeof(float) * (size_t)nj);
-                continue;
+        pack_transposed(kt, FWD_KT, t->k + j0 * t->ldkv, t->ldkv, nj, D);
+        copy_rows(vc, t->v + j0 * t->ldkv, t->ldkv, nj, D);
+        for (int g = 0; g < t->nh; g++) {
+            gemm_tile(s, FWD_KT, qc[g], D, 1, kt, FWD_KT, ni, nj, D, 0);
+            for (int i = 0; i < ni; i++) {
+                float *si = s + i * FWD_KT;
+                const int valid = causal_valid(t->pos0 + i, j0, nj);
+                if (valid == 0) {
+                    memset(si, 0, sizeof(float) * (size_t)nj);
+                    continue;
+                }
+                /* scale > 0, so max(scale * s) = scale * max(s). */
+                const float mx = row_max(si, valid) * scale;
+                const float mnew = mx > m[g][i] ? mx : m[g][i];
+                const float alpha = exp_nonpos(m[g][i] - mnew); /* 0 on the first tile (m = -inf) */
+                const float sum = row_exp_sum(si, valid, scale, mnew);
+                for (int j = valid; j < nj; j++) si[j] = 0.0f;
+                l[g][i] = l[g][i] * alpha + sum;
+                m[g][i] = mnew;
+                if (alpha != 1.0f)
+                    for (int d = 0; d < D; d++) o[g][i * D + d] *= alpha;
             }
-            /* scale > 0, so max(scale * s) = scale * max(s). */
-            const float mx = row_max(si, valid) * scale;
-            const float mnew = mx > m[i] ? mx : m[i];
-            const float alpha = exp_nonpos(m[i] - mnew); /* 0 on the first tile (m = -inf) */
-            const float sum = row_exp_sum(si, valid, scale, mnew);
-            for (int j = valid; j < nj; j++) si[j] = 0.0f;
-            l[i] = l[i] * alpha + sum;
-            m[i] = mnew;
-            if (alpha != 1.0f)
-                for (int d = 0; d < D; d++) o[i * D + d] *= alpha;
+            gemm_tile(o[g], D, s, FWD_KT, 1, vc, D, ni, D, nj, 1);
         }
-        gemm_tile(o, D, s, FWD_KT, v + j0 * ldkv, ldkv, ni, D, nj, 1);
     }
-    for (int i = 0; i < ni; i++) {
-        const float inv = 1.0f / l[i];
-        for (int d = 0; d < D; d++) out[i * ldo + d] = o[i * D + d] * inv;
-        if (lse) lse[i * lse_stride] = m[i] + logf(l[i]);
-    }
+    for (int g = 0; g < t->nh; g++)
+        for (int i = 0; i < ni; i++) {
+            const float inv = 1.0f / l[g][i];
+            float *out = t->out + i * t->ldq + g * D;
+            for (int d = 0; d < D; d++) out[d] = o[g][i * D + d] * inv;
+            if (t->lse) t->lse[i * t->lse_row + g * t->lse_head] = m[g][i] + logf(l[g][i]);
+        }
 }
 
 static void check_shapes(int64_t Hq, int64_t Hkv, int64_t D) {
@@ -255,18 +283,21 @@ void zaya_attention_forward(float *out, float *lse, const float *q, const float 
     check_shapes(Hq, Hkv, D);
     if (B <= 0 || T <= 0) return;
     const int64_t ntiles = (T + FWD_QT - 1) / FWD_QT, group = Hq / Hkv;
-    const int64_t ntasks = B * Hq * ntiles;
+    const int64_t chunks = (group + FWD_HEADS - 1) / FWD_HEADS; /* head chunks per KV head */
+    const int64_t per_tile = B * Hkv * chunks, ntasks = per_tile * ntiles;
     /* Later query tiles cost more (causal): hand them out first. */
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; task++) {
-        const int64_t tile = ntiles - 1 - task / (B * Hq), bh = task % (B * Hq);
-        const int64_t b = bh / Hq, h = bh % Hq, hk = h / group;
-        const int64_t i0 = tile * FWD_QT;
-        const int ni = (int)(T - i0 < FWD_QT ? T - i0 : FWD_QT);
-        const int64_t qoff = ((b * T + i0) * Hq + h) * D;
-        const int64_t kvoff = (b * T * Hkv + hk) * D;
-        forward_rows(out + qoff, Hq * D, lse ? lse + (b * Hq + h) * T + i0 : NULL, 1, q + qoff, Hq * D, k + kvoff, v + kvoff,
-                     Hkv * D, i0, ni, (int)D, scale);
+        const int64_t tile = ntiles - 1 - task / per_tile, rest = task % per_tile;
+        const int64_t b = rest / (Hkv * chunks), hk = rest / chunks % Hkv, chunk = rest % chunks;
+        const int64_t h = hk * group + chunk * FWD_HEADS, i0 = tile * FWD_QT;
+        const int64_t qoff = ((b * T + i0) * Hq + h) * D, kvoff = (b * T * Hkv + hk) * D;
+        const fwd_task t = {.out = out + qoff, .lse = lse ? lse + (b * Hq + h) * T + i0 : NULL, .q = q + qoff,
+                            .k = k + kvoff, .v = v + kvoff, .ldq = Hq * D, .ldkv = Hkv * D, .lse_row = 1,
+                            .lse_head = T, .pos0 = i0, .ni = (int)(T - i0 < FWD_QT ? T - i0 : FWD_QT),
+                            .nh = (int)(group - chunk * FWD_HEADS < FWD_HEADS ? group - chunk * FWD_HEADS : FWD_HEADS),
+                            .D = (int)D, .scale = scale};
+        forward_task(&t);
     }
 }
 
@@ -280,18 +311,26 @@ void zaya_attention_decode(float *out, float *lse, const float *q, const float *
         const int64_t t = (n_rows[s] + FWD_QT - 1) / FWD_QT;
         max_tiles = t > max_tiles ? t : max_tiles;
     }
-    const int64_t group = Hq / Hkv, ntasks = nseq * Hq * max_tiles;
+    /* One task per (sequence, head chunk, row tile); decode steps (one row) still get Hkv * chunks
+     * tasks per sequence. */
+    const int64_t group = Hq / Hkv, chunks = (group + FWD_HEADS - 1) / FWD_HEADS;
+    const int64_t per_seq = Hkv * chunks * max_tiles, ntasks = nseq * per_seq;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < ntasks; task++) {
-        const int64_t s = task / (Hq * max_tiles), h = (task / max_tiles) % Hq, tile = task % max_tiles;
+        const int64_t s = task / per_seq, hc = task % per_seq / max_tiles, tile = task % max_tiles;
+        const int64_t hk = hc / chunks, chunk = hc % chunks, h = hk * group + chunk * FWD_HEADS;
         const int64_t i0 = tile * FWD_QT;
         if (i0 >= n_rows[s]) continue;
         int64_t row0 = 0; /* rows of earlier sequences; nseq is small at decode time */
         for (int64_t p = 0; p < s; p++) row0 += n_rows[p];
-        const int ni = (int)(n_rows[s] - i0 < FWD_QT ? n_rows[s] - i0 : FWD_QT);
-        const int64_t qoff = ((row0 + i0) * Hq + h) * D, hk = h / group;
-        forward_rows(out + qoff, Hq * D, lse ? lse + (row0 + i0) * Hq + h : NULL, Hq, q + qoff, Hq * D,
-                     k_cache[s] + hk * D, v_cache[s] + hk * D, Hkv * D, pos[s] + i0, ni, (int)D, scale);
+        const int64_t qoff = ((row0 + i0) * Hq + h) * D;
+        const fwd_task t = {.out = out + qoff, .lse = lse ? lse + (row0 + i0) * Hq + h : NULL, .q = q + qoff,
+                            .k = k_cache[s] + hk * D, .v = v_cache[s] + hk * D, .ldq = Hq * D, .ldkv = Hkv * D,
+                            .lse_row = Hq, .lse_head = 1, .pos0 = pos[s] + i0,
+                            .ni = (int)(n_rows[s] - i0 < FWD_QT ? n_rows[s] - i0 : FWD_QT),
+                            .nh = (int)(group - chunk * FWD_HEADS < FWD_HEADS ? group - chunk * FWD_HEADS : FWD_HEADS),
+                            .D = (int)D, .scale = scale};
+        forward_task(&t);
     }
 }
 
@@ -307,17 +346,17 @@ typedef struct bwd_view {
     float scale;
 } bwd_view;
 
-/* For query rows [i0, i0+ni) against keys [j0, j0+nj) (kt/vt packed): writes ds = scale * P * (dP - Delta)
- * into ds[ni, KT] and P into p[ni, KT], zero where masked. */
-static void bwd_scores(float *restrict p, float *restrict ds, const bwd_view *w, const float *kt, const float *vt,
-                       int64_t i0, int ni, int64_t j0, int nj) {
+/* For query rows [i0, i0+ni) (qc, dc: dense copies of q and dout) against keys [j0, j0+nj) (kt, vt
+ * packed): writes P into p[ni, KT] and dS = scale * P * (dP - Delta) into ds[ni, KT], zero where masked. */
+static void bwd_scores(float *restrict p, float *restrict ds, const bwd_view *w, const float *qc, const float *dc,
+                       const float *kt, const float *vt, int64_t i0, int ni, int64_t j0, int nj) {
     const int D = w->D;
-    const float *q = w->q + i0 * w->ldq, *dout = w->dout + i0 * w->ldq, *out = w->out + i0 * w->ldq;
-    gemm_tile(p, BWD_KT, q, w->ldq, kt, BWD_KT, ni, nj, D, 0);
-    gemm_tile(ds, BWD_KT, dout, w->ldq, vt, BWD_KT, ni, nj, D, 0);
+    const float *out = w->out + i0 * w->ldq;
+    gemm_tile(p, BWD_KT, qc, D, 1, kt, BWD_KT, ni, nj, D, 0);
+    gemm_tile(ds, BWD_KT, dc, D, 1, vt, BWD_KT, ni, nj, D, 0);
     for (int i = 0; i < ni; i++) {
         /* Delta_i = dout_i . out_i = sum_j P_ij dP_ij, recomputed per tile: O(D) next to O(KT*D). */
-        const float delta = row_dot(dout + i * w->ldq, out + i * w->ldq, D);
+        const float delta = row_dot(dc + i * D, out + i * w->ldq, D);
         const int valid = causal_valid(i0 + i, j0, nj);
         float *pi = p + i * BWD_KT, *dsi = ds + i * BWD_KT;
         row_exp_sum(pi, valid, w->scale, w->lse[i0 + i]);
@@ -337,25 +376,28 @@ static bwd_view head_view(const bwd_view *w0, int64_t g) {
 /* dk, dv rows [j0, j0+nj) of one KV head, summed over its `group` query heads (w0 = the first). With
  * fuse_dq, the same tiles also accumulate dq (the caller owns every query head of the group). */
 static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group, int64_t j0, int nj, int fuse_dq) {
-    _Alignas(64) float kt[MAXD * BWD_KT], vt[MAXD * BWD_KT];
+    _Alignas(64) float kt[MAXD * BWD_KT], vt[MAXD * BWD_KT], kc[BWD_KT * MAXD];
     _Alignas(64) float dk_acc[BWD_KT * MAXD], dv_acc[BWD_KT * MAXD];
-    _Alignas(64) float p[BWD_QT * BWD_KT], ds[BWD_QT * BWD_KT], tr[BWD_KT * BWD_QT];
+    _Alignas(64) float qc[BWD_QT * MAXD], dc[BWD_QT * MAXD];
+    _Alignas(64) float p[BWD_QT * BWD_KT], ds[BWD_QT * BWD_KT];
     const int D = w0->D;
     const int64_t ldkv = w0->ldkv, T = w0->T;
     pack_transposed(kt, BWD_KT, w0->k + j0 * ldkv, ldkv, nj, D);
     pack_transposed(vt, BWD_KT, w0->v + j0 * ldkv, ldkv, nj, D);
+    if (fuse_dq) copy_rows(kc, w0->k + j0 * ldkv, ldkv, nj, D);
     memset(dk_acc, 0, sizeof(float) * (size_t)nj * (size_t)D);
     memset(dv_acc, 0, sizeof(float) * (size_t)nj * (size_t)D);
     for (int64_t g = 0; g < group; g++) {
         const bwd_view wg = head_view(w0, g), *w = &wg;
         for (int64_t i0 = j0 / BWD_QT * BWD_QT; i0 < T; i0 += BWD_QT) {
             const int ni = (int)(T - i0 < BWD_QT ? T - i0 : BWD_QT);
-            bwd_scores(p, ds, w, kt, vt, i0, ni, j0, nj);
-            transpose_tile(tr, BWD_QT, p, BWD_KT, ni, nj);
-            gemm_tile(dv_acc, D, tr, BWD_QT, w->dout + i0 * w->ldq, w->ldq, nj, D, ni, 1);
-            transpose_tile(tr, BWD_QT, ds, BWD_KT, ni, nj);
-            gemm_tile(dk_acc, D, tr, BWD_QT, w->q + i0 * w->ldq, w->ldq, nj, D, ni, 1);
-            if (fuse_dq) gemm_tile(w->dq + i0 * w->ldq, w->ldq, ds, BWD_KT, w->k + j0 * ldkv, ldkv, ni, D, nj, 1);
+            copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
+            copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
+            bwd_scores(p, ds, w, qc, dc, kt, vt, i0, ni, j0, nj);
+            /* P^T and dS^T are read in place through the strides of A. */
+            gemm_tile(dv_acc, D, p, 1, BWD_KT, dc, D, nj, D, ni, 1);
+            gemm_tile(dk_acc, D, ds, 1, BWD_KT, qc, D, nj, D, ni, 1);
+            if (fuse_dq) gemm_tile(w->dq + i0 * w->ldq, w->ldq, ds, BWD_KT, 1, kc, D, ni, D, nj, 1);
         }
     }
     for (int j = 0; j < nj; j++) {
@@ -366,18 +408,21 @@ static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group,
 
 /* dq rows [i0, i0+ni) of one query head: streams over the key tiles up to the causal limit. */
 static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
-    _Alignas(64) float kt[MAXD * BWD_KT], vt[MAXD * BWD_KT];
-    _Alignas(64) float dq_acc[BWD_QT * MAXD];
+    _Alignas(64) float kt[MAXD * BWD_KT], vt[MAXD * BWD_KT], kc[BWD_KT * MAXD];
+    _Alignas(64) float dq_acc[BWD_QT * MAXD], qc[BWD_QT * MAXD], dc[BWD_QT * MAXD];
     _Alignas(64) float p[BWD_QT * BWD_KT], ds[BWD_QT * BWD_KT];
     const int D = w->D;
     memset(dq_acc, 0, sizeof(float) * (size_t)ni * (size_t)D);
+    copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
+    copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
     const int64_t kend = i0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += BWD_KT) {
         const int nj = (int)(kend - j0 < BWD_KT ? kend - j0 : BWD_KT);
         pack_transposed(kt, BWD_KT, w->k + j0 * w->ldkv, w->ldkv, nj, D);
         pack_transposed(vt, BWD_KT, w->v + j0 * w->ldkv, w->ldkv, nj, D);
-        bwd_scores(p, ds, w, kt, vt, i0, ni, j0, nj);
-        gemm_tile(dq_acc, D, ds, BWD_KT, w->k + j0 * w->ldkv, w->ldkv, ni, D, nj, 1);
+        copy_rows(kc, w->k + j0 * w->ldkv, w->ldkv, nj, D);
+        bwd_scores(p, ds, w, qc, dc, kt, vt, i0, ni, j0, nj);
+        gemm_tile(dq_acc, D, ds, BWD_KT, 1, kc, D, ni, D, nj, 1);
     }
     for (int i = 0; i < ni; i++) memcpy(w->dq + (i0 + i) * w->ldq, dq_acc + i * D, sizeof(float) * (size_t)D);
 }

@@ -10,9 +10,9 @@
  * sharing a KV head). scale is typically 1/sqrt(D) and must be > 0.
  *
  * Requirements: Hq % Hkv == 0, 0 < D <= ZAYA_ATTENTION_MAX_HEAD_DIM (asserted). Work is split over
- * (batch, head, query tile) on the OpenMP pool; each task keeps its tiles on the stack (about 300 KiB
- * at the maximum head_dim), so OpenMP threads need the default stack size or more. Outputs must not
- * alias inputs. */
+ * (batch, KV head, query tile) on the OpenMP pool; each task keeps its tiles on the stack (about
+ * 400 KiB, sized for the maximum head_dim), so OpenMP threads need at least 1 MiB of stack (the
+ * default is 8 MiB; see OMP_STACKSIZE). Outputs must not alias inputs. */
 #ifndef ZAYA_ATTENTION_H
 #define ZAYA_ATTENTION_H
 

@@ -273,14 +273,15 @@ static void forward_task(const fwd_task *t) {
         }
 }
 
-static void check_shapes(int64_t Hq, int64_t Hkv, int64_t D) {
+static void check_args(int64_t Hq, int64_t Hkv, int64_t D, float scale) {
     ZAYA_ASSERT(Hq > 0 && Hkv > 0 && Hq % Hkv == 0);
     ZAYA_ASSERT(D > 0 && D <= MAXD);
+    ZAYA_ASSERT(scale > 0.0f); /* the row max is taken before scaling */
 }
 
 void zaya_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
                             int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
-    check_shapes(Hq, Hkv, D);
+    check_args(Hq, Hkv, D, scale);
     if (B <= 0 || T <= 0) return;
     const int64_t ntiles = (T + FWD_QT - 1) / FWD_QT, group = Hq / Hkv;
     const int64_t chunks = (group + FWD_HEADS - 1) / FWD_HEADS; /* head chunks per KV head */
@@ -304,7 +305,7 @@ void zaya_attention_forward(float *out, float *lse, const float *q, const float 
 void zaya_attention_decode(float *out, float *lse, const float *q, const float *const *k_cache,
                            const float *const *v_cache, const int64_t *pos, const int64_t *n_rows, int64_t nseq,
                            int64_t Hq, int64_t Hkv, int64_t D, float scale) {
-    check_shapes(Hq, Hkv, D);
+    check_args(Hq, Hkv, D, scale);
     int64_t max_tiles = 0;
     for (int64_t s = 0; s < nseq; s++) {
         ZAYA_ASSERT(pos[s] >= 0 && n_rows[s] >= 0);
@@ -439,7 +440,7 @@ static bwd_view make_view(float *dq, const float *dout, const float *q, const fl
 void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                              const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq,
                              int64_t Hkv, int64_t D, float scale) {
-    check_shapes(Hq, Hkv, D);
+    check_args(Hq, Hkv, D, scale);
     if (B <= 0 || T <= 0) return;
     const int64_t group = Hq / Hkv, nkt = (T + BWD_KT - 1) / BWD_KT;
     /* When every thread gets whole (batch, kv head) slices, one pass computes dq, dk and dv together:

@@ -7,7 +7,12 @@
  *
  * Memory is O(tile) per thread: the T x T score matrix never exists. Backward recomputes the
  * probabilities from q, k and lse; it writes dq, dk, dv (dk/dv are summed over the query heads
- * sharing a KV head). scale is typically 1/sqrt(D). */
+ * sharing a KV head). scale is typically 1/sqrt(D) and must be > 0.
+ *
+ * Requirements: Hq % Hkv == 0, 0 < D <= ZAYA_ATTENTION_MAX_HEAD_DIM (asserted). Work is split over
+ * (batch, KV head, query tile) on the OpenMP pool; each task keeps its tiles on the stack (about
+ * 400 KiB, sized for the maximum head_dim), so OpenMP threads need at least 1 MiB of stack (the
+ * default is 8 MiB; see OMP_STACKSIZE). Outputs must not alias inputs. */
 #ifndef ZAYA_ATTENTION_H
 #define ZAYA_ATTENTION_H
 
@@ -15,10 +20,26 @@
 
 #define ZAYA_ATTENTION_MAX_HEAD_DIM 256
 
+/* lse may be NULL when no backward follows (inference prefill). */
 void zaya_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
                             int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale);
 void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                              const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq,
                              int64_t Hkv, int64_t D, float scale);
+
+/* Incremental attention against per-sequence KV caches (inference: prefill chunks and decode steps).
+ *
+ * Sequence s (0..nseq-1) contributes n_rows[s] new query rows at positions pos[s] .. pos[s]+n_rows[s]-1;
+ * row r attends causally to cached positions 0 .. its own position. The caller has already written
+ * K/V of the new positions into the caches, so k_cache[s], v_cache[s] ([Tmax, Hkv, D] each, Tmax >
+ * pos[s]+n_rows[s]-1) hold every position up to the last new row. Sequences may have different
+ * lengths and row counts (n_rows[s] == 0 skips a sequence).
+ *
+ * q, out [R, Hq, D] with R = sum n_rows: the rows of sequence 0 first, then sequence 1, ...
+ * lse    [R, Hq] or NULL.
+ * Each row equals the corresponding row of zaya_attention_forward over the whole sequence. */
+void zaya_attention_decode(float *out, float *lse, const float *q, const float *const *k_cache,
+                           const float *const *v_cache, const int64_t *pos, const int64_t *n_rows, int64_t nseq,
+                           int64_t Hq, int64_t Hkv, int64_t D, float scale);
 
 #endif

@@ -3,7 +3,16 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command tokenizer_commands[] = {
+    {"train", "train a byte-level BPE tokenizer (HF tokenizer.json)", zaya_cmd_tokenizer_train, NULL},
+    {"encode", "encode text to token ids", zaya_cmd_tokenizer_encode, NULL},
+    {"decode", "decode token ids to text", zaya_cmd_tokenizer_decode, NULL},
+    {"bench", "encoding MB/s of zaya vs HF tokenizers", zaya_cmd_tokenizer_bench, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"tokenizer", "byte-level BPE tokenizer: train, encode, decode, bench", NULL, tokenizer_commands},
     {0},
 };
 

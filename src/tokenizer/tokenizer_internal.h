@@ -47,7 +47,11 @@ static inline uint64_t zaya_tok_pair_key(int32_t a, int32_t b) { return ((uint64
  * merge is listed twice. */
 zaya_status zaya_tok_build_maps(zaya_tokenizer *t);
 int32_t zaya_tok_lookup(const zaya_tokenizer *t, const uint8_t *s, size_t n);
-static inline uint64_t zaya_tok_pair_slot(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) >> 17; }
+/* Multiplicative hash; folding the high half down makes the low (slot) bits depend on both ids. */
+static inline uint64_t zaya_tok_pair_slot(uint64_t key) {
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29) ^ (h >> 41);
+}
 /* Rank of merge (a, b), or -1. */
 static inline int32_t zaya_tok_merge_rank(const zaya_tokenizer *t, int32_t a, int32_t b) {
     uint64_t key = zaya_tok_pair_key(a, b);

@@ -212,12 +212,12 @@ static void test_train_vs_naive(void) {
         words[found].count++;
         i = e;
     }
-    static char tok[4096][64];
-    static int tok_len[4096];
+    static char tok[600][64];
+    static int tok_len[600];
     int ntok = 256;
     for (int b = 0; b < 256; b++) tok[b][0] = (char)b, tok_len[b] = 1;
     int matched = 0, nm = 0;
-    static int64_t cnt[4096][4096 / 8]; /* counts only for ids < 512 used here */
+    static int64_t cnt[600][600]; /* ids stay below the target vocab of 600 */
     while (ntok < 600 - 3) {
         memset(cnt, 0, sizeof cnt);
         int64_t best = 0;
@@ -225,7 +225,7 @@ static void test_train_vs_naive(void) {
         for (int w = 0; w < nw; w++)
             for (int k = 0; k + 1 < words[w].n; k++) cnt[words[w].sym[k]][words[w].sym[k + 1]] += words[w].count;
         for (int a = 0; a < ntok; a++)
-            for (int b = 0; b < ntok && b < 512; b++)
+            for (int b = 0; b < ntok; b++)
                 if (cnt[a][b] > best) best = cnt[a][b], ba = a, bb = b;
         if (best < 2) break;
         char nt[64];

@@ -375,7 +375,20 @@ static void test_save_load(zaya_tokenizer *t) {
     zaya_tokenizer *u = NULL;
     CHECK(zaya_tokenizer_load(a, &u) == ZAYA_OK, "load: %s", zaya_error_message());
     if (!u) return;
+    /* An existing tokenizer_config.json keeps its other keys; the role keys are replaced. */
+    char bcfg[600];
+    snprintf(bcfg, sizeof bcfg, "%s/b/tokenizer_config.json", tmpdir);
+    const char *prior = "{\"model_max_length\": 1024, \"eos_token\": \"old\"}";
+    zaya_write_file_atomic(bcfg, prior, strlen(prior));
     CHECK(zaya_tokenizer_save(u, b) == ZAYA_OK, "save again");
+    char *cfg_text;
+    size_t cfg_len;
+    if (zaya_read_file(bcfg, &cfg_text, &cfg_len) == ZAYA_OK) {
+        CHECK(strstr(cfg_text, "\"model_max_length\":\t1024") && strstr(cfg_text, "\"eos_token\":\t\"<|endoftext|>\"") &&
+                  !strstr(cfg_text, "old"),
+              "tokenizer_config.json merged: %s", cfg_text);
+        free(cfg_text);
+    }
     char *x, *y;
     size_t xl, yl;
     CHECK(zaya_read_file(a, &x, &xl) == ZAYA_OK && zaya_read_file(b, &y, &yl) == ZAYA_OK, "read back");

@@ -431,13 +431,29 @@ static zaya_status save_roles(const zaya_tokenizer *t, const char *path) {
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
     snprintf(cfg_path, sizeof cfg_path, "%s/tokenizer_config.json", dir);
-    cJSON *cfg = cJSON_CreateObject();
-    cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
+    /* An existing config (e.g. from transformers) keeps its other keys; only the roles are set. */
+    cJSON *cfg = NULL;
+    char *old;
+    size_t old_len;
+    if (zaya_read_file(cfg_path, &old, &old_len) == ZAYA_OK) {
+        cfg = cJSON_Parse(old);
+        free(old);
+        if (cfg && !cJSON_IsObject(cfg)) {
+            cJSON_Delete(cfg);
+            cfg = NULL;
+        }
+    }
+    zaya_error_clear();
+    if (!cfg) {
+        cfg = cJSON_CreateObject();
+        cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
+    }
     const char *keys[3] = {"bos_token", "eos_token", "pad_token"};
     int32_t ids[3] = {t->bos, t->eos, t->pad};
     for (int i = 0; i < 3; i++) {
         if (ids[i] < 0) continue;
         char *c = vocab_key(t, ids[i]);
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, keys[i]);
         cJSON_AddStringToObject(cfg, keys[i], c ? c : "");
         free(c);
     }

@@ -8,6 +8,7 @@
 #include "tokenizer/tokenizer_internal.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/log.h"
 
 static int json_is_null_or_absent(const cJSON *obj, const char *key) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -84,6 +85,9 @@ static zaya_status read_added(const cJSON *root, zaya_tokenizer *t) {
         if (s == ZAYA_OK && !content[0]) s = zaya_error_set(ZAYA_EFORMAT, "content is empty");
         if (s != ZAYA_OK) return zaya_error_context(s, "added_tokens[%d]", i);
         *x = (zaya_added_token){id, (uint8_t)special, (uint8_t)single, (uint8_t)lstrip, (uint8_t)rstrip, (uint8_t)normalized};
+        if (!special)
+            ZAYA_WARN("added_tokens[%d] \"%s\" is not special: HF would split it out of input text, zaya encodes its bytes",
+                      i, content);
     }
     t->n_added = n;
     return ZAYA_OK;

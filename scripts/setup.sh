@@ -11,20 +11,35 @@ pkgs=(
   libxxhash-dev                     # checkpoint checksums
   gnuplot-nox                       # PNG plots
   python3 python3-numpy python3-torch  # test-only reference implementations
+  python3-pip                       # PyPI packages below (HF tokenizers: not packaged by Debian 12)
+  fortunes                          # tokenizer test/benchmark corpus (/usr/share/games/fortunes)
 )
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# PyPI packages for /usr/bin/python3 (test-only references); Debian 12's pip needs
+# --break-system-packages to install outside a venv.
+pip_pkgs=("tokenizers>=0.20,<1")
+install_pip() {
+  if ! /usr/bin/python3 -c "import tokenizers" 2>/dev/null; then
+    echo "setup: pip installing ${pip_pkgs[*]}"
+    $SUDO /usr/bin/python3 -m pip install -q --break-system-packages --root-user-action=ignore "${pip_pkgs[@]}"
+  fi
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all dependencies present"
+  echo "setup: all Debian dependencies present"
+  install_pip
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_pip

@@ -11,7 +11,7 @@ bash scripts/build.sh Release build
 
 echo "== Sanitizer build (ASan + UBSan): unit tests"
 bash scripts/build.sh Sanitize build-sanitize
-export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:suppressions=$PWD/tests/lsan.supp"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-sanitize && ctest --output-on-failure -L unit -j 1 --timeout 1800)

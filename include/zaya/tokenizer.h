@@ -22,6 +22,17 @@ typedef struct zaya_bpe_train_opts {
 /* Trains on files and/or directories (walked recursively; files read as raw bytes). */
 zaya_status zaya_tokenizer_train(const char *const *paths, int npaths, const zaya_bpe_train_opts *opts,
                                  zaya_tokenizer **out);
+typedef struct zaya_bpe_train_stats {
+    int64_t bytes, pretokens, unique_words, merges, vocab_size;
+    double seconds_count, seconds_merge; /* reading + pre-tokenizing; pair counting + merging */
+} zaya_bpe_train_stats;
+zaya_status zaya_tokenizer_train_with_stats(const char *const *paths, int npaths, const zaya_bpe_train_opts *opts,
+                                            zaya_tokenizer **out, zaya_bpe_train_stats *stats);
+/* Trains on in-memory texts (each one a document). */
+zaya_status zaya_tokenizer_train_buffers(const char *const *texts, const size_t *lens, int n,
+                                         const zaya_bpe_train_opts *opts, zaya_tokenizer **out);
+/* Saving also writes tokenizer_config.json (bos/eos/pad token strings, the HF convention) next to the
+ * file when the tokenizer has special-token roles; loading reads it back when present. */
 zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out);
 zaya_status zaya_tokenizer_save(const zaya_tokenizer *t, const char *path);
 void zaya_tokenizer_free(zaya_tokenizer *t);
@@ -37,5 +48,18 @@ zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, siz
 /* Decodes ids into a malloc'd byte string (*text, *len; NUL-terminated for convenience). Special
  * tokens decode to their strings; ids out of range are an error naming the position. */
 zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
+
+/* An encoder keeps scratch buffers and (with use_cache) a cache of word -> ids (about 11 MiB) across
+ * calls: use one per thread for many documents. It reads t, which must outlive it. */
+typedef struct zaya_tokenizer_encoder zaya_tokenizer_encoder;
+zaya_status zaya_tokenizer_encoder_init(const zaya_tokenizer *t, int use_cache, zaya_tokenizer_encoder **out);
+zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,
+                                          size_t *n, size_t *cap);
+void zaya_tokenizer_encoder_free(zaya_tokenizer_encoder *e);
+
+/* Number of merges (the BPE model's rank table). */
+int64_t zaya_tokenizer_merge_count(const zaya_tokenizer *t);
+/* Raw bytes of token id (for added tokens, their content); NULL when id is out of range. */
+const uint8_t *zaya_tokenizer_token_bytes(const zaya_tokenizer *t, int32_t id, size_t *len);
 
 #endif

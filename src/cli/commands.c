@@ -7,6 +7,7 @@ const zaya_group zaya_groups[] = {
     {"model", "inspect ZAYA1 model configurations"},
     {"data", "token shards: inspect, validate, loader benchmark"},
     {"size", "model sizing: calculators, rules, prediction, MoE shape search"},
+    {"tokenizer", "byte-level BPE tokenizer: train, encode, decode, bench"},
     {"bench", "benchmarks of this machine and of zaya itself"},
     {0},
 };
@@ -21,6 +22,10 @@ const zaya_command zaya_commands[] = {
     {"size", "check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check},
     {"size", "predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict},
     {"size", "search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search},
+    {"tokenizer", "train", "train a byte-level BPE tokenizer (HF tokenizer.json)", zaya_cmd_tokenizer_train},
+    {"tokenizer", "encode", "encode text to token ids", zaya_cmd_tokenizer_encode},
+    {"tokenizer", "decode", "decode token ids to text", zaya_cmd_tokenizer_decode},
+    {"tokenizer", "bench", "encoding MB/s of zaya vs HF tokenizers", zaya_cmd_tokenizer_bench},
     {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
     {0},
 };

@@ -1,0 +1,206 @@
+/* Encoding: pre-tokenize, then apply merges to each word by rank (lowest rank first, leftmost on
+ * ties, exactly as HF's BPE model), with a cache of frequent words per encoder. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer_internal.h"
+
+#define CACHE_SLOTS (1u << 17)
+#define CACHE_MAX_WORD 48
+#define CACHE_BYTES (4u << 20)
+#define CACHE_IDS (1u << 20)
+
+typedef struct cache_slot {
+    uint64_t hash;
+    uint32_t byte_off, id_off;
+    uint16_t len, n_ids; /* len 0 = empty */
+} cache_slot;
+
+typedef struct symbol {
+    int32_t id, prev, next;
+} symbol;
+
+typedef struct heap_item {
+    int32_t rank, left, a, b;
+} heap_item;
+
+struct zaya_tokenizer_encoder {
+    const zaya_tokenizer *t;
+    cache_slot *slots;
+    uint8_t *cache_bytes;
+    int32_t *cache_ids;
+    uint32_t bytes_used, ids_used, n_cached;
+    symbol *syms;
+    heap_item *heap;
+    size_t work_cap; /* symbols capacity; the heap holds at most 3 per symbol (n-1 + 2 per merge) */
+    int use_cache;
+};
+
+zaya_status zaya_tokenizer_encoder_init(const zaya_tokenizer *t, int use_cache, zaya_tokenizer_encoder **out) {
+    zaya_tokenizer_encoder *e = calloc(1, sizeof *e);
+    if (!e) return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate an encoder");
+    e->t = t;
+    e->use_cache = use_cache;
+    if (use_cache) {
+        e->slots = calloc(CACHE_SLOTS, sizeof *e->slots);
+        e->cache_bytes = malloc(CACHE_BYTES);
+        e->cache_ids = malloc(CACHE_IDS * sizeof *e->cache_ids);
+    }
+    e->work_cap = 256;
+    e->syms = malloc(e->work_cap * sizeof *e->syms);
+    e->heap = malloc(3 * e->work_cap * sizeof *e->heap);
+    if ((use_cache && (!e->slots || !e->cache_bytes || !e->cache_ids)) || !e->syms || !e->heap) {
+        zaya_tokenizer_encoder_free(e);
+        return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate an encoder");
+    }
+    *out = e;
+    return ZAYA_OK;
+}
+
+void zaya_tokenizer_encoder_free(zaya_tokenizer_encoder *e) {
+    if (!e) return;
+    free(e->slots);
+    free(e->cache_bytes);
+    free(e->cache_ids);
+    free(e->syms);
+    free(e->heap);
+    free(e);
+}
+
+static inline int heap_less(const heap_item *x, const heap_item *y) {
+    return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
+}
+
+static void heap_push(heap_item *h, size_t *n, heap_item it) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(&it, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = it;
+}
+
+static heap_item heap_pop(heap_item *h, size_t *n) {
+    heap_item top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && heap_less(&h[c + 1], &h[c])) c++;
+        if (!heap_less(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = last;
+    return top;
+}
+
+static void push_pair(const zaya_tokenizer *t, heap_item *h, size_t *nh, const symbol *s, int32_t left) {
+    int32_t right = s[left].next;
+    if (right < 0) return;
+    int32_t r = zaya_tok_merge_rank(t, s[left].id, s[right].id);
+    if (r >= 0) heap_push(h, nh, (heap_item){r, left, s[left].id, s[right].id});
+}
+
+/* BPE on one word of n >= 2 bytes; writes at most n ids to out and returns the count. */
+static size_t bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    const zaya_tokenizer *t = e->t;
+    if (t->ignore_merges) {
+        int32_t id = zaya_tok_lookup(t, w, n);
+        if (id >= 0) { out[0] = id; return 1; }
+    }
+    if (n > e->work_cap) {
+        size_t cap = e->work_cap;
+        while (cap < n) cap *= 2;
+        symbol *s = realloc(e->syms, cap * sizeof *s);
+        if (s) e->syms = s;
+        heap_item *h = realloc(e->heap, 3 * cap * sizeof *h);
+        if (h) e->heap = h;
+        ZAYA_ASSERT(s && h); /* out of memory on a huge pre-token: nothing sensible to recover */
+        e->work_cap = cap;
+    }
+    symbol *s = e->syms;
+    heap_item *h = e->heap;
+    size_t nh = 0;
+    for (size_t i = 0; i < n; i++) s[i] = (symbol){t->byte_id[w[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1};
+    for (size_t i = 0; i + 1 < n; i++) push_pair(t, h, &nh, s, (int32_t)i);
+    while (nh) {
+        heap_item it = heap_pop(h, &nh);
+        int32_t left = it.left, right = s[left].next;
+        if (s[left].id != it.a || right < 0 || s[right].id != it.b) continue; /* stale */
+        s[left].id = t->merge_id[it.rank];
+        int32_t next = s[right].next;
+        s[left].next = next;
+        if (next >= 0) s[next].prev = left;
+        s[right].id = -1;
+        if (s[left].prev >= 0) push_pair(t, h, &nh, s, s[left].prev);
+        push_pair(t, h, &nh, s, left);
+    }
+    size_t k = 0;
+    for (int32_t i = 0; i >= 0; i = s[i].next) out[k++] = s[i].id;
+    return k;
+}
+
+static size_t encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    if (n == 1) {
+        out[0] = e->t->byte_id[w[0]];
+        return 1;
+    }
+    if (n > CACHE_MAX_WORD || !e->use_cache) return bpe_word(e, w, n, out);
+    uint64_t hash = zaya_tok_hash_bytes(w, n);
+    uint32_t i = (uint32_t)hash & (CACHE_SLOTS - 1);
+    for (int probe = 0; probe < 8; probe++, i = (i + 1) & (CACHE_SLOTS - 1)) {
+        cache_slot *c = &e->slots[i];
+        if (c->len == 0) break;
+        if (c->hash == hash && c->len == n && !memcmp(e->cache_bytes + c->byte_off, w, n)) {
+            memcpy(out, e->cache_ids + c->id_off, c->n_ids * sizeof *out);
+            return c->n_ids;
+        }
+    }
+    size_t k = bpe_word(e, w, n, out);
+    /* Insert while there is room; once the arenas fill, later words are simply not cached. */
+    if (e->slots[i].len == 0 && e->bytes_used + n <= CACHE_BYTES && e->ids_used + k <= CACHE_IDS &&
+        e->n_cached < CACHE_SLOTS / 2) {
+        e->slots[i] = (cache_slot){hash, e->bytes_used, e->ids_used, (uint16_t)n, (uint16_t)k};
+        memcpy(e->cache_bytes + e->bytes_used, w, n);
+        memcpy(e->cache_ids + e->ids_used, out, k * sizeof *out);
+        e->bytes_used += (uint32_t)n;
+        e->ids_used += (uint32_t)k;
+        e->n_cached++;
+    }
+    return k;
+}
+
+zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,
+                                          size_t *n, size_t *cap) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t i = 0;
+    while (i < len) {
+        size_t end = e->t->use_regex ? zaya_pretok_next(s, len, i) : len;
+        size_t wn = end - i;
+        if (*n + wn > *cap) {
+            size_t c = *cap ? *cap : 1024;
+            while (c < *n + wn) c *= 2;
+            int32_t *p = realloc(*ids, c * sizeof *p);
+            if (!p) return zaya_error_set(ZAYA_ENOMEM, "encode: cannot grow the id array to %zu ids", c);
+            *ids = p;
+            *cap = c;
+        }
+        *n += encode_word(e, s + i, wn, *ids + *n);
+        i = end;
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                                  size_t *cap) {
+    zaya_tokenizer_encoder *e;
+    /* The word cache pays off only on inputs long enough to repeat words many times. */
+    ZAYA_TRY(zaya_tokenizer_encoder_init(t, len >= (64u << 10), &e));
+    zaya_status st = zaya_tokenizer_encoder_encode(e, text, len, ids, n, cap);
+    zaya_tokenizer_encoder_free(e);
+    return st;
+}

@@ -1,0 +1,587 @@
+/* Byte-level BPE tokenizer: GPT-2 byte alphabet, pre-tokenizer against HF outputs, Unicode classes,
+ * training against a naive full-recount trainer, encoding against a naive merge loop, exact round
+ * trips of random bytes, save/load stability and rejection of malformed tokenizer.json files. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/unicode.h"
+#include "zaya/fs.h"
+#include "zaya/rng.h"
+#include "zaya/tokenizer.h"
+
+static char tmpdir[] = "/tmp/zaya_test_tokenizer_XXXXXX";
+
+/* ---- byte alphabet and classes ---- */
+
+static void test_byte_alphabet(void) {
+    /* GPT-2's construction: printable bytes keep their code point, the rest take 256, 257, ... in
+     * byte order. */
+    int printable[256] = {0};
+    for (int b = '!'; b <= '~'; b++) printable[b] = 1;
+    for (int b = 0xA1; b <= 0xAC; b++) printable[b] = 1;
+    for (int b = 0xAE; b <= 0xFF; b++) printable[b] = 1;
+    int next = 256, ok = 1;
+    for (int b = 0; b < 256; b++) {
+        int want = printable[b] ? b : next++;
+        if (zaya_byte_to_cp[b] != want || zaya_cp_to_byte((uint32_t)want) != b) ok = 0;
+    }
+    CHECK(ok && next == 256 + 68, "byte alphabet differs from GPT-2's bytes_to_unicode");
+    CHECK(zaya_byte_to_cp[' '] == 0x120, "space maps to U+0120 ('G' with dot)");
+    CHECK(zaya_byte_to_cp['\n'] == 0x10A, "newline maps to U+010A");
+    CHECK(zaya_cp_to_byte(0x20) == -1 && zaya_cp_to_byte(0x144) == -1 && zaya_cp_to_byte(0xAD) == -1,
+          "code points outside the alphabet are rejected");
+}
+
+static void test_unicode_classes(void) {
+    struct { uint32_t cp; zaya_char_class c; } cases[] = {
+        {'a', ZAYA_CHAR_LETTER},    {0xE9, ZAYA_CHAR_LETTER},   {0x3B6, ZAYA_CHAR_LETTER}, {0x6771, ZAYA_CHAR_LETTER},
+        {0x30FC, ZAYA_CHAR_LETTER}, {'7', ZAYA_CHAR_NUMBER},    {0x663, ZAYA_CHAR_NUMBER}, {0xBD, ZAYA_CHAR_NUMBER},
+        {0x216B, ZAYA_CHAR_NUMBER}, {' ', ZAYA_CHAR_SPACE},     {0x85, ZAYA_CHAR_SPACE},   {0xA0, ZAYA_CHAR_SPACE},
+        {0x3000, ZAYA_CHAR_SPACE},  {0x2028, ZAYA_CHAR_SPACE},  {0x1C, ZAYA_CHAR_OTHER},   {0x200B, ZAYA_CHAR_OTHER},
+        {0x1F600, ZAYA_CHAR_OTHER}, {'_', ZAYA_CHAR_OTHER},     {0, ZAYA_CHAR_OTHER},      {UINT32_MAX, ZAYA_CHAR_OTHER},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK(zaya_unicode_class(cases[i].cp) == cases[i].c, "class of U+%04X is %d, want %d", cases[i].cp,
+              zaya_unicode_class(cases[i].cp), cases[i].c);
+
+    struct { const char *s; int len; uint32_t cp; } utf8[] = {
+        {"\xc3\xa9", 2, 0xE9},          {"\xf0\x9f\x98\x80", 4, 0x1F600}, {"\xc0\x80", 1, UINT32_MAX}, /* overlong */
+        {"\xed\xa0\x80", 1, UINT32_MAX}, /* surrogate */                  {"\xf4\x90\x80\x80", 1, UINT32_MAX},
+        {"\xe2\x82", 1, UINT32_MAX},     /* truncated */                  {"\x80", 1, UINT32_MAX},
+        {"\xff", 1, UINT32_MAX},         {"\xe2\x28\xa1", 1, UINT32_MAX},
+    };
+    for (size_t i = 0; i < sizeof utf8 / sizeof utf8[0]; i++) {
+        uint32_t cp;
+        int len = zaya_utf8_decode((const uint8_t *)utf8[i].s, strlen(utf8[i].s), &cp);
+        CHECK(len == utf8[i].len && cp == utf8[i].cp, "utf8 case %zu: len %d cp %X", i, len, cp);
+    }
+}
+
+/* ---- pre-tokenizer ---- */
+
+/* Splits s and joins the pieces with '|'. */
+static void pretok_join(const char *s, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t e = zaya_pretok_next((const uint8_t *)s, n, i);
+        if (i) out[o++] = '|';
+        memcpy(out + o, s + i, e - i);
+        o += e - i;
+        i = e;
+    }
+    out[o] = '\0';
+}
+
+static void test_pretokenizer(void) {
+    /* Expected splits produced by HF tokenizers 0.23.3 (pre_tokenizers.ByteLevel(add_prefix_space=False,
+     * use_regex=True).pre_tokenize_str, pieces mapped back to bytes). */
+    static const char *hf[][2] = {
+        {"Hello world", "Hello| world"},
+        {"it's I'll we've they're I'm he'd don't", "it|'s| I|'ll| we|'ve| they|'re| I|'m| he|'d| don|'t"},
+        {"'S 's ''s x's", "'|S| '|s| ''|s| x|'s"},
+        {"abc123def 4567", "abc|123|def| 4567"},
+        {"a, b!! c... (d)", "a|,| b|!!| c|...| (|d|)"},
+        {"a   b", "a|  | b"},
+        {"a \n\n b", "a| \n\n| b"},
+        {"x\n\ny", "x|\n|\n|y"},
+        {"line1\nline2\n", "line|1|\n|line|2|\n"},
+        {"\t\tx", "\t|\t|x"},
+        {"tab\t\ty", "tab|\t|\t|y"},
+        {"end   ", "end|   "},
+        {"   ", "   "},
+        {"na\xc3\xafve caf\xc3\xa9 \xce\x96\xce\xb5\xcf\x8d\xcf\x82", "na\xc3\xafve| caf\xc3\xa9| \xce\x96\xce\xb5\xcf\x8d\xcf\x82"},
+        {"\xe6\x9d\xb1\xe4\xba\xac \xe3\x82\xbf\xe3\x83\xaf\xe3\x83\xbc", "\xe6\x9d\xb1\xe4\xba\xac| \xe3\x82\xbf\xe3\x83\xaf\xe3\x83\xbc"},
+        {"\xd9\xa1\xd9\xa2\xd9\xa3 \xc2\xbd", "\xd9\xa1\xd9\xa2\xd9\xa3| \xc2\xbd"},
+        {"hi \xf0\x9f\x98\x80\xf0\x9f\x98\x80 ok", "hi| \xf0\x9f\x98\x80\xf0\x9f\x98\x80| ok"},
+        {"\xe3\x80\x80\xe3\x80\x80x", "\xe3\x80\x80|\xe3\x80\x80|x"},
+        {"a\xc2\xa0" "b", "a|\xc2\xa0|b"},
+        {"$100 -5", "$|100| -|5"},
+        {"__init__", "__|init|__"},
+        /* Invalid UTF-8 (zaya's rule, HF cannot take such input): each bad byte is a symbol character. */
+        {"a\xff\xfe" "b", "a|\xff\xfe|b"},
+        {" \x80x", " \x80|x"},
+        {"\xc3(", "\xc3("},
+        {"ab\xe2\x82", "ab|\xe2\x82"},
+        {"x\xc0\x80y", "x|\xc0\x80|y"},
+        {"1\xff" "2", "1|\xff|2"},
+        {"\xed\xa0\x80!", "\xed\xa0\x80!"},
+        {"  \xff", " | \xff"},
+    };
+    char out[512];
+    for (size_t i = 0; i < sizeof hf / sizeof hf[0]; i++) {
+        pretok_join(hf[i][0], strlen(hf[i][0]), out);
+        CHECK(!strcmp(out, hf[i][1]), "pre-tokens of case %zu: got '%s', want '%s'", i, out, hf[i][1]);
+    }
+    /* NUL is a control character (class other). */
+    pretok_join("a\0b", 3, out);
+    CHECK(!memcmp(out, "a|\0|b", 6), "NUL splits as a symbol");
+}
+
+/* ---- training ---- */
+
+static zaya_tokenizer *train_texts(const char *const *texts, int n, int64_t vocab, int64_t min_freq) {
+    size_t lens[64];
+    for (int i = 0; i < n; i++) lens[i] = strlen(texts[i]);
+    zaya_bpe_train_opts o = {.vocab_size = vocab, .bos = "<|bos|>", .eos = "<|eos|>", .pad = "<|pad|>", .min_frequency = min_freq};
+    zaya_tokenizer *t = NULL;
+    zaya_status s = zaya_tokenizer_train_buffers(texts, lens, n, &o, &t);
+    CHECK(s == ZAYA_OK, "training failed: %s", zaya_error_message());
+    return t;
+}
+
+static int token_is(const zaya_tokenizer *t, int32_t id, const char *s) {
+    size_t n;
+    const uint8_t *b = zaya_tokenizer_token_bytes(t, id, &n);
+    return b && n == strlen(s) && !memcmp(b, s, n);
+}
+
+static void test_first_merges(void) {
+    /* Pre-tokens: "low", " lower", " lowest", " low" x2. Pair counts: l+o 5, o+w 5 (tie: smaller ids
+     * (108, 111) win), then lo+w 5, " "+low 4, " low"+e 2; every other pair is seen once. */
+    const char *texts[] = {"low lower lowest low low"};
+    zaya_tokenizer *t = train_texts(texts, 1, 1000, 2);
+    if (!t) return;
+    CHECK(t->n_merges == 4, "merges %d, want 4 (min frequency 2 stops training)", t->n_merges);
+    const char *want[] = {"lo", "low", " low", " lowe"};
+    for (int r = 0; r < 4 && r < t->n_merges; r++)
+        CHECK(token_is(t, t->merge_id[r], want[r]) && t->merge_id[r] == 256 + r, "merge %d", r);
+    CHECK(zaya_tokenizer_vocab_size(t) == 263, "vocab %lld", (long long)zaya_tokenizer_vocab_size(t));
+    CHECK(zaya_tokenizer_special_id(t, "bos") == 260 && zaya_tokenizer_special_id(t, "eos") == 261 &&
+              zaya_tokenizer_special_id(t, "pad") == 262 && zaya_tokenizer_special_id(t, "unk") == -1,
+          "special ids follow the merges");
+    zaya_tokenizer_free(t);
+
+    /* Overlapping pairs merge left to right: "aaaaa" -> aa aa a. */
+    const char *texts2[] = {"aaaaa aaaaa"};
+    t = train_texts(texts2, 1, 257 + 3, 2);
+    if (!t) return;
+    CHECK(t->n_merges >= 1 && token_is(t, t->merge_id[0], "aa"), "first merge aa");
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    zaya_tokenizer_encode(t, "aaaaa", 5, &ids, &n, &cap);
+    CHECK(n == 3 && ids[0] == t->merge_id[0] && ids[1] == t->merge_id[0] && ids[2] == 'a', "aaaaa -> aa aa a (n=%zu)", n);
+    free(ids);
+    zaya_tokenizer_free(t);
+}
+
+/* Reference trainer: recounts every pair from scratch before each merge, same tie rule. */
+typedef struct naive_word {
+    int32_t sym[64];
+    int n;
+    int64_t count;
+} naive_word;
+
+static void test_train_vs_naive(void) {
+    /* A corpus of random words over a small alphabet, so pairs repeat and counts tie often. */
+    enum { NWORDS = 3000 };
+    static char text[NWORDS * 12];
+    size_t o = 0;
+    zaya_rng r = zaya_rng_make(7, 1);
+    for (int i = 0; i < NWORDS; i++) {
+        int len = 1 + (int)zaya_rng_next_below(&r, 7);
+        if (zaya_rng_next_below(&r, 4)) text[o++] = ' ';
+        for (int k = 0; k < len; k++) text[o++] = "abcde"[zaya_rng_next_below(&r, zaya_rng_next_below(&r, 2) ? 2 : 5)];
+        if (!zaya_rng_next_below(&r, 9)) text[o++] = ',';
+    }
+    text[o] = '\0';
+    const char *texts[] = {text};
+    zaya_tokenizer *t = train_texts(texts, 1, 600, 2);
+    if (!t) return;
+
+    /* Naive: words from the same pre-tokenizer, counted in a flat list. */
+    static naive_word words[NWORDS * 2];
+    int nw = 0;
+    for (size_t i = 0; i < o;) {
+        size_t e = zaya_pretok_next((const uint8_t *)text, o, i);
+        int found = -1;
+        for (int w = 0; w < nw && found < 0; w++) {
+            if (words[w].n != (int)(e - i)) continue;
+            int same = 1;
+            for (size_t k = 0; k < e - i; k++) same &= words[w].sym[k] == (uint8_t)text[i + k];
+            if (same) found = w;
+        }
+        if (found < 0) {
+            found = nw++;
+            words[found].n = (int)(e - i);
+            for (size_t k = 0; k < e - i; k++) words[found].sym[k] = (uint8_t)text[i + k];
+        }
+        words[found].count++;
+        i = e;
+    }
+    static char tok[600][64];
+    static int tok_len[600];
+    int ntok = 256;
+    for (int b = 0; b < 256; b++) tok[b][0] = (char)b, tok_len[b] = 1;
+    int matched = 0, nm = 0;
+    static int64_t cnt[600][600]; /* ids stay below the target vocab of 600 */
+    while (ntok < 600 - 3) {
+        memset(cnt, 0, sizeof cnt);
+        int64_t best = 0;
+        int ba = -1, bb = -1;
+        for (int w = 0; w < nw; w++)
+            for (int k = 0; k + 1 < words[w].n; k++) cnt[words[w].sym[k]][words[w].sym[k + 1]] += words[w].count;
+        for (int a = 0; a < ntok; a++)
+            for (int b = 0; b < ntok; b++)
+                if (cnt[a][b] > best) best = cnt[a][b], ba = a, bb = b;
+        if (best < 2) break;
+        char nt[64];
+        int nl = tok_len[ba] + tok_len[bb];
+        memcpy(nt, tok[ba], tok_len[ba]);
+        memcpy(nt + tok_len[ba], tok[bb], tok_len[bb]);
+        int id = -1;
+        for (int k = 0; k < ntok; k++)
+            if (tok_len[k] == nl && !memcmp(tok[k], nt, nl)) id = k;
+        if (id < 0) {
+            id = ntok++;
+            memcpy(tok[id], nt, nl);
+            tok_len[id] = nl;
+        }
+        if (nm < t->n_merges && t->merge_a[nm] == ba && t->merge_b[nm] == bb && t->merge_id[nm] == id) matched++;
+        nm++;
+        for (int w = 0; w < nw; w++) {
+            int j = 0;
+            for (int k = 0; k < words[w].n;) {
+                if (k + 1 < words[w].n && words[w].sym[k] == ba && words[w].sym[k + 1] == bb) words[w].sym[j++] = id, k += 2;
+                else words[w].sym[j++] = words[w].sym[k++];
+            }
+            words[w].n = j;
+        }
+    }
+    CHECK(nm > 100 && nm == t->n_merges && matched == nm, "incremental trainer: %d of %d merges match the naive one (zaya made %d)",
+          matched, nm, t->n_merges);
+    zaya_tokenizer_free(t);
+}
+
+/* ---- encoding ---- */
+
+/* Reference encoder for one word: repeatedly merge the lowest-rank adjacent pair (leftmost on ties). */
+static size_t naive_encode_word(const zaya_tokenizer *t, const uint8_t *w, size_t n, int32_t *out) {
+    for (size_t i = 0; i < n; i++) out[i] = w[i];
+    for (;;) {
+        int32_t best = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < n; i++) {
+            for (int32_t r = 0; r < t->n_merges; r++)
+                if (t->merge_a[r] == out[i] && t->merge_b[r] == out[i + 1]) {
+                    if (best < 0 || r < best) best = r, at = i;
+                    break;
+                }
+        }
+        if (best < 0) return n;
+        out[at] = t->merge_id[best];
+        memmove(out + at + 1, out + at + 2, (n - at - 2) * sizeof *out);
+        n--;
+    }
+}
+
+static zaya_tokenizer *train_on_licenses(int64_t vocab) {
+    const char *paths[] = {"/usr/share/common-licenses"};
+    zaya_bpe_train_opts o = {.vocab_size = vocab, .eos = "<|endoftext|>", .max_bytes = 400000};
+    zaya_tokenizer *t = NULL;
+    zaya_status s = zaya_tokenizer_train(paths, 1, &o, &t);
+    CHECK(s == ZAYA_OK, "train on /usr/share/common-licenses: %s", zaya_error_message());
+    return t;
+}
+
+static void test_encode_and_round_trip(zaya_tokenizer *t) {
+    /* Encoder vs the naive merge loop, on real text. */
+    char *text;
+    size_t len;
+    if (zaya_read_file("/usr/share/common-licenses/GPL-3", &text, &len) != ZAYA_OK) {
+        CHECK(0, "read GPL-3: %s", zaya_error_message());
+        return;
+    }
+    if (len > 20000) len = 20000;
+    int32_t *ids = NULL, ref[4096];
+    size_t n = 0, cap = 0, nref = 0;
+    CHECK(zaya_tokenizer_encode(t, text, len, &ids, &n, &cap) == ZAYA_OK, "encode");
+    int same = 1;
+    for (size_t i = 0; i < len;) {
+        size_t e = zaya_pretok_next((const uint8_t *)text, len, i);
+        int32_t w[4096];
+        size_t k = naive_encode_word(t, (const uint8_t *)text + i, e - i, w);
+        for (size_t j = 0; j < k; j++, nref++) same &= nref < n && ids[nref] == w[j];
+        i = e;
+    }
+    CHECK(same && nref == n, "encoder differs from the naive merge loop (%zu vs %zu ids)", n, nref);
+    CHECK(n < len / 3, "BPE compresses licence text: %zu ids for %zu bytes", n, len);
+    (void)ref;
+    free(text);
+
+    /* Round trips of random byte strings (NUL, 0xFF, broken UTF-8) and of random valid UTF-8 mixes,
+     * through the cached encoder (long input) and the uncached one (short input). */
+    zaya_tokenizer_encoder *enc;
+    CHECK(zaya_tokenizer_encoder_init(t, 1, &enc) == ZAYA_OK, "encoder");
+    static const char *pieces[] = {"the ", "License", " ", "  ", "\n", "\t", "\xc3\xa9", "\xe6\x9d\xb1", "\xf0\x9f\x98\x80",
+                                   "'s", "123", "...", "\xff", "\x00", "\x80", "\xc3", "<|endoftext|>"};
+    zaya_rng r = zaya_rng_make(11, 2);
+    int bad = 0;
+    uint8_t buf[3000];
+    for (int trial = 0; trial < 400; trial++) {
+        size_t bl = zaya_rng_next_below(&r, trial < 10 ? 3 : 2500);
+        for (size_t i = 0; i < bl;) {
+            if (trial % 2) {
+                buf[i++] = (uint8_t)zaya_rng_next_below(&r, 256);
+            } else {
+                const char *p = pieces[zaya_rng_next_below(&r, sizeof pieces / sizeof pieces[0])];
+                size_t pl = p[0] ? strlen(p) : 1;
+                for (size_t k = 0; k < pl && i < bl; k++) buf[i++] = (uint8_t)p[k];
+            }
+        }
+        n = 0;
+        zaya_status s = (trial % 3) ? zaya_tokenizer_encoder_encode(enc, (const char *)buf, bl, &ids, &n, &cap)
+                                    : zaya_tokenizer_encode(t, (const char *)buf, bl, &ids, &n, &cap);
+        char *dec = NULL;
+        size_t dl = 0;
+        if (s == ZAYA_OK) s = zaya_tokenizer_decode(t, ids, n, &dec, &dl);
+        if (s != ZAYA_OK || dl != bl || memcmp(dec, buf, bl) != 0) bad++;
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] == zaya_tokenizer_special_id(t, "eos")) bad++; /* special text is never injected */
+        free(dec);
+    }
+    CHECK(bad == 0, "%d of 400 random byte strings failed to round-trip exactly", bad);
+    zaya_tokenizer_encoder_free(enc);
+
+    /* Decoding: special tokens give their text; out-of-range ids name the position. */
+    int32_t eos = zaya_tokenizer_special_id(t, "eos");
+    int32_t seq[3] = {'h', eos, 'i'};
+    char *dec;
+    size_t dl;
+    CHECK(zaya_tokenizer_decode(t, seq, 3, &dec, &dl) == ZAYA_OK && dl == 15 && !memcmp(dec, "h<|endoftext|>i", 15), "decode special");
+    if (dl == 15) free(dec);
+    seq[2] = (int32_t)zaya_tokenizer_vocab_size(t);
+    CHECK(zaya_tokenizer_decode(t, seq, 3, &dec, &dl) == ZAYA_ERANGE && strstr(zaya_error_message(), "position 2"),
+          "out-of-range id: %s", zaya_error_message());
+    free(ids);
+}
+
+/* ---- save / load ---- */
+
+static void path_in_tmp(char *out, const char *name) { snprintf(out, 512, "%s/%s", tmpdir, name); }
+
+static void test_save_load(zaya_tokenizer *t) {
+    char a[512], b[512], cfg[512];
+    snprintf(a, sizeof a, "%s/a", tmpdir);
+    snprintf(b, sizeof b, "%s/b", tmpdir);
+    zaya_mkdir_p(a);
+    zaya_mkdir_p(b);
+    strcat(a, "/tokenizer.json");
+    strcat(b, "/tokenizer.json");
+    CHECK(zaya_tokenizer_save(t, a) == ZAYA_OK, "save: %s", zaya_error_message());
+    zaya_tokenizer *u = NULL;
+    CHECK(zaya_tokenizer_load(a, &u) == ZAYA_OK, "load: %s", zaya_error_message());
+    if (!u) return;
+    /* An existing tokenizer_config.json keeps its other keys; the role keys are replaced. */
+    char bcfg[600];
+    snprintf(bcfg, sizeof bcfg, "%s/b/tokenizer_config.json", tmpdir);
+    const char *prior = "{\"model_max_length\": 1024, \"eos_token\": \"old\"}";
+    zaya_write_file_atomic(bcfg, prior, strlen(prior));
+    CHECK(zaya_tokenizer_save(u, b) == ZAYA_OK, "save again");
+    char *cfg_text;
+    size_t cfg_len;
+    if (zaya_read_file(bcfg, &cfg_text, &cfg_len) == ZAYA_OK) {
+        CHECK(strstr(cfg_text, "\"model_max_length\":\t1024") && strstr(cfg_text, "\"eos_token\":\t\"<|endoftext|>\"") &&
+                  !strstr(cfg_text, "old"),
+              "tokenizer_config.json merged: %s", cfg_text);
+        free(cfg_text);
+    }
+    char *x, *y;
+    size_t xl, yl;
+    CHECK(zaya_read_file(a, &x, &xl) == ZAYA_OK && zaya_read_file(b, &y, &yl) == ZAYA_OK, "read back");
+    CHECK(xl == yl && !memcmp(x, y, xl), "save -> load -> save is byte-stable (%zu vs %zu bytes)", xl, yl);
+    CHECK(strstr(x, "\"pre_tokenizer\":") && strstr(x, "\"ByteLevel\"") && strstr(x, "\"merges\":"), "HF layout");
+    free(y);
+    snprintf(cfg, sizeof cfg, "%s/a/tokenizer_config.json", tmpdir);
+    CHECK(access(cfg, F_OK) == 0, "tokenizer_config.json written next to tokenizer.json");
+    CHECK(zaya_tokenizer_vocab_size(u) == zaya_tokenizer_vocab_size(t) && u->n_merges == t->n_merges &&
+              zaya_tokenizer_special_id(u, "eos") == zaya_tokenizer_special_id(t, "eos"),
+          "sizes and roles survive the round trip");
+    const char *sample = "The licenses for most software are designed to take away your freedom \xf0\x9f\x98\x80 \xff!";
+    int32_t *i1 = NULL, *i2 = NULL;
+    size_t n1 = 0, n2 = 0, c1 = 0, c2 = 0;
+    zaya_tokenizer_encode(t, sample, strlen(sample), &i1, &n1, &c1);
+    zaya_tokenizer_encode(u, sample, strlen(sample), &i2, &n2, &c2);
+    CHECK(n1 == n2 && !memcmp(i1, i2, n1 * sizeof *i1), "loaded tokenizer encodes identically");
+    free(i1), free(i2);
+    zaya_tokenizer_free(u);
+
+    /* Legacy merges ("a b" strings) load to the same tokenizer. */
+    char *legacy = malloc(2 * xl + 1);
+    size_t o = 0;
+    const char *m = strstr(x, "\"merges\":");
+    memcpy(legacy, x, (size_t)(m - x));
+    o = (size_t)(m - x);
+    for (const char *p = m; *p;) {
+        /* ["a", "b"] -> "a b" (tokens have no spaces or brackets inside quotes that matter here). */
+        if (*p == '[' && p != strchr(m, '[')) {
+            const char *q1 = strchr(p, '"'), *q2 = strchr(q1 + 1, '"');
+            const char *q3 = strchr(q2 + 1, '"'), *q4 = strchr(q3 + 1, '"');
+            while (q2[-1] == '\\' && q2[-2] != '\\') q2 = strchr(q2 + 1, '"'), q3 = strchr(q2 + 1, '"'), q4 = strchr(q3 + 1, '"');
+            while (q4[-1] == '\\' && q4[-2] != '\\') q4 = strchr(q4 + 1, '"');
+            o += (size_t)sprintf(legacy + o, "\"%.*s %.*s\"", (int)(q2 - q1 - 1), q1 + 1, (int)(q4 - q3 - 1), q3 + 1);
+            p = strchr(q4, ']') + 1;
+        } else {
+            legacy[o++] = *p++;
+        }
+    }
+    legacy[o] = '\0';
+    char lp[512];
+    path_in_tmp(lp, "legacy.json");
+    zaya_write_file_atomic(lp, legacy, o);
+    CHECK(zaya_tokenizer_load(lp, &u) == ZAYA_OK, "legacy merges: %s", zaya_error_message());
+    if (u) {
+        CHECK(u->n_merges == t->n_merges && !memcmp(u->merge_id, t->merge_id, t->n_merges * sizeof(int32_t)),
+              "legacy merges give the same ranks");
+        zaya_tokenizer_free(u);
+    }
+    free(legacy);
+    free(x);
+}
+
+/* Writes text to a file and expects the loader to fail with code and a message containing `want`. */
+static void expect_reject(const char *name, const char *text, zaya_status code, const char *want) {
+    char p[512];
+    path_in_tmp(p, name);
+    zaya_write_file_atomic(p, text, strlen(text));
+    zaya_tokenizer *t = NULL;
+    zaya_status s = zaya_tokenizer_load(p, &t);
+    CHECK(s == code && strstr(zaya_error_message(), want) && !t, "%s: status %d, message '%s' (want '%s')", name, s,
+          zaya_error_message(), want);
+    zaya_tokenizer_free(t);
+}
+
+/* A minimal valid file: 256 byte tokens, one merge "a b" -> "ab" (id 256), one added token. */
+static char *minimal_json(const char *extra_vocab, const char *merges, const char *added) {
+    static char buf[65536];
+    size_t o = (size_t)sprintf(buf, "{\"version\":\"1.0\",\"added_tokens\":[%s],\"normalizer\":null,"
+                                    "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true},"
+                                    "\"decoder\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\",\"vocab\":{",
+                               added);
+    for (int b = 0; b < 256; b++) {
+        char *k = zaya_bytelevel_encode(&(uint8_t){(uint8_t)b}, 1);
+        o += (size_t)sprintf(buf + o, "%s\"%s%s\":%d", b ? "," : "", (b == '"' || b == '\\') ? "\\" : "", k, b);
+        free(k);
+    }
+    sprintf(buf + o, "%s},\"merges\":[%s]}}", extra_vocab, merges);
+    return buf;
+}
+
+static void test_malformed(void) {
+    char good[65536];
+    snprintf(good, sizeof good, "%s", minimal_json(",\"ab\":256,\"<|eos|>\":257", "\"a b\"",
+                                                   "{\"id\":257,\"content\":\"<|eos|>\",\"special\":true}"));
+    char p[512];
+    path_in_tmp(p, "good.json");
+    zaya_write_file_atomic(p, good, strlen(good));
+    zaya_tokenizer *t = NULL;
+    CHECK(zaya_tokenizer_load(p, &t) == ZAYA_OK, "minimal file loads: %s", zaya_error_message());
+    if (t) {
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        zaya_tokenizer_encode(t, "ab a", 4, &ids, &n, &cap);
+        CHECK(n == 3 && ids[0] == 256 && ids[1] == ' ' && ids[2] == 'a', "minimal encode");
+        CHECK(zaya_tokenizer_special_id(t, "eos") == 257, "eos guessed from its name");
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+
+    expect_reject("truncated.json", "{\"version\":\"1.0\",\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":", ZAYA_EFORMAT,
+                  "malformed JSON");
+    char *cut = strndup(good, strlen(good) / 2);
+    expect_reject("truncated2.json", cut, ZAYA_EFORMAT, "malformed JSON at line 1");
+    free(cut);
+    expect_reject("no_model.json", "{\"version\":\"1.0\",\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}", ZAYA_EFORMAT,
+                  "model: missing");
+    expect_reject("unknown_merge.json", minimal_json(",\"ab\":256", "\"a zz\"", ""), ZAYA_EFORMAT,
+                  "model.merges[0]: unknown token \"zz\"");
+    expect_reject("merged_missing.json", minimal_json(",\"ab\":256", "\"a b\",\"b c\"", ""), ZAYA_EFORMAT,
+                  "model.merges[1]: merged token \"bc\" is not in model.vocab");
+    expect_reject("bad_merge_form.json", minimal_json(",\"ab\":256", "\"ab\"", ""), ZAYA_EFORMAT,
+                  "model.merges[0]: \"ab\" is not two tokens");
+    expect_reject("dup_merge.json", minimal_json(",\"ab\":256", "[\"a\",\"b\"],\"a b\"", ""), ZAYA_EFORMAT,
+                  "merge 1 repeats merge 0");
+    expect_reject("dup_id.json", minimal_json(",\"ab\":97", "", ""), ZAYA_EFORMAT, "duplicate id 97");
+    expect_reject("sparse_id.json", minimal_json(",\"ab\":300", "", ""), ZAYA_ERANGE, "id 300 of \"ab\" is outside [0, 257)");
+    expect_reject("dup_token.json", minimal_json(",\"\\u0061\":256", "", ""), ZAYA_EFORMAT, "are the same token");
+    expect_reject("not_bytelevel.json", minimal_json(",\"a b\":256", "", ""), ZAYA_EFORMAT,
+                  "\"a b\" (id 256) is neither byte-level text");
+    expect_reject("added_mismatch.json", minimal_json(",\"<x>\":256", "", "{\"id\":3,\"content\":\"<x>\",\"special\":true}"),
+                  ZAYA_EFORMAT, "added_tokens[0] \"<x>\" has id 3 but model.vocab says 256");
+    expect_reject("added_bad.json", minimal_json("", "", "{\"content\":\"<x>\"}"), ZAYA_EINVAL,
+                  "added_tokens[0]: missing required key 'id'");
+    expect_reject("id_type.json", minimal_json(",\"ab\":\"x\"", "", ""), ZAYA_EFORMAT, "value of \"ab\" must be an integer");
+    char nobyte[65536];
+    snprintf(nobyte, sizeof nobyte, "%s", minimal_json("", "", ""));
+    char *open_brace = strstr(nobyte, "\"{\":123");
+    memmove(open_brace + 8, open_brace + 7, strlen(open_brace + 7) + 1);
+    memcpy(open_brace, "\"ab\":123", 8); /* ids stay dense, byte 0x7B ('{') has no token */
+    expect_reject("no_byte.json", nobyte, ZAYA_EFORMAT, "missing the byte token \"{\" for byte 0x7B");
+    char norm[65536];
+    snprintf(norm, sizeof norm, "%s", minimal_json("", "", ""));
+    char *nn = strstr(norm, "\"normalizer\":null");
+    memcpy(nn, "\"normalizer\":   1", 17);
+    expect_reject("normalizer.json", norm, ZAYA_EUNSUPPORTED, "normalizer: only null");
+    char pre[65536];
+    snprintf(pre, sizeof pre, "%s", minimal_json("", "", ""));
+    char *ap = strstr(pre, "\"add_prefix_space\":false");
+    memcpy(ap, "\"add_prefix_space\":true ", 24);
+    expect_reject("prefix.json", pre, ZAYA_EUNSUPPORTED, "pre_tokenizer.add_prefix_space");
+    expect_reject("wordpiece.json", "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"WordPiece\"}}",
+                  ZAYA_EUNSUPPORTED, "model.type is \"WordPiece\"");
+    expect_reject("array.json", "[1,2,3]", ZAYA_EFORMAT, "top level is not a JSON object");
+}
+
+static void test_bad_train_opts(void) {
+    const char *texts[] = {"hello"};
+    size_t lens[] = {5};
+    zaya_tokenizer *t = NULL;
+    zaya_bpe_train_opts o = {.vocab_size = 100};
+    CHECK(zaya_tokenizer_train_buffers(texts, lens, 1, &o, &t) == ZAYA_EINVAL && strstr(zaya_error_message(), "vocab size 100"),
+          "tiny vocab rejected: %s", zaya_error_message());
+    o = (zaya_bpe_train_opts){.vocab_size = 300, .bos = "x"};
+    CHECK(zaya_tokenizer_train_buffers(texts, lens, 1, &o, &t) == ZAYA_EINVAL && strstr(zaya_error_message(), "byte token"),
+          "single-byte special rejected: %s", zaya_error_message());
+    const char *paths[] = {"/nonexistent/corpus"};
+    o = (zaya_bpe_train_opts){.vocab_size = 300};
+    CHECK(zaya_tokenizer_train(paths, 1, &o, &t) == ZAYA_EIO && strstr(zaya_error_message(), "/nonexistent/corpus"),
+          "missing input named: %s", zaya_error_message());
+    /* A special token's text is never produced by a merge, even when it is frequent in the corpus. */
+    const char *spam[] = {"<s><s><s><s><s><s> <s> <s> <s>"};
+    zaya_bpe_train_opts o2 = {.vocab_size = 300, .bos = "<s>"};
+    size_t sl[] = {strlen(spam[0])};
+    CHECK(zaya_tokenizer_train_buffers(spam, sl, 1, &o2, &t) == ZAYA_OK, "train with special text in corpus");
+    if (t) {
+        int ok = 1;
+        for (int32_t r = 0; r < t->n_merges; r++) ok &= !token_is(t, t->merge_id[r], "<s>");
+        CHECK(ok, "no merge creates the special text");
+        zaya_tokenizer_free(t);
+    }
+}
+
+int main(void) {
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_byte_alphabet();
+    test_unicode_classes();
+    test_pretokenizer();
+    test_first_merges();
+    test_train_vs_naive();
+    zaya_tokenizer *t = train_on_licenses(1200);
+    if (t) {
+        test_encode_and_round_trip(t);
+        test_save_load(t);
+        zaya_tokenizer_free(t);
+    }
+    test_malformed();
+    test_bad_train_opts();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return th_finish("test_tokenizer");
+}

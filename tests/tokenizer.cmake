@@ -1,0 +1,15 @@
+# Tokenizer: CLI behaviour (unit), compatibility with HF `tokenizers` in both directions (ref) and
+# encoding throughput against HF on the same input (bench).
+add_test(NAME tokenizer_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_cli.sh $<TARGET_FILE:zaya>
+                                    ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_cli_work)
+set_tests_properties(tokenizer_cli PROPERTIES LABELS unit TIMEOUT 120)
+
+add_test(NAME tokenizer_compat
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_compat.py --zaya $<TARGET_FILE:zaya>
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_compat_work)
+set_tests_properties(tokenizer_compat PROPERTIES LABELS ref TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+add_test(NAME tokenizer_bench
+         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_cli.sh $<TARGET_FILE:zaya>
+                 ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_bench_work bench)
+set_tests_properties(tokenizer_bench PROPERTIES LABELS bench TIMEOUT 600)

@@ -3,7 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
+static const zaya_command bench_commands[] = {
+    {"coll", "collective bandwidth and correctness under mpirun (nccl-tests style)", zaya_cmd_bench_coll, NULL},
+    {"mem", "memory bandwidth: STREAM kernels, thread sweep, working-set sweep", zaya_cmd_bench_mem, NULL},
+    {0},
+};
+
 const zaya_command zaya_commands[] = {
+    {"bench", "benchmarks that characterise the machine", NULL, bench_commands},
     {0},
 };
 

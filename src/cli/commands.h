@@ -19,6 +19,7 @@ extern const zaya_command zaya_commands[];
 int zaya_cli_dispatch(const zaya_command *table, const char *prefix, int argc, char **argv);
 
 /* Leaf commands (one cmd_*.c file each). */
-/* (none yet: each helper adds its declaration here) */
+int zaya_cmd_bench_coll(int argc, char **argv);
+int zaya_cmd_bench_mem(int argc, char **argv);
 
 #endif

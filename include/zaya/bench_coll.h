@@ -98,6 +98,7 @@ typedef struct zaya_coll_opts {
     int iters, warmup, check_iters;
     int blocking;        /* 0: non-blocking start + wait (nccl-tests default), 1: blocking calls */
     int bare;            /* run the bare MPI overhead check */
+    int inject_wrong;    /* self-test: the last rank corrupts one output element before each check */
     uint64_t seed;
 } zaya_coll_opts;
 void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check */

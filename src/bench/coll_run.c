@@ -185,6 +185,10 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
             zaya_coll_fill_input(v->coll, s, in, ip_layout, v->t, v->op, v->root, c->rank, c->size, o->seed + (uint64_t)k);
             if (!ip_layout) zaya_coll_poison(v->recvbuf, s->recv_count, v->t);
             ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+            if (o->inject_wrong && c->rank == c->size - 1 && (v->coll != ZAYA_COLL_REDUCE || c->rank == v->root)) {
+                if (v->t == ZAYA_DIST_BF16) ((uint16_t *)v->recvbuf)[0] ^= 0x0100; /* flips one exponent bit */
+                else ((float *)v->recvbuf)[0] += 1.0f;
+            }
             wrong += zaya_coll_count_wrong(v->coll, s, v->recvbuf, v->t, v->op, v->root, c->rank, c->size,
                                            o->seed + (uint64_t)k);
         }

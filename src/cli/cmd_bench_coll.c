@@ -39,7 +39,7 @@ static int print_stats(const zaya_coll_results *r) {
 int zaya_cmd_bench_coll(int argc, char **argv) {
     int64_t min_bytes = 8, max_bytes = 1 << 20, step_bytes = 0;
     double factor = 0;
-    int iters = 20, warmup = 5, check = 1, root = 0, blocking = 0, sweep = 0, bare = 1, stats = 0;
+    int iters = 20, warmup = 5, check = 1, root = 0, blocking = 0, sweep = 0, bare = 1, stats = 0, inject = 0;
     int64_t seed = 1234;
     const char *op_s = "sum", *dtype_s = "float", *coll_s = "allreduce", *place_s = "packed", *outdir = "out/bench-coll";
     zaya_flag flags[] = {
@@ -61,6 +61,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"bare", 0, ZAYA_FLAG_INT, &bare, "0|1", "time the bare MPI loop for the overhead ratio (default 1)"},
         {"stats", 0, ZAYA_FLAG_BOOL, &stats, NULL, "print the per-iteration timing table (min/avg/max, p50/p99)"},
         {"seed", 0, ZAYA_FLAG_I64, &seed, "S", "seed of the check inputs (default 1234)"},
+        {"inject-wrong", 0, ZAYA_FLAG_BOOL, &inject, NULL,
+         "self-test of the check: the last rank corrupts one output element before each check (must FAIL)"},
         {"out", 0, ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-coll)"},
     };
     zaya_cmd_spec spec = {"bench coll", "collective bandwidth, latency and exact correctness (nccl-tests style)",
@@ -89,6 +91,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     plan.opts.blocking = blocking;
     plan.opts.bare = bare != 0;
     plan.opts.seed = (uint64_t)seed;
+    plan.opts.inject_wrong = inject;
     plan.root = root;
     plan.sweep = sweep;
     if (zaya_coll_parse_list(coll_s, &plan.colls) != ZAYA_OK)

@@ -13,6 +13,12 @@ _Static_assert(sizeof(MPI_Request) <= sizeof(((zaya_dist_request *)0)->backend),
 
 static int g_we_initialized = 0;
 
+/* Read by AddressSanitizer only (unused otherwise): Open MPI's libraries lack frame pointers, so
+ * leak reports need the slow unwinder to reach the libmpi frames that tests/lsan.supp suppresses
+ * (MPI keeps allocations alive past MPI_Finalize by design). Options in ASAN_OPTIONS still win. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "fast_unwind_on_malloc=0"; }
+
 size_t zaya_dist_dtype_size(zaya_dist_dtype t) { return t == ZAYA_DIST_BF16 ? 2 : 4; }
 const char *zaya_dist_dtype_name(zaya_dist_dtype t) { return t == ZAYA_DIST_BF16 ? "bf16" : "float"; }
 

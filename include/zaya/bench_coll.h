@@ -128,7 +128,8 @@ typedef struct zaya_coll_summary {
     zaya_dist_dtype dtype;
     zaya_redop op;
     int64_t latency_bytes;       /* smallest size */
-    double latency_us;
+    double latency_us;           /* mean time at the smallest size */
+    double latency_p50_us;       /* its median over iterations (robust to preemption) */
     double peak_busbw;
     int64_t peak_bytes;
     int64_t saturation_bytes;    /* smallest size reaching 90% of peak busbw */

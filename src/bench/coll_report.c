@@ -34,6 +34,7 @@ int zaya_coll_summarize(const zaya_coll_results *r, zaya_coll_summary *out, int 
                                .dtype = r->rows[i].dtype, .op = r->rows[i].op};
         s.latency_bytes = r->rows[i].bytes;
         s.latency_us = r->rows[i].oop.time_us;
+        s.latency_p50_us = r->rows[i].oop.p50_us;
         for (int k = i; k < j; k++) {
             const zaya_coll_result *row = &r->rows[k];
             if (row->oop.busbw > s.peak_busbw) {
@@ -77,16 +78,17 @@ static void fmt_bytes(char *buf, size_t cap, int64_t b) {
 void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
     fprintf(f, "# Summary (out-of-place; saturation = smallest size reaching 90%% of peak busbw; zaya/bare = median "
                "time ratio against a bare MPI loop, all sizes | sizes >= 64K)\n");
-    fprintf(f, "# %-13s %5s %6s %5s %5s %10s %6s %11s %6s %6s %7s %7s %6s\n", "collective", "ranks", "place", "type",
-            "redop", "lat(us)", "@size", "peak(GB/s)", "@size", "sat", "z/bare", ">=64K", "#wrong");
+    fprintf(f, "# %-13s %5s %6s %5s %5s %9s %9s %6s %11s %6s %6s %7s %7s %6s\n", "collective", "ranks", "place",
+            "type", "redop", "lat(us)", "lat p50", "@size", "peak(GB/s)", "@size", "sat", "z/bare", ">=64K", "#wrong");
     for (int i = 0; i < n; i++) {
         char lb[32], pb[32], sb[32];
         fmt_bytes(lb, sizeof lb, s[i].latency_bytes);
         fmt_bytes(pb, sizeof pb, s[i].peak_bytes);
         fmt_bytes(sb, sizeof sb, s[i].saturation_bytes);
-        fprintf(f, "  %-13s %5d %6s %5s %5s %10.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld\n", zaya_coll_name(s[i].coll),
-                s[i].nranks, s[i].spread ? "spread" : "packed", zaya_dist_dtype_name(s[i].dtype),
-                zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].latency_us, lb,
+        fprintf(f, "  %-13s %5d %6s %5s %5s %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld\n",
+                zaya_coll_name(s[i].coll), s[i].nranks, s[i].spread ? "spread" : "packed", zaya_dist_dtype_name(s[i].dtype),
+                zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].latency_us,
+                s[i].latency_p50_us, lb,
                 s[i].peak_busbw, pb, sb, s[i].overhead_ratio, s[i].overhead_ratio_large, (long long)s[i].wrong);
     }
 }
@@ -152,6 +154,7 @@ static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *
         cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(sum[i].dtype));
         cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(sum[i].coll) ? zaya_redop_name(sum[i].op) : "none");
         cJSON_AddNumberToObject(e, "latency_us", sum[i].latency_us);
+        cJSON_AddNumberToObject(e, "latency_p50_us", sum[i].latency_p50_us);
         cJSON_AddNumberToObject(e, "latency_bytes", (double)sum[i].latency_bytes);
         cJSON_AddNumberToObject(e, "peak_busbw_GBps", sum[i].peak_busbw);
         cJSON_AddNumberToObject(e, "peak_bytes", (double)sum[i].peak_bytes);

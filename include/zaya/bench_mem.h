@@ -39,8 +39,9 @@ typedef struct zaya_stream_result {
     int ntimes;
     double best_GBps[ZAYA_MEM_KERNELS];
     double avg_s[ZAYA_MEM_KERNELS], min_s[ZAYA_MEM_KERNELS], max_s[ZAYA_MEM_KERNELS];
-    int validated; /* 1 when every array matched the expected values */
-    double max_rel_err;
+    int validated;       /* 1 when every array matched the expected values */
+    double max_rel_err;  /* STREAM arrays a, b, c: average relative error (limit 1e-13) */
+    double read_rel_err; /* read kernel's sum vs n * a[j] (limit 1e-9: a long sum rounds) */
 } zaya_stream_result;
 
 /* Runs the six kernels ntimes (>= 2) with `threads` OpenMP threads on arrays of elems doubles. A

@@ -80,6 +80,27 @@ int64_t zaya_mem_stream_elems(void) {
     return n > 10000000 ? n : 10000000;
 }
 
+/* Sum of a[lo, hi) with 32 independent partial sums: one running sum is bound by the add latency
+ * (about 16 B/cycle), far below cache bandwidth; 32 lanes keep four vector adds in flight. */
+static double sum_block(const double *a, int64_t lo, int64_t hi) {
+    double acc[32] = {0};
+    int64_t j = lo;
+    for (; j + 32 <= hi; j += 32)
+        for (int k = 0; k < 32; k++) acc[k] += a[j + k];
+    double s = 0;
+    for (; j < hi; j++) s += a[j];
+    for (int k = 0; k < 32; k++) s += acc[k];
+    return s;
+}
+
+/* Static split of [0, n) over the team, in 8-element (cache-line) units. */
+static void chunk(int64_t n, int64_t *lo, int64_t *hi) {
+    int tid = omp_get_thread_num(), T = omp_get_num_threads();
+    int64_t per = (n / T + 7) & ~(int64_t)7;
+    *lo = per * tid < n ? per * tid : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
 /* STREAM's scalar recurrence: what every element of a, b, c must hold after ntimes rounds. */
 static void expected_values(int ntimes, double scalar, double *aj, double *bj, double *cj) {
     double a = 2.0, b = 2.0, c = 0.0; /* a = 1 doubled once before timing, as STREAM does */
@@ -159,8 +180,12 @@ zaya_status zaya_bench_stream(int threads, int64_t n, int ntimes, zaya_stream_re
     for (int k = 0; k < ntimes; k++) {
         double s = 0;
         double t0 = zaya_now_s();
-#pragma omp parallel for simd num_threads(nt) schedule(static) reduction(+ : s)
-        for (int64_t j = 0; j < n; j++) s += a[j];
+#pragma omp parallel num_threads(nt) reduction(+ : s)
+        {
+            int64_t lo, hi;
+            chunk(n, &lo, &hi);
+            s += sum_block(a, lo, hi);
+        }
         double t1 = zaya_now_s();
 #pragma omp parallel for num_threads(nt) schedule(static)
         for (int64_t j = 0; j < n; j++) c[j] = scalar;
@@ -175,7 +200,8 @@ zaya_status zaya_bench_stream(int threads, int64_t n, int ntimes, zaya_stream_re
     (void)sink;
     double write_err = avg_rel_err(c, n, scalar, nt);
     if (read_err > 1e-9 || write_err > eps) out->validated = 0;
-    out->max_rel_err = fmax(out->max_rel_err, fmax(read_err, write_err));
+    out->max_rel_err = fmax(out->max_rel_err, write_err);
+    out->read_rel_err = read_err;
 
     out->threads = nt;
     out->elems = n;
@@ -216,16 +242,14 @@ static double ws_pass(int nt, zaya_mem_kernel kern, double *a, const double *b, 
     double total = 0;
 #pragma omp parallel num_threads(nt) reduction(+ : total)
     {
-        int tid = omp_get_thread_num(), T = omp_get_num_threads();
-        int64_t per = (n / T + 7) & ~(int64_t)7;
-        int64_t lo = per * tid, hi = lo + per > n ? n : lo + per;
+        int64_t lo, hi;
+        chunk(n, &lo, &hi);
         double s = 0;
         for (int64_t r = 0; r < reps; r++) {
             if (kern == ZAYA_MEM_TRIAD) {
                 for (int64_t j = lo; j < hi; j++) a[j] = b[j] + 3.0 * c[j];
             } else {
-#pragma omp simd reduction(+ : s)
-                for (int64_t j = lo; j < hi; j++) s += a[j];
+                s += sum_block(a, lo, hi);
             }
             __asm__ __volatile__("" ::: "memory"); /* keep every repetition */
         }

@@ -18,12 +18,12 @@ static const char *g_details =
     "repetitions with the first discarded and the best reported, bytes counted as STREAM does (copy,\n"
     "scale 16 B/element; add, triad 24; read, write 8; no write-allocate traffic), MB = 1e6 bytes,\n"
     "results validated. Thread counts 1, 2, 4, ... up to --threads. The working-set sweep runs triad\n"
-    "and read with all threads on total array sizes from --ws-min to --ws-max (x2), showing the\n"
+    "and read (--ws-threads threads) on total array sizes from --ws-min to --ws-max (x2), showing the\n"
     "L1/L2/L3/DRAM plateaus. Writes mem.json, mem.csv, mem_ws.csv, mem_threads.png, mem_ws.png.";
 
 static zaya_status write_outputs(const char *dir, const zaya_stream_result *res, int nres, int best,
                                  const int64_t *ws, const double *ws_triad, const double *ws_read, int nws,
-                                 int64_t llc) {
+                                 int64_t llc, int ws_threads) {
     ZAYA_TRY(zaya_mkdir_p(dir));
     char path[4096];
     cJSON *root = cJSON_CreateObject();
@@ -38,6 +38,7 @@ static zaya_status write_outputs(const char *dir, const zaya_stream_result *res,
         cJSON_AddNumberToObject(e, "threads", res[i].threads);
         cJSON_AddBoolToObject(e, "validated", res[i].validated);
         cJSON_AddNumberToObject(e, "max_rel_err", res[i].max_rel_err);
+        cJSON_AddNumberToObject(e, "read_rel_err", res[i].read_rel_err);
         cJSON *ks = cJSON_AddObjectToObject(e, "kernels");
         for (int k = 0; k < ZAYA_MEM_KERNELS; k++) {
             cJSON *kk = cJSON_AddObjectToObject(ks, zaya_mem_kernel_name((zaya_mem_kernel)k));
@@ -48,6 +49,7 @@ static zaya_status write_outputs(const char *dir, const zaya_stream_result *res,
         }
         cJSON_AddItemToArray(arr, e);
     }
+    cJSON_AddNumberToObject(root, "ws_threads", ws_threads);
     cJSON *sw = cJSON_AddArrayToObject(root, "ws_sweep");
     for (int i = 0; i < nws; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -101,7 +103,7 @@ static zaya_status write_outputs(const char *dir, const zaya_stream_result *res,
 }
 
 int zaya_cmd_bench_mem(int argc, char **argv) {
-    int threads = 0, ntimes = 10, sweep = 1;
+    int threads = 0, ntimes = 10, sweep = 1, ws_threads = 1;
     int64_t array_bytes = 0, ws_min = 16 << 10, ws_max = 1ll << 30;
     const char *outdir = "out/bench-mem";
     zaya_flag flags[] = {
@@ -110,6 +112,8 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
         {"array-bytes", 0, ZAYA_FLAG_BYTES, &array_bytes, "SIZE",
          "bytes per array (default: max(80M, 4 x last-level cache)); smaller than 4 x LLC is flagged non-conforming"},
         {"ws-sweep", 0, ZAYA_FLAG_INT, &sweep, "0|1", "run the working-set sweep (default 1)"},
+        {"ws-threads", 0, ZAYA_FLAG_INT, &ws_threads, "N",
+         "threads of the working-set sweep (default 1: one core's L1/L2 plateaus; 0 = --threads)"},
         {"ws-min", 0, ZAYA_FLAG_BYTES, &ws_min, "SIZE", "smallest working set (default 16K)"},
         {"ws-max", 0, ZAYA_FLAG_BYTES, &ws_max, "SIZE", "largest working set (default 1G)"},
         ZAYA_FLAG_OUTDIR(&outdir, "out/bench-mem"),
@@ -123,6 +127,7 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
     if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
     if (ntimes < 2 || ntimes > 64) return zaya_flags_usage_error(&spec, "--ntimes must be in 2..64 (got %d)", ntimes);
     if (ws_min < 1024 || ws_max < ws_min) return zaya_flags_usage_error(&spec, "--ws-min must be >= 1K and <= --ws-max");
+    if (ws_threads < 0) return zaya_flags_usage_error(&spec, "--ws-threads must be >= 0");
     if (array_bytes != 0 && array_bytes < 8 * 1024)
         return zaya_flags_usage_error(&spec, "--array-bytes must be at least 8K");
 
@@ -150,8 +155,9 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
             printf("  %7d  %-8s %16.1f %12.3f %12.6f %12.6f %12.6f\n", t, zaya_mem_kernel_name((zaya_mem_kernel)k),
                    res[nres].best_GBps[k] * 1e3, res[nres].best_GBps[k], res[nres].avg_s[k], res[nres].min_s[k],
                    res[nres].max_s[k]);
-        printf("# %d threads: Solution Validates: avg error less than 1.000000e-13 on all three arrays (max %.2e)\n",
-               t, res[nres].max_rel_err);
+        printf("# %d threads: Solution Validates: avg error less than 1.000000e-13 on all three arrays (max %.2e; "
+               "read sum %.2e)\n",
+               t, res[nres].max_rel_err, res[nres].read_rel_err);
         fflush(stdout);
         if (res[nres].best_GBps[ZAYA_MEM_TRIAD] > res[best].best_GBps[ZAYA_MEM_TRIAD]) best = nres;
         nres++;
@@ -161,18 +167,20 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
     int64_t ws[64];
     double ws_triad[64], ws_read[64];
     int nws = 0;
+    int wst = ws_threads > 0 ? ws_threads : maxt;
     if (sweep) {
         for (int64_t b = ws_min; b <= ws_max && nws < 64; b *= 2) ws[nws++] = b;
-        if (zaya_bench_mem_ws(maxt, ZAYA_MEM_TRIAD, ws, nws, ws_triad) != ZAYA_OK ||
-            zaya_bench_mem_ws(maxt, ZAYA_MEM_READ, ws, nws, ws_read) != ZAYA_OK) {
+        if (zaya_bench_mem_ws(wst, ZAYA_MEM_TRIAD, ws, nws, ws_triad) != ZAYA_OK ||
+            zaya_bench_mem_ws(wst, ZAYA_MEM_READ, ws, nws, ws_read) != ZAYA_OK) {
             fprintf(stderr, "zaya bench mem: error: %s\n", zaya_error_message());
             return 1;
         }
-        printf("# working-set sweep, %d threads (total bytes of the arrays a kernel touches)\n", maxt);
+        printf("# working-set sweep, %d thread%s (total bytes of the arrays a kernel touches; best of 5)\n", wst,
+               wst == 1 ? "" : "s");
         printf("# %14s %12s %12s\n", "bytes", "triad GB/s", "read GB/s");
         for (int i = 0; i < nws; i++) printf("  %14lld %12.2f %12.2f\n", (long long)ws[i], ws_triad[i], ws_read[i]);
     }
-    zaya_status st = write_outputs(outdir, res, nres, best, ws, ws_triad, ws_read, nws, llc);
+    zaya_status st = write_outputs(outdir, res, nres, best, ws, ws_triad, ws_read, nws, llc, wst);
     if (st != ZAYA_OK) {
         fprintf(stderr, "zaya bench mem: error: %s\n", zaya_error_message());
         return 1;

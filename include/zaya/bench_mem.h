@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "zaya/status.h"
@@ -53,6 +54,31 @@ double zaya_bench_stream_triad_gbps(int threads);
 
 /* Working-set sweep: best GB/s of `kernel` (triad or read) with total array bytes ws[i]. */
 zaya_status zaya_bench_mem_ws(int threads, zaya_mem_kernel kernel, const int64_t *ws, int n, double *gbps);
+
+/* The whole benchmark: STREAM at 1, 2, 4, ... max_threads, then the working-set sweep. */
+typedef struct zaya_mem_plan {
+    int max_threads;     /* <= 0: all cores */
+    int ntimes;          /* 2..64 (STREAM default 10) */
+    int64_t array_elems; /* per array; 0: zaya_mem_stream_elems() */
+    int ws_sweep, ws_threads;
+    int64_t ws_min, ws_max;
+} zaya_mem_plan;
+void zaya_mem_plan_default(zaya_mem_plan *p); /* all cores, 10 times, sweep 16K..1G on 1 thread */
+
+typedef struct zaya_mem_run {
+    zaya_stream_result stream[32];
+    int nstream, best; /* best: index with the highest triad rate (the profile's figures) */
+    int64_t llc_bytes;
+    int ws_threads, nws;
+    int64_t ws[64];
+    double ws_triad[64], ws_read[64];
+} zaya_mem_run;
+
+/* `table` (may be NULL) receives the STREAM-style table as it runs. */
+zaya_status zaya_bench_mem_run(const zaya_mem_plan *p, zaya_mem_run *out, FILE *table);
+/* mem.json (including the profile's "memory" object), mem.csv, mem_ws.csv, mem_threads.png,
+ * mem_ws.png in dir; a missing gnuplot only warns. */
+zaya_status zaya_bench_mem_write(const zaya_mem_run *r, const char *dir);
 
 /* The machine profile's "memory" object (docs/profile-format.md) from a STREAM result. */
 cJSON *zaya_bench_mem_profile_json(const zaya_stream_result *r);

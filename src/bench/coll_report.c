@@ -237,7 +237,9 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
         zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", 2, 0, 1};
         char name[64];
         snprintf(name, sizeof name, "coll_%s_busbw.png", zaya_coll_name((zaya_coll)coll));
-        if (zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK && zaya_plot_lines(path, &o, bw, nb) != ZAYA_OK)
+        int any_bw = 0; /* one rank moves no bus bytes: an all-zero plot says nothing */
+        for (int k = 0; k < used; k++) any_bw |= y[k] > 0;
+        if (any_bw && zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK && zaya_plot_lines(path, &o, bw, nb) != ZAYA_OK)
             ZAYA_WARN("plot skipped: %s", zaya_error_message());
         snprintf(title, sizeof title, "%s: latency at small sizes (<= 64 KiB)", zaya_coll_name((zaya_coll)coll));
         zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", 2, 1, 1};

@@ -177,6 +177,14 @@ int main(int argc, char **argv) {
     int64_t fails = sum_world(w, th_failures);
     if (g_rank != 0) th_failures = 0;
     else th_failures = (int)fails;
+    /* Nested init/finalize: the inner pair leaves MPI usable for the outer one. */
+    zaya_comm *inner = NULL;
+    CHECK(zaya_dist_init(NULL, NULL, &inner) == ZAYA_OK && inner, "nested init");
+    zaya_dist_finalize(inner);
+    CHECK(zaya_dist_initialized(), "still initialized after the inner finalize");
+    float one = 1, n = 0;
+    CHECK(zaya_allreduce(w, &one, &n, 1, ZAYA_DIST_F32, ZAYA_REDOP_SUM) == ZAYA_OK && n == zaya_comm_size(w),
+          "collective after nested finalize");
     zaya_dist_finalize(w);
     CHECK(!zaya_dist_initialized(), "finalized");
     return th_finish("dist");

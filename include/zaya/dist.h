@@ -7,7 +7,9 @@
  * Process model: zaya_dist_init() initialises the backend (MPI_Init_thread with
  * MPI_THREAD_FUNNELED requested; an MPI already initialised by the caller is used as it is) and
  * returns the world communicator. Running without mpirun gives a world of one rank, and every
- * collective is then a local copy. zaya_dist_finalize() finalises MPI only if init started it.
+ * collective is then a local copy. Init/finalize pairs nest (a benchmark driver may init while a
+ * component it calls does too); the last finalize frees the bf16 ops and finalises MPI, and only if
+ * init started it.
  *
  * Buffers hold `count` elements of `dtype`: f32 (float) or bf16 (uint16_t storage, see bf16.h).
  * "In place" is requested by passing sendbuf == recvbuf (for reduce-scatter: sendbuf == recvbuf

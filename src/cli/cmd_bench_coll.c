@@ -19,6 +19,9 @@ static const char *g_details =
     "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
     "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
     "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
+    "In-place follows MPI: reduce-scatter leaves the result in the first block; MPI broadcasts in\n"
+    "place, so broadcast's two columns time the same call. bf16 reductions round once per pairwise\n"
+    "combine (see include/zaya/dist.h); check inputs make every expected value exact.\n"
     "Writes coll.json, coll.csv and coll_<collective>_{busbw,latency}.png.";
 
 static int print_stats(const zaya_coll_results *r) {

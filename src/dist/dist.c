@@ -12,6 +12,7 @@ _Static_assert(sizeof(MPI_Request) <= sizeof(((zaya_dist_request *)0)->backend),
                "zaya_dist_request.backend too small for MPI_Request");
 
 static int g_we_initialized = 0;
+static int g_refs = 0; /* init/finalize pairs nest: the last finalize shuts MPI down */
 
 /* Read by AddressSanitizer only (unused otherwise): Open MPI's libraries lack frame pointers, so
  * leak reports need the slow unwinder to reach the libmpi frames that tests/lsan.supp suppresses
@@ -102,6 +103,7 @@ zaya_status zaya_dist_init(int *argc, char ***argv, zaya_comm **world) {
         if (provided < MPI_THREAD_FUNNELED) ZAYA_WARN("MPI provides thread level %d < FUNNELED", provided);
     }
     /* Errors come back as codes so they can be reported with context instead of aborting. */
+    g_refs++;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rc = zaya_dist_bf16_ops_create();
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "dist init: creating bf16 reduction ops", 0, ZAYA_DIST_BF16);
@@ -119,6 +121,7 @@ zaya_status zaya_dist_init(int *argc, char ***argv, zaya_comm **world) {
 
 void zaya_dist_finalize(zaya_comm *world) {
     free(world);
+    if (g_refs > 0 && --g_refs > 0) return;
     if (!zaya_dist_initialized()) return;
     zaya_dist_bf16_ops_free();
     if (g_we_initialized) {

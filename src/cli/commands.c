@@ -26,6 +26,8 @@ const zaya_command zaya_commands[] = {
     {"tokenizer", "encode", "encode text to token ids", zaya_cmd_tokenizer_encode},
     {"tokenizer", "decode", "decode token ids to text", zaya_cmd_tokenizer_decode},
     {"tokenizer", "bench", "encoding MB/s of zaya vs HF tokenizers", zaya_cmd_tokenizer_bench},
+    {"bench", "coll", "collective bandwidth and correctness under mpirun (nccl-tests style)", zaya_cmd_bench_coll},
+    {"bench", "mem", "memory bandwidth: STREAM kernels, thread sweep, working-set sweep", zaya_cmd_bench_mem},
     {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
     {0},
 };

@@ -39,6 +39,8 @@ int zaya_cmd_tokenizer_train(int argc, char **argv);  /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_encode(int argc, char **argv); /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_decode(int argc, char **argv); /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_bench(int argc, char **argv);  /* cmd_tokenizer_bench.c */
+int zaya_cmd_bench_coll(int argc, char **argv);    /* cmd_bench_coll.c */
+int zaya_cmd_bench_mem(int argc, char **argv);     /* cmd_bench_mem.c */
 int zaya_cmd_bench_gemm(int argc, char **argv);    /* cmd_bench_gemm.c */
 
 #endif

@@ -1,0 +1,154 @@
+/* Collective microbenchmark (`zaya bench coll`), callable as a library so `zaya bench all` and the
+ * machine profile can run it.
+ *
+ * Conventions follow nccl-tests: a row's `bytes` is the whole buffer S (for reduce-scatter,
+ * all-gather and all-to-all: per-rank block x ranks), count = S / element size, algbw = S / t
+ * (GB/s, 1e9 bytes), busbw = algbw x factor (see zaya_coll_busbw_factor). Timing is per iteration:
+ * time_us is the mean over iterations, averaged over ranks; min/max are the per-rank means' extremes;
+ * p50/p99 are over iterations of the slowest rank's time in that iteration. */
+#ifndef ZAYA_BENCH_COLL_H
+#define ZAYA_BENCH_COLL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <cjson/cJSON.h>
+
+#include "zaya/dist.h"
+#include "zaya/status.h"
+
+typedef enum zaya_coll {
+    ZAYA_COLL_ALLREDUCE = 0,
+    ZAYA_COLL_REDUCESCATTER,
+    ZAYA_COLL_ALLGATHER,
+    ZAYA_COLL_BROADCAST,
+    ZAYA_COLL_REDUCE,
+    ZAYA_COLL_ALLTOALL,
+    ZAYA_COLL_SENDRECV,
+    ZAYA_COLL_COUNT
+} zaya_coll;
+
+const char *zaya_coll_name(zaya_coll c);      /* "allreduce", ... (profile keys, --coll values) */
+const char *zaya_coll_perf_name(zaya_coll c); /* "all_reduce_perf", ... (nccl-tests binary names) */
+int zaya_coll_is_reduction(zaya_coll c);
+int zaya_coll_is_rooted(zaya_coll c);
+/* "allreduce,broadcast" or "all" -> bit mask (1 << zaya_coll); unknown names are an error. */
+zaya_status zaya_coll_parse_list(const char *s, unsigned *mask);
+
+/* nccl-tests doc/PERFORMANCE.md: allreduce 2(n-1)/n; reducescatter, allgather, alltoall (n-1)/n;
+ * broadcast, reduce 1; sendrecv 1 (point-to-point: each rank's one link). */
+double zaya_coll_busbw_factor(zaya_coll c, int nranks);
+double zaya_coll_algbw_gbps(int64_t bytes, double time_us);
+
+/* Buffer shape of one row: bytes is rounded down so blocks divide evenly. */
+typedef struct zaya_coll_shape {
+    int64_t bytes, count;            /* S and S / element size */
+    int64_t send_count, recv_count;  /* elements of each rank's send and receive buffers */
+    int64_t block;                   /* per-rank block (reduce-scatter, all-gather, all-to-all) */
+} zaya_coll_shape;
+zaya_coll_shape zaya_coll_shape_for(zaya_coll c, int64_t bytes, int nranks, zaya_dist_dtype t);
+
+/* ---- exact correctness check ----
+ * Input element i of rank r is v = m / 8 with m a small integer drawn from Philox(seed, r, i):
+ * |m| <= min(128, 256 / nranks) for sum/avg (every partial sum, in any order, is an integer of
+ * magnitude <= 256, exact in bf16 and f32), m in {+-4, +-8, +-16} for prod (v = +-1/2, +-1, +-2: every
+ * product is a power of two), |m| <= 128 otherwise. The expected results are therefore exact, and
+ * avg's expected value applies the documented rounding of dist.h. */
+float zaya_coll_input_value(uint64_t seed, int rank, int64_t index, zaya_redop op, int nranks);
+/* Writes rank's input. in_place selects the in-place layout (all-gather: own block at rank*block
+ * inside a recv_count buffer; all others: the send layout). */
+void zaya_coll_fill_input(zaya_coll c, const zaya_coll_shape *s, void *buf, int in_place, zaya_dist_dtype t,
+                          zaya_redop op, int root, int rank, int nranks, uint64_t seed);
+/* Fills n elements with NaN so outputs a collective failed to write are counted wrong. */
+void zaya_coll_poison(void *buf, int64_t n, zaya_dist_dtype t);
+/* Expected value of output element j of `rank`. */
+float zaya_coll_expected(zaya_coll c, const zaya_coll_shape *s, int64_t j, zaya_dist_dtype t, zaya_redop op,
+                         int root, int rank, int nranks, uint64_t seed);
+/* Number of wrong output elements on this rank (0 for non-root ranks of reduce). */
+int64_t zaya_coll_count_wrong(zaya_coll c, const zaya_coll_shape *s, const void *out, zaya_dist_dtype t,
+                              zaya_redop op, int root, int rank, int nranks, uint64_t seed);
+
+/* ---- running ---- */
+typedef struct zaya_coll_timing {
+    double time_us, min_us, max_us, p50_us, p99_us;
+    double algbw, busbw;
+    int64_t wrong; /* -1: not checked */
+} zaya_coll_timing;
+
+typedef struct zaya_coll_result {
+    zaya_coll coll;
+    int nranks, spread; /* spread: strided sub-group placement */
+    zaya_dist_dtype dtype;
+    zaya_redop op;
+    int root;            /* -1 for collectives without a root */
+    int64_t bytes, count;
+    zaya_coll_timing oop, ip;
+    double bare_us;      /* the same operation as a bare MPI loop (out-of-place); 0 when not run */
+} zaya_coll_result;
+
+typedef struct zaya_coll_results {
+    zaya_coll_result *rows;
+    int n, cap;
+} zaya_coll_results;
+void zaya_coll_results_free(zaya_coll_results *r);
+
+typedef struct zaya_coll_opts {
+    int64_t min_bytes, max_bytes;
+    double step_factor;  /* > 1: multiply; otherwise step_bytes is added */
+    int64_t step_bytes;
+    int iters, warmup, check_iters;
+    int blocking;        /* 0: non-blocking start + wait (nccl-tests default), 1: blocking calls */
+    int bare;            /* run the bare MPI overhead check */
+    int inject_wrong;    /* self-test: the last rank corrupts one output element before each check */
+    uint64_t seed;
+} zaya_coll_opts;
+void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check */
+
+typedef struct zaya_coll_plan {
+    unsigned colls;           /* mask of zaya_coll */
+    unsigned dtypes;          /* mask of 1 << zaya_dist_dtype */
+    unsigned ops;             /* mask of 1 << zaya_redop (reductions only) */
+    int root;
+    int sweep;                /* rank counts 2, 4, ..., world (else world only) */
+    unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups) */
+    zaya_coll_opts opts;
+} zaya_coll_plan;
+
+/* Runs the whole plan; collective over `world`. On rank 0, `table` (may be NULL) receives the
+ * nccl-tests style output and `out` every row (other ranks get the rows of groups they joined). */
+zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *plan, zaya_coll_results *out,
+                                FILE *table);
+/* One size sweep of one collective on communicator c (every rank of c calls). */
+zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root,
+                                  int spread, const zaya_coll_opts *o, zaya_coll_results *out, FILE *table);
+
+/* Summary over the rows of one (coll, ranks, placement, dtype, op) group. */
+typedef struct zaya_coll_summary {
+    zaya_coll coll;
+    int nranks, spread;
+    zaya_dist_dtype dtype;
+    zaya_redop op;
+    int64_t latency_bytes;       /* smallest size */
+    double latency_us;           /* mean time at the smallest size */
+    double latency_p50_us;       /* its median over iterations (robust to preemption) */
+    double peak_busbw;
+    int64_t peak_bytes;
+    int64_t saturation_bytes;    /* smallest size reaching 90% of peak busbw */
+    double overhead_ratio;       /* median over sizes of zaya / bare time; 0 when not measured */
+    double overhead_ratio_large; /* the same over sizes >= 64 KiB (0 if none) */
+    int64_t wrong;
+} zaya_coll_summary;
+/* Fills up to cap summaries (one per group, in row order); returns how many. */
+int zaya_coll_summarize(const zaya_coll_results *r, zaya_coll_summary *s, int cap);
+void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n);
+
+/* coll.json, coll.csv and PNG plots in dir (rank 0 only). Plot failures only warn. */
+zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_plan *plan, int world_size,
+                                  const char *dir);
+
+/* The machine profile's "collectives" object (docs/profile-format.md): one array per collective
+ * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place). */
+cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
+/* Reads it back (validating every field) into rows with oop timings filled. */
+zaya_status zaya_bench_coll_profile_parse(const cJSON *collectives, zaya_coll_results *out);
+
+#endif

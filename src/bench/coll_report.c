@@ -1,0 +1,350 @@
+/* Results of `zaya bench coll`: per-collective summary, coll.json / coll.csv, plots, and the
+ * machine profile's "collectives" object. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "zaya/bench_coll.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/log.h"
+#include "zaya/plot.h"
+
+static int same_group(const zaya_coll_result *a, const zaya_coll_result *b) {
+    return a->coll == b->coll && a->nranks == b->nranks && a->spread == b->spread && a->dtype == b->dtype &&
+           a->op == b->op;
+}
+
+static double median(double *v, int n) {
+    if (n == 0) return 0;
+    for (int i = 1; i < n; i++) /* insertion sort: a few dozen sizes at most */
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int zaya_coll_summarize(const zaya_coll_results *r, zaya_coll_summary *out, int cap) {
+    int ns = 0;
+    for (int i = 0; i < r->n && ns < cap;) {
+        int j = i;
+        while (j < r->n && same_group(&r->rows[i], &r->rows[j])) j++;
+        zaya_coll_summary s = {.coll = r->rows[i].coll, .nranks = r->rows[i].nranks, .spread = r->rows[i].spread,
+                               .dtype = r->rows[i].dtype, .op = r->rows[i].op};
+        s.latency_bytes = r->rows[i].bytes;
+        s.latency_us = r->rows[i].oop.time_us;
+        s.latency_p50_us = r->rows[i].oop.p50_us;
+        for (int k = i; k < j; k++) {
+            const zaya_coll_result *row = &r->rows[k];
+            if (row->oop.busbw > s.peak_busbw) {
+                s.peak_busbw = row->oop.busbw;
+                s.peak_bytes = row->bytes;
+            }
+            s.wrong += (row->oop.wrong > 0 ? row->oop.wrong : 0) + (row->ip.wrong > 0 ? row->ip.wrong : 0);
+        }
+        for (int k = i; k < j; k++)
+            if (r->rows[k].oop.busbw >= 0.9 * s.peak_busbw) {
+                s.saturation_bytes = r->rows[k].bytes;
+                break;
+            }
+        double *ratios = malloc(sizeof(double) * (size_t)(2 * (j - i)) + 1);
+        if (ratios) {
+            int na = 0, nl = 0;
+            double *large = ratios + (j - i);
+            for (int k = i; k < j; k++) {
+                if (r->rows[k].bare_us <= 0) continue;
+                double q = r->rows[k].oop.time_us / r->rows[k].bare_us;
+                ratios[na++] = q;
+                if (r->rows[k].bytes >= 65536) large[nl++] = q;
+            }
+            s.overhead_ratio = median(ratios, na);
+            s.overhead_ratio_large = median(large, nl);
+            free(ratios);
+        }
+        out[ns++] = s;
+        i = j;
+    }
+    return ns;
+}
+
+static void fmt_bytes(char *buf, size_t cap, int64_t b) {
+    if (b >= (1ll << 30) && b % (1ll << 30) == 0) snprintf(buf, cap, "%lldG", (long long)(b >> 30));
+    else if (b >= (1ll << 20) && b % (1ll << 20) == 0) snprintf(buf, cap, "%lldM", (long long)(b >> 20));
+    else if (b >= (1ll << 10) && b % (1ll << 10) == 0) snprintf(buf, cap, "%lldK", (long long)(b >> 10));
+    else snprintf(buf, cap, "%lld", (long long)b);
+}
+
+void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
+    fprintf(f, "# Summary (out-of-place; saturation = smallest size reaching 90%% of peak busbw; zaya/bare = median "
+               "time ratio against a bare MPI loop, all sizes | sizes >= 64K)\n");
+    fprintf(f, "# %-13s %5s %6s %5s %5s %9s %9s %6s %11s %6s %6s %7s %7s %6s\n", "collective", "ranks", "place",
+            "type", "redop", "lat(us)", "lat p50", "@size", "peak(GB/s)", "@size", "sat", "z/bare", ">=64K", "#wrong");
+    for (int i = 0; i < n; i++) {
+        char lb[32], pb[32], sb[32];
+        fmt_bytes(lb, sizeof lb, s[i].latency_bytes);
+        fmt_bytes(pb, sizeof pb, s[i].peak_bytes);
+        fmt_bytes(sb, sizeof sb, s[i].saturation_bytes);
+        fprintf(f, "  %-13s %5d %6s %5s %5s %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld\n",
+                zaya_coll_name(s[i].coll), s[i].nranks, s[i].spread ? "spread" : "packed", zaya_dist_dtype_name(s[i].dtype),
+                zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].latency_us,
+                s[i].latency_p50_us, lb,
+                s[i].peak_busbw, pb, sb, s[i].overhead_ratio, s[i].overhead_ratio_large, (long long)s[i].wrong);
+    }
+}
+
+static cJSON *timing_json(const zaya_coll_timing *t) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "time_us", t->time_us);
+    cJSON_AddNumberToObject(o, "min_us", t->min_us);
+    cJSON_AddNumberToObject(o, "max_us", t->max_us);
+    cJSON_AddNumberToObject(o, "p50_us", t->p50_us);
+    cJSON_AddNumberToObject(o, "p99_us", t->p99_us);
+    cJSON_AddNumberToObject(o, "algbw_GBps", t->algbw);
+    cJSON_AddNumberToObject(o, "busbw_GBps", t->busbw);
+    cJSON_AddNumberToObject(o, "wrong", (double)t->wrong);
+    return o;
+}
+
+static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *p, int world, const char *path,
+                              const zaya_coll_summary *sum, int nsum) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "zaya-bench-coll");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "backend", zaya_dist_backend_name());
+    cJSON_AddNumberToObject(root, "world_size", world);
+    cJSON *o = cJSON_AddObjectToObject(root, "options");
+    cJSON_AddNumberToObject(o, "min_bytes", (double)p->opts.min_bytes);
+    cJSON_AddNumberToObject(o, "max_bytes", (double)p->opts.max_bytes);
+    cJSON_AddNumberToObject(o, "step_factor", p->opts.step_factor);
+    cJSON_AddNumberToObject(o, "step_bytes", (double)p->opts.step_bytes);
+    cJSON_AddNumberToObject(o, "iters", p->opts.iters);
+    cJSON_AddNumberToObject(o, "warmup", p->opts.warmup);
+    cJSON_AddNumberToObject(o, "check_iters", p->opts.check_iters);
+    cJSON_AddNumberToObject(o, "blocking", p->opts.blocking);
+    cJSON_AddNumberToObject(o, "seed", (double)p->opts.seed);
+    cJSON_AddBoolToObject(o, "sweep", p->sweep);
+    int64_t wrong = 0;
+    cJSON *rows = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < r->n; i++) {
+        const zaya_coll_result *x = &r->rows[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "coll", zaya_coll_name(x->coll));
+        cJSON_AddNumberToObject(e, "ranks", x->nranks);
+        cJSON_AddStringToObject(e, "placement", x->spread ? "spread" : "packed");
+        cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(x->dtype));
+        cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none");
+        cJSON_AddNumberToObject(e, "root", x->root);
+        cJSON_AddNumberToObject(e, "bytes", (double)x->bytes);
+        cJSON_AddNumberToObject(e, "count", (double)x->count);
+        cJSON_AddItemToObject(e, "out_of_place", timing_json(&x->oop));
+        cJSON_AddItemToObject(e, "in_place", timing_json(&x->ip));
+        cJSON_AddNumberToObject(e, "bare_mpi_us", x->bare_us);
+        cJSON_AddNumberToObject(e, "overhead_ratio", x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
+        cJSON_AddItemToArray(rows, e);
+        wrong += (x->oop.wrong > 0 ? x->oop.wrong : 0) + (x->ip.wrong > 0 ? x->ip.wrong : 0);
+    }
+    cJSON_AddNumberToObject(root, "wrong_total", (double)wrong);
+    cJSON *sa = cJSON_AddArrayToObject(root, "summary");
+    for (int i = 0; i < nsum; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "coll", zaya_coll_name(sum[i].coll));
+        cJSON_AddNumberToObject(e, "ranks", sum[i].nranks);
+        cJSON_AddStringToObject(e, "placement", sum[i].spread ? "spread" : "packed");
+        cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(sum[i].dtype));
+        cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(sum[i].coll) ? zaya_redop_name(sum[i].op) : "none");
+        cJSON_AddNumberToObject(e, "latency_us", sum[i].latency_us);
+        cJSON_AddNumberToObject(e, "latency_p50_us", sum[i].latency_p50_us);
+        cJSON_AddNumberToObject(e, "latency_bytes", (double)sum[i].latency_bytes);
+        cJSON_AddNumberToObject(e, "peak_busbw_GBps", sum[i].peak_busbw);
+        cJSON_AddNumberToObject(e, "peak_bytes", (double)sum[i].peak_bytes);
+        cJSON_AddNumberToObject(e, "saturation_bytes", (double)sum[i].saturation_bytes);
+        cJSON_AddNumberToObject(e, "overhead_ratio", sum[i].overhead_ratio);
+        cJSON_AddNumberToObject(e, "overhead_ratio_ge64K", sum[i].overhead_ratio_large);
+        cJSON_AddNumberToObject(e, "wrong", (double)sum[i].wrong);
+        cJSON_AddItemToArray(sa, e);
+    }
+    zaya_status st = zaya_json_write_file(path, root, 1);
+    cJSON_Delete(root);
+    return st;
+}
+
+static zaya_status write_csv(const zaya_coll_results *r, const char *path) {
+    size_t cap = 512 + (size_t)r->n * 512, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory writing '%s'", path);
+    len += (size_t)snprintf(buf + len, cap - len,
+                            "coll,ranks,placement,dtype,op,root,bytes,count,"
+                            "oop_time_us,oop_min_us,oop_max_us,oop_p50_us,oop_p99_us,oop_algbw_GBps,oop_busbw_GBps,"
+                            "oop_wrong,ip_time_us,ip_min_us,ip_max_us,ip_p50_us,ip_p99_us,ip_algbw_GBps,ip_busbw_GBps,"
+                            "ip_wrong,bare_mpi_us,overhead_ratio\n");
+    for (int i = 0; i < r->n; i++) {
+        const zaya_coll_result *x = &r->rows[i];
+        const zaya_coll_timing *t[2] = {&x->oop, &x->ip};
+        len += (size_t)snprintf(buf + len, cap - len, "%s,%d,%s,%s,%s,%d,%lld,%lld", zaya_coll_name(x->coll),
+                                x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype),
+                                zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none", x->root,
+                                (long long)x->bytes, (long long)x->count);
+        for (int k = 0; k < 2; k++)
+            len += (size_t)snprintf(buf + len, cap - len, ",%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%lld", t[k]->time_us,
+                                    t[k]->min_us, t[k]->max_us, t[k]->p50_us, t[k]->p99_us, t[k]->algbw, t[k]->busbw,
+                                    (long long)t[k]->wrong);
+        len += (size_t)snprintf(buf + len, cap - len, ",%.3f,%.4f\n", x->bare_us,
+                                x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
+    }
+    zaya_status st = zaya_write_file_atomic(path, buf, len);
+    free(buf);
+    return st;
+}
+
+/* One PNG per collective: one line per (ranks, placement, dtype, op) group. */
+static void write_plots(const zaya_coll_results *r, const char *dir) {
+    int n = r->n;
+    double *x = malloc(sizeof(double) * (size_t)(n + 1) * 2), *y = x ? x + n + 1 : NULL;
+    double *xl = malloc(sizeof(double) * (size_t)(n + 1) * 2), *yl = xl ? xl + n + 1 : NULL;
+    zaya_plot_series *bw = malloc(sizeof *bw * (size_t)(n + 1)), *lat = malloc(sizeof *lat * (size_t)(n + 1));
+    char(*titles)[96] = malloc(sizeof *titles * (size_t)(n + 1));
+    if (!x || !xl || !bw || !lat || !titles) goto done;
+    for (int coll = 0; coll < ZAYA_COLL_COUNT; coll++) {
+        int nb = 0, used = 0, usedl = 0;
+        for (int i = 0; i < n;) {
+            int j = i;
+            while (j < n && same_group(&r->rows[i], &r->rows[j])) j++;
+            if (r->rows[i].coll == (zaya_coll)coll) {
+                const zaya_coll_result *g = &r->rows[i];
+                snprintf(titles[nb], sizeof titles[nb], "%d ranks %s %s%s%s", g->nranks, g->spread ? "spread" : "packed",
+                         zaya_dist_dtype_name(g->dtype), zaya_coll_is_reduction(g->coll) ? " " : "",
+                         zaya_coll_is_reduction(g->coll) ? zaya_redop_name(g->op) : "");
+                bw[nb] = (zaya_plot_series){titles[nb], x + used, y + used, 0};
+                lat[nb] = (zaya_plot_series){titles[nb], xl + usedl, yl + usedl, 0};
+                for (int k = i; k < j; k++) {
+                    x[used] = (double)r->rows[k].bytes;
+                    y[used++] = r->rows[k].oop.busbw;
+                    bw[nb].n++;
+                    if (r->rows[k].bytes <= 65536) {
+                        xl[usedl] = (double)r->rows[k].bytes;
+                        yl[usedl++] = r->rows[k].oop.time_us;
+                        lat[nb].n++;
+                    }
+                }
+                nb++;
+            }
+            i = j;
+        }
+        if (!nb) continue;
+        char path[4096], title[128];
+        snprintf(title, sizeof title, "%s: bus bandwidth vs message size", zaya_coll_name((zaya_coll)coll));
+        zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", 2, 0, 1};
+        char name[64];
+        snprintf(name, sizeof name, "coll_%s_busbw.png", zaya_coll_name((zaya_coll)coll));
+        int any_bw = 0; /* one rank moves no bus bytes: an all-zero plot says nothing */
+        for (int k = 0; k < used; k++) any_bw |= y[k] > 0;
+        if (any_bw && zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK && zaya_plot_lines(path, &o, bw, nb) != ZAYA_OK)
+            ZAYA_WARN("plot skipped: %s", zaya_error_message());
+        snprintf(title, sizeof title, "%s: latency at small sizes (<= 64 KiB)", zaya_coll_name((zaya_coll)coll));
+        zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", 2, 1, 1};
+        snprintf(name, sizeof name, "coll_%s_latency.png", zaya_coll_name((zaya_coll)coll));
+        int any = 0;
+        for (int s = 0; s < nb; s++) any |= lat[s].n > 0;
+        if (any && zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK &&
+            zaya_plot_lines(path, &ol, lat, nb) != ZAYA_OK)
+            ZAYA_WARN("plot skipped: %s", zaya_error_message());
+    }
+done:
+    free(x);
+    free(xl);
+    free(bw);
+    free(lat);
+    free(titles);
+}
+
+zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_plan *p, int world, const char *dir) {
+    ZAYA_TRY(zaya_mkdir_p(dir));
+    char path[4096];
+    int cap = r->n > 0 ? r->n : 1;
+    zaya_coll_summary *sum = malloc(sizeof *sum * (size_t)cap);
+    if (!sum) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory");
+    int ns = zaya_coll_summarize(r, sum, cap);
+    zaya_status st = zaya_path_join(path, sizeof path, dir, "coll.json");
+    if (st == ZAYA_OK) st = write_json(r, p, world, path, sum, ns);
+    free(sum);
+    ZAYA_TRY(st);
+    ZAYA_TRY(zaya_path_join(path, sizeof path, dir, "coll.csv"));
+    ZAYA_TRY(write_csv(r, path));
+    write_plots(r, dir);
+    return ZAYA_OK;
+}
+
+cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r) {
+    cJSON *root = cJSON_CreateObject();
+    for (int i = 0; i < r->n; i++) {
+        const zaya_coll_result *x = &r->rows[i];
+        const char *name = zaya_coll_name(x->coll);
+        cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, name);
+        if (!arr) arr = cJSON_AddArrayToObject(root, name);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "ranks", x->nranks);
+        cJSON_AddNumberToObject(e, "bytes", (double)x->bytes);
+        cJSON_AddNumberToObject(e, "time_us", x->oop.time_us);
+        cJSON_AddNumberToObject(e, "algbw_GBps", x->oop.algbw);
+        cJSON_AddNumberToObject(e, "busbw_GBps", x->oop.busbw);
+        cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(x->dtype));
+        cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none");
+        cJSON_AddStringToObject(e, "placement", x->spread ? "spread" : "packed");
+        cJSON_AddItemToArray(arr, e);
+    }
+    return root;
+}
+
+zaya_status zaya_bench_coll_profile_parse(const cJSON *coll, zaya_coll_results *out) {
+    memset(out, 0, sizeof *out);
+    if (!cJSON_IsObject(coll)) return zaya_error_set(ZAYA_EFORMAT, "profile: 'collectives' must be an object");
+    const cJSON *arr;
+    cJSON_ArrayForEach(arr, coll) {
+        int c = -1;
+        for (int k = 0; k < ZAYA_COLL_COUNT; k++)
+            if (!strcmp(arr->string, zaya_coll_name((zaya_coll)k))) c = k;
+        if (c < 0) return zaya_error_set(ZAYA_EFORMAT, "profile: unknown collective '%s'", arr->string);
+        if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "profile: collectives.%s must be an array", arr->string);
+        int idx = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, arr) {
+            zaya_coll_result row = {.coll = (zaya_coll)c, .root = -1};
+            const char *dt = "float", *op = "sum", *pl = "packed";
+            int64_t bytes = 0;
+            zaya_status st = zaya_json_get_int(e, "ranks", &row.nranks, 1);
+            if (st == ZAYA_OK) st = zaya_json_get_i64(e, "bytes", &bytes, 1);
+            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "time_us", &row.oop.time_us, 1);
+            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "algbw_GBps", &row.oop.algbw, 1);
+            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "busbw_GBps", &row.oop.busbw, 1);
+            if (st == ZAYA_OK) st = zaya_json_get_str(e, "dtype", &dt, 0);
+            if (st == ZAYA_OK) st = zaya_json_get_str(e, "op", &op, 0);
+            if (st == ZAYA_OK) st = zaya_json_get_str(e, "placement", &pl, 0);
+            if (st == ZAYA_OK) st = zaya_dist_dtype_parse(dt, &row.dtype);
+            if (st == ZAYA_OK && strcmp(op, "none")) st = zaya_redop_parse(op, &row.op);
+            if (st == ZAYA_OK && row.nranks < 1) st = zaya_error_set(ZAYA_EFORMAT, "ranks must be >= 1");
+            if (st == ZAYA_OK && bytes < 0) st = zaya_error_set(ZAYA_EFORMAT, "bytes must be >= 0");
+            if (st != ZAYA_OK) {
+                zaya_coll_results_free(out);
+                return zaya_error_context(st, "profile: collectives.%s[%d]", arr->string, idx);
+            }
+            row.bytes = bytes;
+            row.count = bytes / (int64_t)zaya_dist_dtype_size(row.dtype);
+            row.spread = !strcmp(pl, "spread");
+            row.oop.wrong = row.ip.wrong = -1;
+            if (out->n == out->cap) {
+                int cap = out->cap ? 2 * out->cap : 32;
+                zaya_coll_result *rows = realloc(out->rows, (size_t)cap * sizeof *rows);
+                if (!rows) {
+                    zaya_coll_results_free(out);
+                    return zaya_error_set(ZAYA_ENOMEM, "profile: out of memory");
+                }
+                out->rows = rows;
+                out->cap = cap;
+            }
+            out->rows[out->n++] = row;
+            idx++;
+        }
+    }
+    return ZAYA_OK;
+}

@@ -1,0 +1,403 @@
+/* Timing loop of `zaya bench coll`: per-iteration times of the zaya call (and, interleaved
+ * iteration by iteration, the same operation as a bare MPI call), then the exact check. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sched.h>
+
+#include "dist/dist_mpi.h"
+#include "zaya/alloc.h"
+#include "zaya/bench_coll.h"
+#include "zaya/timer.h"
+
+void zaya_coll_opts_default(zaya_coll_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->min_bytes = 8;
+    o->max_bytes = 1 << 20;
+    o->step_factor = 2.0;
+    o->step_bytes = 1 << 20;
+    o->iters = 20;
+    o->warmup = 5;
+    o->check_iters = 1;
+    o->blocking = 0;
+    o->bare = 1;
+    o->seed = 1234;
+}
+
+void zaya_coll_results_free(zaya_coll_results *r) {
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
+
+static zaya_status results_push(zaya_coll_results *r, const zaya_coll_result *row) {
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 64;
+        zaya_coll_result *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
+        if (!rows) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory for results");
+        r->rows = rows;
+        r->cap = cap;
+    }
+    r->rows[r->n++] = *row;
+    return ZAYA_OK;
+}
+
+/* One call of the collective through the zaya layer. */
+static zaya_status run_zaya(const zaya_comm *c, zaya_coll coll, const zaya_coll_shape *s, const void *sb, void *rb,
+                            zaya_dist_dtype t, zaya_redop op, int root, int blocking) {
+    zaya_dist_request req;
+    int n = c->size, r = c->rank;
+    switch (coll) {
+    case ZAYA_COLL_ALLREDUCE:
+        if (blocking) return zaya_allreduce(c, sb, rb, s->count, t, op);
+        ZAYA_TRY(zaya_iallreduce(c, sb, rb, s->count, t, op, &req));
+        return zaya_dist_wait(&req);
+    case ZAYA_COLL_REDUCESCATTER:
+        if (blocking) return zaya_reduce_scatter(c, sb, rb, s->block, t, op);
+        ZAYA_TRY(zaya_ireduce_scatter(c, sb, rb, s->block, t, op, &req));
+        return zaya_dist_wait(&req);
+    case ZAYA_COLL_ALLGATHER:
+        if (blocking) return zaya_allgather(c, sb, rb, s->block, t);
+        ZAYA_TRY(zaya_iallgather(c, sb, rb, s->block, t, &req));
+        return zaya_dist_wait(&req);
+    case ZAYA_COLL_BROADCAST:
+        if (blocking) return zaya_broadcast(c, rb, s->count, t, root);
+        ZAYA_TRY(zaya_ibroadcast(c, rb, s->count, t, root, &req));
+        return zaya_dist_wait(&req);
+    case ZAYA_COLL_REDUCE: return zaya_reduce(c, sb, rb, s->count, t, op, root);
+    case ZAYA_COLL_ALLTOALL: return zaya_alltoall(c, sb, rb, s->block, t);
+    case ZAYA_COLL_SENDRECV: return zaya_sendrecv(c, sb, (r + 1) % n, rb, (r - 1 + n) % n, s->count, t, 7);
+    default: return zaya_error_set(ZAYA_EINVAL, "bad collective %d", (int)coll);
+    }
+}
+
+/* The same operation written directly against MPI: the reference for the overhead check. */
+static int run_bare(const zaya_comm *c, zaya_coll coll, const zaya_coll_shape *s, const void *sb, void *rb,
+                    zaya_dist_dtype t, zaya_redop op, int root, int blocking) {
+    MPI_Datatype dt = zaya_dist_mpi_dtype(t);
+    MPI_Op mop = zaya_dist_mpi_op(t, op);
+    MPI_Request req;
+    int n = c->size, r = c->rank, rc;
+    switch (coll) {
+    case ZAYA_COLL_ALLREDUCE:
+        if (blocking) return MPI_Allreduce(sb, rb, (int)s->count, dt, mop, c->comm);
+        rc = MPI_Iallreduce(sb, rb, (int)s->count, dt, mop, c->comm, &req);
+        return rc ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case ZAYA_COLL_REDUCESCATTER:
+        if (blocking) return MPI_Reduce_scatter_block(sb, rb, (int)s->block, dt, mop, c->comm);
+        rc = MPI_Ireduce_scatter_block(sb, rb, (int)s->block, dt, mop, c->comm, &req);
+        return rc ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case ZAYA_COLL_ALLGATHER:
+        if (blocking) return MPI_Allgather(sb, (int)s->block, dt, rb, (int)s->block, dt, c->comm);
+        rc = MPI_Iallgather(sb, (int)s->block, dt, rb, (int)s->block, dt, c->comm, &req);
+        return rc ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case ZAYA_COLL_BROADCAST:
+        if (blocking) return MPI_Bcast(rb, (int)s->count, dt, root, c->comm);
+        rc = MPI_Ibcast(rb, (int)s->count, dt, root, c->comm, &req);
+        return rc ? rc : MPI_Wait(&req, MPI_STATUS_IGNORE);
+    case ZAYA_COLL_REDUCE: return MPI_Reduce(sb, rb, (int)s->count, dt, mop, root, c->comm);
+    case ZAYA_COLL_ALLTOALL: return MPI_Alltoall(sb, (int)s->block, dt, rb, (int)s->block, dt, c->comm);
+    case ZAYA_COLL_SENDRECV:
+        return MPI_Sendrecv(sb, (int)s->count, dt, (r + 1) % n, 7, rb, (int)s->count, dt, (r - 1 + n) % n, 7, c->comm,
+                            MPI_STATUS_IGNORE);
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reduces per-iteration times (seconds) over ranks into the timing fields (microseconds). */
+static void time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
+    double mean = 0;
+    for (int i = 0; i < iters; i++) mean += times[i];
+    mean /= iters;
+    double mn, mx, sum;
+    MPI_Allreduce(&mean, &mn, 1, MPI_DOUBLE, MPI_MIN, c->comm);
+    MPI_Allreduce(&mean, &mx, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    MPI_Allreduce(&mean, &sum, 1, MPI_DOUBLE, MPI_SUM, c->comm);
+    /* An iteration is as slow as its slowest rank. */
+    MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX, c->comm);
+    qsort(times, (size_t)iters, sizeof *times, cmp_double);
+    int i50 = (iters * 50 + 99) / 100 - 1, i99 = (iters * 99 + 99) / 100 - 1;
+    tm->time_us = sum / c->size * 1e6;
+    tm->min_us = mn * 1e6;
+    tm->max_us = mx * 1e6;
+    tm->p50_us = times[i50 < 0 ? 0 : i50] * 1e6;
+    tm->p99_us = times[i99 < 0 ? 0 : i99] * 1e6;
+}
+
+typedef struct variant_ctx {
+    const zaya_comm *c;
+    zaya_coll coll;
+    zaya_dist_dtype t;
+    zaya_redop op;
+    int root;
+    const zaya_coll_opts *o;
+    void *sendbuf, *recvbuf;
+    double *times, *bare_times;
+} variant_ctx;
+
+static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_place, zaya_coll_timing *tm,
+                               double *bare_us) {
+    const zaya_comm *c = v->c;
+    const zaya_coll_opts *o = v->o;
+    /* Broadcast has one buffer in MPI: both variants broadcast in place. */
+    int ip_layout = in_place || v->coll == ZAYA_COLL_BROADCAST;
+    void *in = ip_layout ? v->recvbuf : v->sendbuf;
+    const void *sb = in_place ? v->recvbuf : v->sendbuf;
+    if (v->coll == ZAYA_COLL_ALLGATHER && in_place)
+        sb = (char *)v->recvbuf + (size_t)c->rank * (size_t)s->block * zaya_dist_dtype_size(v->t);
+    zaya_coll_fill_input(v->coll, s, in, ip_layout, v->t, v->op, v->root, c->rank, c->size, o->seed);
+
+    for (int i = 0; i < o->warmup; i++) ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+    ZAYA_TRY(zaya_comm_barrier(c));
+    int bare = o->bare && !in_place;
+    for (int i = 0; i < o->iters; i++) {
+        /* The first call of a pair also absorbs the ranks' arrival skew: alternate which goes first
+         * so neither side of the overhead ratio carries that bias. */
+        for (int k = 0; k < 1 + bare; k++) {
+            int is_bare = bare && ((i + k) % 2 == 1);
+            uint64_t t0 = zaya_now_ns();
+            if (is_bare) {
+                int rc = run_bare(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking);
+                if (rc != MPI_SUCCESS)
+                    return zaya_error_set(ZAYA_EMPI, "bare MPI %s of %lld bytes failed (code %d)",
+                                          zaya_coll_name(v->coll), (long long)s->bytes, rc);
+            } else {
+                ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+            }
+            uint64_t t1 = zaya_now_ns();
+            (is_bare ? v->bare_times : v->times)[i] = (double)(t1 - t0) * 1e-9;
+        }
+    }
+    time_stats(c, v->times, o->iters, tm);
+    if (bare) {
+        zaya_coll_timing bt;
+        time_stats(c, v->bare_times, o->iters, &bt);
+        *bare_us = bt.time_us;
+    }
+    tm->algbw = zaya_coll_algbw_gbps(s->bytes, tm->time_us);
+    tm->busbw = tm->algbw * zaya_coll_busbw_factor(v->coll, c->size);
+
+    tm->wrong = -1;
+    if (o->check_iters > 0) {
+        int64_t wrong = 0;
+        for (int k = 0; k < o->check_iters; k++) {
+            zaya_coll_fill_input(v->coll, s, in, ip_layout, v->t, v->op, v->root, c->rank, c->size, o->seed + (uint64_t)k);
+            if (!ip_layout) zaya_coll_poison(v->recvbuf, s->recv_count, v->t);
+            ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+            if (o->inject_wrong && c->rank == c->size - 1 && (v->coll != ZAYA_COLL_REDUCE || c->rank == v->root)) {
+                if (v->t == ZAYA_DIST_BF16) ((uint16_t *)v->recvbuf)[0] ^= 0x0100; /* flips one exponent bit */
+                else ((float *)v->recvbuf)[0] += 1.0f;
+            }
+            wrong += zaya_coll_count_wrong(v->coll, s, v->recvbuf, v->t, v->op, v->root, c->rank, c->size,
+                                           o->seed + (uint64_t)k);
+        }
+        long long w = wrong, total = 0;
+        MPI_Allreduce(&w, &total, 1, MPI_LONG_LONG, MPI_SUM, c->comm);
+        tm->wrong = total;
+    }
+    return ZAYA_OK;
+}
+
+static void fmt_time(char *buf, size_t cap, double us) {
+    if (us < 1e4) snprintf(buf, cap, "%7.2f", us);
+    else if (us < 1e5) snprintf(buf, cap, "%7.1f", us);
+    else snprintf(buf, cap, "%7.0f", us);
+}
+
+static void print_variant(FILE *f, const zaya_coll_timing *tm) {
+    char t[32], w[32];
+    fmt_time(t, sizeof t, tm->time_us);
+    if (tm->wrong < 0) snprintf(w, sizeof w, "N/A");
+    else snprintf(w, sizeof w, "%lld", (long long)tm->wrong);
+    fprintf(f, "  %7s  %6.2f  %6.2f  %6s", t, tm->algbw, tm->busbw, w);
+}
+
+static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op,
+                               int spread, const zaya_coll_opts *o) {
+    fprintf(f, "# Collective test starting: %s\n", zaya_coll_perf_name(coll));
+    if (o->step_factor > 1)
+        fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %g(factor) warmup iters: %d iters: %d "
+                   "agg iters: 1 validation: %d graph: 0\n",
+                (long long)o->min_bytes, (long long)o->max_bytes, o->step_factor, o->warmup, o->iters,
+                o->check_iters > 0);
+    else
+        fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %lld(bytes) warmup iters: %d iters: %d "
+                   "agg iters: 1 validation: %d graph: 0\n",
+                (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
+                o->check_iters > 0);
+    fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n#\n", c->size,
+            spread ? "spread" : "packed", zaya_dist_backend_name(), o->blocking, zaya_dist_dtype_name(t),
+            zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none");
+    fprintf(f, "#                                                              out-of-place                       "
+               "in-place          \n");
+    fprintf(f, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
+               "algbw   busbw #wrong\n");
+    fprintf(f, "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  "
+               "(GB/s)  (GB/s)       \n");
+}
+
+static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
+    if (o->step_factor > 1) {
+        int64_t nb = (int64_t)((double)b * o->step_factor);
+        return nb > b ? nb : b + 1;
+    }
+    return b + (o->step_bytes > 0 ? o->step_bytes : 1);
+}
+
+zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root,
+                                  int spread, const zaya_coll_opts *o, zaya_coll_results *out, FILE *table) {
+    if (o->iters < 1) return zaya_error_set(ZAYA_EINVAL, "bench coll: iterations must be >= 1 (got %d)", o->iters);
+    if (o->min_bytes < 1 || o->max_bytes < o->min_bytes)
+        return zaya_error_set(ZAYA_EINVAL, "bench coll: bad size range %lld..%lld bytes", (long long)o->min_bytes,
+                              (long long)o->max_bytes);
+    if (zaya_coll_is_rooted(coll) && (root < 0 || root >= c->size))
+        return zaya_error_set(ZAYA_EINVAL, "bench coll: root %d outside a group of %d ranks", root, c->size);
+    if (!zaya_coll_is_rooted(coll)) root = -1;
+    if (!zaya_coll_is_reduction(coll)) op = ZAYA_REDOP_SUM;
+
+    zaya_coll_shape big = zaya_coll_shape_for(coll, o->max_bytes, c->size, t);
+    int64_t elems = big.send_count > big.recv_count ? big.send_count : big.recv_count;
+    size_t bytes = (size_t)(elems > 0 ? elems : 1) * zaya_dist_dtype_size(t);
+    variant_ctx v = {c, coll, t, op, root < 0 ? 0 : root, o, zaya_malloc(bytes), zaya_malloc(bytes),
+                     zaya_malloc((size_t)o->iters * sizeof(double)), zaya_malloc((size_t)o->iters * sizeof(double))};
+    zaya_status st = ZAYA_OK;
+    if (!v.sendbuf || !v.recvbuf || !v.times || !v.bare_times) {
+        st = zaya_error_set(ZAYA_ENOMEM, "bench coll: cannot allocate 2 x %zu bytes of buffers", bytes);
+        goto done;
+    }
+    memset(v.sendbuf, 0, bytes);
+    memset(v.recvbuf, 0, bytes);
+    FILE *tf = c->world_rank == 0 ? table : NULL;
+    if (tf) print_block_header(tf, c, coll, t, op, spread, o);
+    int64_t wrong_total = 0, prev_bytes = -1;
+    double busbw_sum = 0;
+    int nsizes = 0;
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+        zaya_coll_shape s = zaya_coll_shape_for(coll, b, c->size, t);
+        if (s.count == 0 || s.bytes == prev_bytes) continue; /* too small to split, or a repeat */
+        prev_bytes = s.bytes;
+        zaya_coll_result row = {.coll = coll, .nranks = c->size, .spread = spread, .dtype = t, .op = op,
+                                .root = root, .bytes = s.bytes, .count = s.count};
+        st = run_variant(&v, &s, 0, &row.oop, &row.bare_us);
+        if (st == ZAYA_OK) st = run_variant(&v, &s, 1, &row.ip, &row.bare_us);
+        if (st != ZAYA_OK) {
+            zaya_error_context(st, "%s, %d ranks, %lld bytes", zaya_coll_name(coll), c->size, (long long)s.bytes);
+            goto done;
+        }
+        if (!o->bare) row.bare_us = 0;
+        if ((st = results_push(out, &row)) != ZAYA_OK) goto done;
+        wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
+        busbw_sum += row.oop.busbw + row.ip.busbw;
+        nsizes += 2;
+        if (tf) {
+            fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
+                    zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
+            print_variant(tf, &row.oop);
+            print_variant(tf, &row.ip);
+            fprintf(tf, "\n");
+            fflush(tf);
+        }
+    }
+    if (tf) {
+        fprintf(tf, "# Out of bounds values : %lld %s\n", (long long)wrong_total, wrong_total ? "FAILED" : "OK");
+        fprintf(tf, "# Avg bus bandwidth    : %g \n#\n", nsizes ? busbw_sum / nsizes : 0.0);
+        fflush(tf);
+    }
+done:
+    zaya_free(v.sendbuf);
+    zaya_free(v.recvbuf);
+    zaya_free(v.times);
+    zaya_free(v.bare_times);
+    return st;
+}
+
+/* Ranks outside the current group wait here without spinning, so they do not steal cores from the
+ * ranks being measured (this matters when ranks outnumber cores). */
+static zaya_status idle_barrier(const zaya_comm *world) {
+    MPI_Request req;
+    int rc = MPI_Ibarrier(world->comm, &req);
+    if (rc != MPI_SUCCESS) return zaya_error_set(ZAYA_EMPI, "bench coll: barrier failed (code %d)", rc);
+    for (;;) {
+        int done = 0;
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) return ZAYA_OK;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void print_devices(FILE *f, const zaya_comm *world) {
+    char line[256], host[64] = "?", model[96] = "cpu";
+    gethostname(host, sizeof host - 1);
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    if (ci) {
+        char buf[256];
+        while (fgets(buf, sizeof buf, ci)) {
+            char *colon = strchr(buf, ':');
+            if (!strncmp(buf, "model name", 10) && colon) {
+                snprintf(model, sizeof model, "%s", colon + 2);
+                model[strcspn(model, "\n")] = 0;
+                break;
+            }
+        }
+        fclose(ci);
+    }
+    snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] %s", world->rank, (int)getpid(),
+             host, sched_getcpu(), model);
+    char *all = world->rank == 0 ? malloc((size_t)world->size * sizeof line) : NULL;
+    MPI_Gather(line, (int)sizeof line, MPI_CHAR, all, (int)sizeof line, MPI_CHAR, 0, world->comm);
+    if (all && f) {
+        fprintf(f, "# zaya bench coll: %d ranks, backend %s\n#\n# Using devices\n", world->size, zaya_dist_backend_name());
+        for (int r = 0; r < world->size; r++) fprintf(f, "%s\n", all + (size_t)r * sizeof line);
+        fprintf(f, "#\n");
+    }
+    free(all);
+}
+
+zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {
+    int n = world->size;
+    int counts[40], ncounts = 0;
+    if (p->sweep)
+        for (int k = 2; k < n && ncounts < 38; k *= 2) counts[ncounts++] = k;
+    counts[ncounts++] = n;
+    print_devices(world->rank == 0 ? table : NULL, world);
+    zaya_status st = ZAYA_OK;
+    for (int ci = 0; ci < ncounts; ci++) {
+        int k = counts[ci];
+        for (int spread = 0; spread < 2; spread++) {
+            if (!(p->placements & (1u << spread))) continue;
+            /* With all ranks (or one) packed and spread are the same group: run it once. */
+            if (spread && (k == n || k == 1) && (p->placements & 1u)) continue;
+            zaya_comm *sub = NULL;
+            st = spread ? zaya_comm_strided(world, k, &sub) : zaya_comm_first(world, k, &sub);
+            for (int coll = 0; st == ZAYA_OK && sub && coll < ZAYA_COLL_COUNT; coll++) {
+                if (!(p->colls & (1u << coll))) continue;
+                for (int t = 0; st == ZAYA_OK && t < 2; t++) {
+                    if (!(p->dtypes & (1u << t))) continue;
+                    for (int op = 0; st == ZAYA_OK && op < ZAYA_REDOP_COUNT; op++) {
+                        if (!(p->ops & (1u << op))) continue;
+                        /* A sub-group smaller than the root index uses its rank 0 as root. */
+                        int root = p->root < k ? p->root : 0;
+                        st = zaya_bench_coll_sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root,
+                                                   spread && k < n, &p->opts, out, table);
+                        if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
+                    }
+                }
+            }
+            zaya_comm_free(sub);
+            /* A failure on one rank must not leave the others waiting forever. */
+            int bad = st != ZAYA_OK, any_bad = 0;
+            zaya_status bst = idle_barrier(world);
+            MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world->comm);
+            if (st != ZAYA_OK) return st;
+            if (bst != ZAYA_OK) return bst;
+            if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
+        }
+    }
+    return ZAYA_OK;
+}

@@ -1,0 +1,151 @@
+/* zaya bench coll: collective bandwidth and correctness, nccl-tests conventions, under mpirun. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "zaya/bench_coll.h"
+#include "zaya/dist.h"
+#include "zaya/log.h"
+
+static const char *g_details =
+    "Run under MPI, e.g.\n"
+    "  mpirun -np 4 --allow-run-as-root --oversubscribe zaya bench coll -b 8 -e 64M -f 2 --coll all\n"
+    "Flags follow nccl-tests (-b -e -f -i -n -w -c -o -d -r -z). Sizes take K/M/G suffixes (binary); GB/s\n"
+    "are 1e9 bytes/s. busbw = algbw x factor: allreduce 2(n-1)/n; reducescatter, allgather, alltoall\n"
+    "(n-1)/n; broadcast, reduce, sendrecv 1. Since -o selects the reduction op (as in nccl-tests), the\n"
+    "output directory is --out. Every check iteration compares every element with its exact expected\n"
+    "value; the footer's 'Out of bounds values' counts wrong elements summed over ranks (any -> exit 1).\n"
+    "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
+    "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
+    "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
+    "In-place follows MPI: reduce-scatter leaves the result in the first block; MPI broadcasts in\n"
+    "place, so broadcast's two columns time the same call. bf16 reductions round once per pairwise\n"
+    "combine (see include/zaya/dist.h); check inputs make every expected value exact.\n"
+    "Writes coll.json, coll.csv and coll_<collective>_{busbw,latency}.png.";
+
+static int print_stats(const zaya_coll_results *r) {
+    printf("# Per-iteration timing (out-of-place, us): min/avg/max over ranks of each rank's mean; p50/p99 over "
+           "iterations of the slowest rank\n");
+    printf("# %-13s %5s %6s %5s %12s %10s %10s %10s %10s %10s %10s %7s\n", "collective", "ranks", "place", "type",
+           "size(B)", "min", "avg", "max", "p50", "p99", "bare", "z/bare");
+    for (int i = 0; i < r->n; i++) {
+        const zaya_coll_result *x = &r->rows[i];
+        printf("  %-13s %5d %6s %5s %12lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7.3f\n", zaya_coll_name(x->coll),
+               x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype), (long long)x->bytes,
+               x->oop.min_us, x->oop.time_us, x->oop.max_us, x->oop.p50_us, x->oop.p99_us, x->bare_us,
+               x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
+    }
+    return 0;
+}
+
+int zaya_cmd_bench_coll(int argc, char **argv) {
+    int64_t min_bytes = 8, max_bytes = 1 << 20, step_bytes = 0;
+    double factor = 0;
+    int iters = 20, warmup = 5, check = 1, root = 0, blocking = 0, sweep = 0, bare = 1, stats = 0, inject = 0;
+    int64_t seed = 1234;
+    const char *op_s = "sum", *dtype_s = "float", *coll_s = "allreduce", *place_s = "packed", *outdir = "out/bench-coll";
+    zaya_flag flags[] = {
+        {"minbytes", 'b', ZAYA_FLAG_BYTES, &min_bytes, "SIZE", "smallest message in bytes, K/M/G suffixes (default 8)"},
+        {"maxbytes", 'e', ZAYA_FLAG_BYTES, &max_bytes, "SIZE", "largest message in bytes (default 1M)"},
+        {"stepfactor", 'f', ZAYA_FLAG_DOUBLE, &factor, "F", "multiply the size by F each step (default 2)"},
+        {"stepbytes", 'i', ZAYA_FLAG_BYTES, &step_bytes, "SIZE", "add SIZE bytes each step instead of -f"},
+        {"iters", 'n', ZAYA_FLAG_INT, &iters, "N", "timed iterations per size (default 20)"},
+        {"warmup_iters", 'w', ZAYA_FLAG_INT, &warmup, "N", "warmup iterations per size (default 5)"},
+        {"check", 'c', ZAYA_FLAG_INT, &check, "N", "iterations whose results are checked exactly (default 1; 0 = off)"},
+        {"op", 'o', ZAYA_FLAG_STRING, &op_s, "OP", "reduction: sum, prod, min, max, avg or all (default sum)"},
+        {"datatype", 'd', ZAYA_FLAG_STRING, &dtype_s, "TYPE", "float, bf16 or all (default float)"},
+        {"root", 'r', ZAYA_FLAG_INT, &root, "R", "root of broadcast and reduce (default 0)"},
+        {"blocking", 'z', ZAYA_FLAG_INT, &blocking, "0|1", "1: blocking calls; 0: non-blocking start + wait (default 0)"},
+        {"coll", 0, ZAYA_FLAG_STRING, &coll_s, "LIST",
+         "allreduce,reducescatter,allgather,broadcast,reduce,alltoall,sendrecv or all (default allreduce)"},
+        {"sweep", 0, ZAYA_FLAG_BOOL, &sweep, NULL, "also run on sub-groups of 2, 4, ... ranks"},
+        {"placement", 0, ZAYA_FLAG_STRING, &place_s, "P", "sub-group placement: packed, spread or both (default packed)"},
+        {"bare", 0, ZAYA_FLAG_INT, &bare, "0|1", "time the bare MPI loop for the overhead ratio (default 1)"},
+        {"stats", 0, ZAYA_FLAG_BOOL, &stats, NULL, "print the per-iteration timing table (min/avg/max, p50/p99)"},
+        {"seed", 0, ZAYA_FLAG_I64, &seed, "S", "seed of the check inputs (default 1234)"},
+        {"inject-wrong", 0, ZAYA_FLAG_BOOL, &inject, NULL,
+         "self-test of the check: the last rank corrupts one output element before each check (must FAIL)"},
+        {"out", 0, ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-coll)"},
+    };
+    zaya_cmd_spec spec = {"bench coll", "collective bandwidth, latency and exact correctness (nccl-tests style)",
+                          "[options]", g_details, flags, (int)(sizeof flags / sizeof flags[0])};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+
+    zaya_coll_plan plan = {0};
+    zaya_coll_opts_default(&plan.opts);
+    if (factor != 0 && step_bytes != 0) return zaya_flags_usage_error(&spec, "use either -f or -i, not both");
+    if (factor != 0 && factor <= 1) return zaya_flags_usage_error(&spec, "-f must be > 1 (got %g)", factor);
+    if (min_bytes < 1) return zaya_flags_usage_error(&spec, "-b must be at least 1 byte");
+    if (max_bytes < min_bytes)
+        return zaya_flags_usage_error(&spec, "-e %lld is smaller than -b %lld", (long long)max_bytes, (long long)min_bytes);
+    if (iters < 1 || warmup < 0 || check < 0) return zaya_flags_usage_error(&spec, "-n must be >= 1, -w and -c >= 0");
+    if (blocking != 0 && blocking != 1) return zaya_flags_usage_error(&spec, "-z takes 0 or 1");
+    plan.opts.min_bytes = min_bytes;
+    plan.opts.max_bytes = max_bytes;
+    plan.opts.step_factor = step_bytes ? 0 : (factor ? factor : 2.0);
+    plan.opts.step_bytes = step_bytes;
+    plan.opts.iters = iters;
+    plan.opts.warmup = warmup;
+    plan.opts.check_iters = check;
+    plan.opts.blocking = blocking;
+    plan.opts.bare = bare != 0;
+    plan.opts.seed = (uint64_t)seed;
+    plan.opts.inject_wrong = inject;
+    plan.root = root;
+    plan.sweep = sweep;
+    if (zaya_coll_parse_list(coll_s, &plan.colls) != ZAYA_OK)
+        return zaya_flags_usage_error(&spec, "--coll: %s", zaya_error_message());
+    if (!strcmp(op_s, "all")) plan.ops = (1u << ZAYA_REDOP_COUNT) - 1;
+    else {
+        zaya_redop op;
+        if (zaya_redop_parse(op_s, &op) != ZAYA_OK) return zaya_flags_usage_error(&spec, "-o: %s", zaya_error_message());
+        plan.ops = 1u << op;
+    }
+    if (!strcmp(dtype_s, "all")) plan.dtypes = 3;
+    else {
+        zaya_dist_dtype t;
+        if (zaya_dist_dtype_parse(dtype_s, &t) != ZAYA_OK)
+            return zaya_flags_usage_error(&spec, "-d: %s", zaya_error_message());
+        plan.dtypes = 1u << t;
+    }
+    if (!strcmp(place_s, "packed")) plan.placements = 1;
+    else if (!strcmp(place_s, "spread")) plan.placements = 2;
+    else if (!strcmp(place_s, "both")) plan.placements = 3;
+    else return zaya_flags_usage_error(&spec, "--placement: unknown placement '%s' (packed, spread or both)", place_s);
+
+    zaya_comm *world = NULL;
+    if (zaya_dist_init(NULL, NULL, &world) != ZAYA_OK) {
+        fprintf(stderr, "zaya bench coll: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
+    if (root < 0 || root >= size) {
+        if (rank == 0) fprintf(stderr, "zaya bench coll: error: root %d outside the %d ranks\n", root, size);
+        zaya_dist_finalize(world);
+        return 1;
+    }
+    zaya_coll_results res = {0};
+    zaya_status st = zaya_bench_coll_run(world, &plan, &res, stdout);
+    int64_t wrong = 0;
+    if (st == ZAYA_OK && rank == 0) {
+        for (int i = 0; i < res.n; i++)
+            wrong += (res.rows[i].oop.wrong > 0 ? res.rows[i].oop.wrong : 0) +
+                     (res.rows[i].ip.wrong > 0 ? res.rows[i].ip.wrong : 0);
+        zaya_coll_summary sum[256];
+        int ns = zaya_coll_summarize(&res, sum, 256);
+        zaya_coll_print_summary(stdout, sum, ns);
+        if (stats) print_stats(&res);
+        printf("# Out of bounds values (all tests) : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
+        st = zaya_bench_coll_write(&res, &plan, size, outdir);
+        if (st == ZAYA_OK) printf("# results written to %s (coll.json, coll.csv, plots)\n", outdir);
+        fflush(stdout);
+    }
+    if (st != ZAYA_OK) fprintf(stderr, "zaya bench coll: error: %s\n", zaya_error_message());
+    zaya_coll_results_free(&res);
+    zaya_dist_finalize(world);
+    return st != ZAYA_OK || wrong ? 1 : 0;
+}

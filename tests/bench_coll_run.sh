@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Short runs of `zaya bench coll` and `zaya bench mem` with their results checked.
+#   bench_coll_run.sh MPIEXEC ZAYA NP MODE
+# MODE: check   every collective, both dtypes, all ops: 0 wrong values in the table and in coll.json
+#       sweep   rank-count sweep with packed and spread groups: rows for every group size
+#       inject  --inject-wrong: the run must FAIL and count the corrupted elements
+#       badsize -b 4X must be rejected with exit 2 naming the suffix
+#       mem     short bench mem: validated STREAM figures in mem.json
+set -u
+mpiexec="$1"; zaya="$2"; np="$3"; mode="$4"
+out=$(mktemp -d /tmp/zaya_bench_XXXXXX)
+trap 'rm -rf "$out"' EXIT
+mpirun=("$mpiexec" -np "$np" --allow-run-as-root --oversubscribe)
+py=/usr/bin/python3
+fail() { echo "FAIL: $*"; exit 1; }
+json() { "$py" -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+
+case "$mode" in
+check)
+  "${mpirun[@]}" "$zaya" bench coll -b 8 -e 16K -f 4 -n 3 -w 1 -c 2 --coll all -d all -o all --out "$out" >"$out/log" 2>&1
+  rc=$?; cat "$out/log"
+  [ $rc = 0 ] || fail "exit code $rc"
+  grep -q "# Out of bounds values (all tests) : 0 OK" "$out/log" || fail "footer does not report 0 wrong"
+  grep -q "FAILED" "$out/log" && fail "a block FAILED"
+  [ "$(json "$out/coll.json" "d['wrong_total']")" = 0 ] || fail "coll.json wrong_total != 0"
+  # every row was checked (wrong == 0, not -1): 38 (collective, dtype, op) groups x up to 6 sizes
+  bad=$(json "$out/coll.json" "sum(1 for r in d['results'] if r['out_of_place']['wrong']!=0 or r['in_place']['wrong']!=0)")
+  rows=$(json "$out/coll.json" "len(d['results'])")
+  [ "$bad" = 0 ] || fail "$bad rows not checked or wrong"
+  [ "$rows" -ge 200 ] || fail "only $rows rows"
+  groups=$(json "$out/coll.json" "len(d['summary'])")
+  [ "$groups" = 38 ] || fail "expected 38 groups, got $groups"
+  head -1 "$out/coll.csv" | grep -q "^coll,ranks,placement" || fail "coll.csv header"
+  [ -s "$out/coll_allreduce_busbw.png" ] || fail "no busbw plot";;
+sweep)
+  "${mpirun[@]}" "$zaya" bench coll -b 1K -e 64K -n 3 -w 1 --coll allreduce,alltoall --sweep --placement both --out "$out" >"$out/log" 2>&1
+  rc=$?; cat "$out/log"
+  [ $rc = 0 ] || fail "exit code $rc"
+  groups=$(json "$out/coll.json" "sorted(set((s['ranks'],s['placement']) for s in d['summary']))")
+  echo "groups: $groups"
+  [ "$groups" = "[(2, 'packed'), (2, 'spread'), (4, 'packed')]" ] || fail "unexpected groups $groups";;
+inject)
+  "${mpirun[@]}" "$zaya" bench coll -b 8 -e 64 -n 2 -w 1 --coll allreduce,allgather --inject-wrong --out "$out" >"$out/log" 2>&1
+  rc=$?; cat "$out/log"
+  [ $rc != 0 ] || fail "a corrupted result did not fail the run"
+  grep -q "Out of bounds values : [1-9][0-9]* FAILED" "$out/log" || fail "footer does not report FAILED"
+  # one corrupted element per checked variant: 2 collectives x 4 sizes x 2 variants (allgather's
+  # smallest size is skipped when 8 bytes cannot be split over the ranks)
+  w=$(json "$out/coll.json" "d['wrong_total']")
+  n=$(json "$out/coll.json" "2*len(d['results'])")
+  [ "$w" = "$n" ] || fail "wrong_total $w, expected $n";;
+badsize)
+  msg=$("$zaya" bench coll -b 4X 2>&1); rc=$?
+  echo "$msg"
+  [ $rc = 2 ] || fail "exit $rc, want 2"
+  grep -q "unknown size suffix 'X'" <<<"$msg" || fail "message does not name the suffix";;
+mem)
+  "$zaya" bench mem --threads 2 --ntimes 3 --array-bytes 8M --ws-min 16K --ws-max 4M --out "$out" >"$out/log" 2>&1
+  rc=$?; cat "$out/log"
+  [ $rc = 0 ] || fail "exit code $rc"
+  [ "$(json "$out/mem.json" "all(s['validated'] for s in d['stream'])")" = True ] || fail "not validated"
+  [ "$(json "$out/mem.json" "d['memory']['triad_GBps'] > 0")" = True ] || fail "no triad figure"
+  grep -q "NON-CONFORMING" "$out/log" || fail "small arrays must be labelled non-conforming"
+  [ -s "$out/mem.csv" ] && [ -s "$out/mem_ws.csv" ] || fail "csv missing";;
+*) fail "unknown mode $mode";;
+esac
+echo "ok: $mode"

@@ -1,0 +1,350 @@
+/* bench coll: nccl-tests bandwidth formulas, buffer shapes, the exact-check generator (including
+ * detection of deliberately wrong outputs), bf16 reduction semantics against an independent
+ * double-precision rounding, the size parser, and the machine-profile JSON round trip. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/flags.h"
+#include "testutil.h"
+#include "zaya/bench_coll.h"
+#include "zaya/bench_mem.h"
+#include "zaya/bf16.h"
+#include "zaya/json.h"
+#include "zaya/rng.h"
+
+static void test_formulas(void) {
+    /* Factors from nccl-tests doc/PERFORMANCE.md, written out for n = 1, 2, 4, 8. */
+    const double ar[4] = {0.0, 1.0, 1.5, 1.75}, nm1[4] = {0.0, 0.5, 0.75, 0.875};
+    const int ns[4] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; i++) {
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_ALLREDUCE, ns[i]) == ar[i], "allreduce n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_REDUCESCATTER, ns[i]) == nm1[i], "reducescatter n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_ALLGATHER, ns[i]) == nm1[i], "allgather n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_ALLTOALL, ns[i]) == nm1[i], "alltoall n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_BROADCAST, ns[i]) == 1.0, "broadcast n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_REDUCE, ns[i]) == 1.0, "reduce n=%d", ns[i]);
+        CHECK(zaya_coll_busbw_factor(ZAYA_COLL_SENDRECV, ns[i]) == 1.0, "sendrecv n=%d", ns[i]);
+    }
+    CHECK(fabs(zaya_coll_busbw_factor(ZAYA_COLL_ALLREDUCE, 3) - 4.0 / 3.0) < 1e-15, "allreduce n=3");
+    /* 1e9 bytes in one second is 1 GB/s (1e9, not 2^30). */
+    CHECK(fabs(zaya_coll_algbw_gbps(1000000000, 1e6) - 1.0) < 1e-12, "algbw");
+    CHECK(fabs(zaya_coll_algbw_gbps(1 << 20, 100.0) - 10.48576) < 1e-9, "algbw 1 MiB / 100 us");
+
+    /* Shapes: S is the whole buffer; blocks divide it evenly (rounded down). */
+    zaya_coll_shape s = zaya_coll_shape_for(ZAYA_COLL_ALLGATHER, 1 << 20, 4, ZAYA_DIST_F32);
+    CHECK(s.block == 65536 && s.count == 262144 && s.send_count == 65536 && s.recv_count == 262144 &&
+              s.bytes == 1 << 20, "allgather shape");
+    s = zaya_coll_shape_for(ZAYA_COLL_REDUCESCATTER, 100, 3, ZAYA_DIST_F32);
+    CHECK(s.block == 8 && s.count == 24 && s.bytes == 96 && s.send_count == 24 && s.recv_count == 8, "rs shape");
+    s = zaya_coll_shape_for(ZAYA_COLL_ALLREDUCE, 100, 3, ZAYA_DIST_BF16);
+    CHECK(s.count == 50 && s.bytes == 100, "allreduce bf16 shape");
+
+    unsigned mask = 0;
+    CHECK(zaya_coll_parse_list("allreduce,sendrecv", &mask) == ZAYA_OK &&
+              mask == ((1u << ZAYA_COLL_ALLREDUCE) | (1u << ZAYA_COLL_SENDRECV)), "coll list");
+    CHECK(zaya_coll_parse_list("all", &mask) == ZAYA_OK && mask == 0x7f, "all");
+    CHECK(zaya_coll_parse_list("allreduce,bogus", &mask) == ZAYA_EINVAL &&
+              strstr(zaya_error_message(), "'bogus'"), "bad name: %s", zaya_error_message());
+}
+
+/* ---- independent simulation of each collective from every rank's input buffer ---- */
+
+static float ld(const void *b, int64_t i, zaya_dist_dtype t) {
+    return t == ZAYA_DIST_BF16 ? zaya_bf16_to_f32(((const uint16_t *)b)[i]) : ((const float *)b)[i];
+}
+static void st(void *b, int64_t i, float v, zaya_dist_dtype t) {
+    if (t == ZAYA_DIST_BF16) ((uint16_t *)b)[i] = zaya_f32_to_bf16(v);
+    else ((float *)b)[i] = v;
+}
+
+/* Combines ranks in reverse order (not the generator's order), in the dtype's own arithmetic. */
+static float reduce_ref(void **in, int n, int64_t idx, zaya_dist_dtype t, zaya_redop op) {
+    float acc = ld(in[n - 1], idx, t);
+    for (int r = n - 2; r >= 0; r--) {
+        float v = ld(in[r], idx, t);
+        if (t == ZAYA_DIST_BF16) {
+            acc = zaya_bf16_to_f32(zaya_bf16_combine(zaya_f32_to_bf16(acc), zaya_f32_to_bf16(v), op));
+        } else if (op == ZAYA_REDOP_PROD) acc *= v;
+        else if (op == ZAYA_REDOP_MIN) acc = fminf(acc, v);
+        else if (op == ZAYA_REDOP_MAX) acc = fmaxf(acc, v);
+        else acc += v;
+    }
+    if (op == ZAYA_REDOP_AVG) {
+        acc /= (float)n;
+        if (t == ZAYA_DIST_BF16) acc = zaya_bf16_to_f32(zaya_f32_to_bf16(acc));
+    }
+    return acc;
+}
+
+static void simulate(zaya_coll c, const zaya_coll_shape *s, void **in, void *out, int rank, int n, int root,
+                     zaya_dist_dtype t, zaya_redop op) {
+    int64_t b = s->block;
+    for (int64_t j = 0; j < s->recv_count; j++) {
+        float v = NAN;
+        switch (c) {
+        case ZAYA_COLL_ALLREDUCE:
+        case ZAYA_COLL_REDUCE: v = reduce_ref(in, n, j, t, op); break;
+        case ZAYA_COLL_REDUCESCATTER: v = reduce_ref(in, n, rank * b + j, t, op); break;
+        case ZAYA_COLL_ALLGATHER: v = ld(in[j / b], j % b, t); break;
+        case ZAYA_COLL_BROADCAST: v = ld(in[root], j, t); break;
+        case ZAYA_COLL_ALLTOALL: v = ld(in[j / b], rank * b + j % b, t); break;
+        case ZAYA_COLL_SENDRECV: v = ld(in[(rank - 1 + n) % n], j, t); break;
+        default: break;
+        }
+        st(out, j, v, t);
+    }
+}
+
+static void test_exact_check(void) {
+    const int ns[5] = {1, 2, 3, 4, 8};
+    int64_t cases = 0;
+    for (int ni = 0; ni < 5; ni++) {
+        int n = ns[ni], root = n > 1 ? 1 : 0;
+        for (int c = 0; c < ZAYA_COLL_COUNT; c++)
+            for (int t = 0; t < 2; t++)
+                for (int op = 0; op < ZAYA_REDOP_COUNT; op++) {
+                    if (!zaya_coll_is_reduction((zaya_coll)c) && op > 0) break;
+                    zaya_dist_dtype dt = (zaya_dist_dtype)t;
+                    zaya_coll_shape s = zaya_coll_shape_for((zaya_coll)c, 4 * 37 * n, n, dt);
+                    size_t bytes = (size_t)(s.send_count > s.recv_count ? s.send_count : s.recv_count) * 4 + 64;
+                    void *in[8], *out = malloc(bytes);
+                    for (int r = 0; r < n; r++) {
+                        in[r] = malloc(bytes);
+                        zaya_coll_fill_input((zaya_coll)c, &s, in[r], 0, dt, (zaya_redop)op, root, r, n, 99);
+                    }
+                    /* Broadcast inputs are the root's only; other ranks' buffers start poisoned. */
+                    for (int rank = 0; rank < n; rank++) {
+                        simulate((zaya_coll)c, &s, in, out, rank, n, root, dt, (zaya_redop)op);
+                        int64_t w = zaya_coll_count_wrong((zaya_coll)c, &s, out, dt, (zaya_redop)op, root, rank, n, 99);
+                        CHECK(w == 0, "%s n=%d %s %s rank %d: %lld wrong on a correct result",
+                              zaya_coll_name((zaya_coll)c), n, zaya_dist_dtype_name(dt), zaya_redop_name((zaya_redop)op),
+                              rank, (long long)w);
+                        int counted = !(c == ZAYA_COLL_REDUCE && rank != root);
+                        /* A deliberately wrong element is detected: one bf16/f32 ulp-sized change. */
+                        int64_t k = s.recv_count / 2;
+                        if (dt == ZAYA_DIST_BF16) ((uint16_t *)out)[k] ^= 1;
+                        else ((float *)out)[k] = nextafterf(((float *)out)[k], INFINITY);
+                        w = zaya_coll_count_wrong((zaya_coll)c, &s, out, dt, (zaya_redop)op, root, rank, n, 99);
+                        CHECK(w == counted, "%s n=%d: one wrong element counted as %lld", zaya_coll_name((zaya_coll)c), n,
+                              (long long)w);
+                        /* A collective that wrote nothing is wrong everywhere. */
+                        zaya_coll_poison(out, s.recv_count, dt);
+                        w = zaya_coll_count_wrong((zaya_coll)c, &s, out, dt, (zaya_redop)op, root, rank, n, 99);
+                        CHECK(w == (counted ? s.recv_count : 0), "%s: unwritten output counted %lld",
+                              zaya_coll_name((zaya_coll)c), (long long)w);
+                        cases++;
+                    }
+                    /* In-place all-gather layout: own block in place, the rest poisoned. */
+                    if (c == ZAYA_COLL_ALLGATHER) {
+                        zaya_coll_fill_input((zaya_coll)c, &s, out, 1, dt, (zaya_redop)op, root, n - 1, n, 99);
+                        for (int64_t j = 0; j < s.recv_count; j++) {
+                            int mine = j / s.block == n - 1;
+                            float v = ld(out, j, dt);
+                            CHECK(mine ? v == ld(in[n - 1], j % s.block, dt) : isnan(v), "in-place allgather layout");
+                            if (!(mine ? v == ld(in[n - 1], j % s.block, dt) : isnan(v))) break;
+                        }
+                    }
+                    for (int r = 0; r < n; r++) free(in[r]);
+                    free(out);
+                }
+    }
+    CHECK(cases > 300, "only %lld cases ran", (long long)cases);
+
+    /* Generator ranges: sums of any subset stay integers/8 with |m| <= 256 (exact in bf16). */
+    for (int n = 1; n <= 64; n *= 2) {
+        int worst = 0;
+        for (int64_t i = 0; i < 2000; i++) {
+            int pos = 0, neg = 0;
+            for (int r = 0; r < n; r++) {
+                float v = zaya_coll_input_value(7, r, i, ZAYA_REDOP_SUM, n);
+                int m = (int)(v * 8);
+                CHECK(m == v * 8, "sum input %g is not a multiple of 1/8", v);
+                if (m > 0) pos += m; else neg -= m;
+            }
+            if (pos > worst) worst = pos;
+            if (neg > worst) worst = neg;
+        }
+        CHECK(worst <= 256, "n=%d: a partial sum reaches %d/8", n, worst);
+    }
+    for (int64_t i = 0; i < 1000; i++) {
+        float v = zaya_coll_input_value(7, 3, i, ZAYA_REDOP_PROD, 4);
+        CHECK(fabsf(v) == 0.5f || fabsf(v) == 1.0f || fabsf(v) == 2.0f, "prod input %g", v);
+    }
+}
+
+/* Round-to-nearest-even of a double onto the bf16 grid (normal range), written independently of
+ * bf16.h: 8 significant bits. */
+static double rne_bf16_ref(double x) {
+    if (x == 0 || !isfinite(x)) return x;
+    int e;
+    double m = frexp(x, &e); /* x = m 2^e, 0.5 <= |m| < 1 */
+    double y = ldexp(m, 8), r = nearbyint(y); /* default rounding mode is to nearest, ties to even */
+    return ldexp(r, e - 8);
+}
+
+static uint16_t random_bf16(uint64_t i, int emin, int emax) {
+    uint32_t u = zaya_rng_u32_at(5, 1, i);
+    int e = emin + (int)(u % (uint32_t)(emax - emin + 1));
+    uint16_t mant = (uint16_t)((u >> 8) & 0x7f), sign = (uint16_t)((u >> 16) & 1);
+    return (uint16_t)((sign << 15) | ((uint16_t)(e + 127) << 7) | mant);
+}
+
+static void test_bf16_semantics(void) {
+    int bad_sum = 0, bad_prod = 0, bad_minmax = 0;
+    for (uint64_t i = 0; i < 200000; i++) {
+        /* Exponents spread over [-40, 40] so gaps beyond 16 (where f32 itself rounds) occur often. */
+        uint16_t a = random_bf16(2 * i, -40, 40), b = random_bf16(2 * i + 1, -40, 40);
+        double x = zaya_bf16_to_f32(a), y = zaya_bf16_to_f32(b);
+        if (zaya_bf16_to_f32(zaya_bf16_combine(a, b, ZAYA_REDOP_SUM)) != rne_bf16_ref(x + y)) bad_sum++;
+        if (zaya_bf16_to_f32(zaya_bf16_combine(a, b, ZAYA_REDOP_PROD)) != rne_bf16_ref(x * y)) bad_prod++;
+        if (zaya_bf16_to_f32(zaya_bf16_combine(a, b, ZAYA_REDOP_MIN)) != fmin(x, y) ||
+            zaya_bf16_to_f32(zaya_bf16_combine(a, b, ZAYA_REDOP_MAX)) != fmax(x, y))
+            bad_minmax++;
+    }
+    CHECK(bad_sum == 0, "%d sums not correctly rounded", bad_sum);
+    CHECK(bad_prod == 0, "%d products not correctly rounded", bad_prod);
+    CHECK(bad_minmax == 0, "%d min/max wrong", bad_minmax);
+    /* Ties go to even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7. */
+    CHECK(zaya_bf16_combine(0x3f80, zaya_f32_to_bf16(0x1p-8f), ZAYA_REDOP_SUM) == 0x3f80, "tie to even (down)");
+    CHECK(zaya_bf16_combine(0x3f81, zaya_f32_to_bf16(0x1p-8f), ZAYA_REDOP_SUM) == 0x3f82, "tie to even (up)");
+    CHECK(zaya_bf16_combine(0x7f7f, 0x7f7f, ZAYA_REDOP_SUM) == 0x7f80, "overflow to +inf");
+    /* The documented bound for an n-rank sum: |err| <= gamma_{n-1} sum |x|, u = 2^-8. */
+    const double u = 1.0 / 256;
+    int viol = 0;
+    for (uint64_t trial = 0; trial < 20000; trial++) {
+        const int n = 8;
+        uint16_t acc = random_bf16(1000000 + trial * n, -4, 4);
+        double exact = zaya_bf16_to_f32(acc), abs_sum = fabs(exact);
+        for (int r = 1; r < n; r++) {
+            uint16_t v = random_bf16(1000000 + trial * n + (uint64_t)r, -4, 4);
+            exact += zaya_bf16_to_f32(v);
+            abs_sum += fabs(zaya_bf16_to_f32(v));
+            acc = zaya_bf16_combine(acc, v, ZAYA_REDOP_SUM);
+        }
+        double gamma = (n - 1) * u / (1 - (n - 1) * u);
+        if (fabs(zaya_bf16_to_f32(acc) - exact) > gamma * abs_sum) viol++;
+    }
+    CHECK(viol == 0, "%d 8-rank sums exceed the gamma_7 bound", viol);
+}
+
+static void test_size_parser(void) {
+    int64_t v = 0;
+    CHECK(zaya_parse_bytes("64K", &v) == ZAYA_OK && v == 65536, "64K");
+    CHECK(zaya_parse_bytes("128M", &v) == ZAYA_OK && v == 128ll << 20, "128M");
+    CHECK(zaya_parse_bytes("1G", &v) == ZAYA_OK && v == 1ll << 30, "1G");
+    CHECK(zaya_parse_bytes("8", &v) == ZAYA_OK && v == 8, "8");
+    CHECK(zaya_parse_bytes("4X", &v) == ZAYA_EINVAL && strstr(zaya_error_message(), "unknown size suffix 'X'"),
+          "bad suffix: %s", zaya_error_message());
+    CHECK(zaya_parse_bytes("12KiB", &v) == ZAYA_EINVAL && strstr(zaya_error_message(), "trailing"), "KiB: %s",
+          zaya_error_message());
+    CHECK(zaya_parse_bytes("-5", &v) == ZAYA_EINVAL, "negative");
+    CHECK(zaya_parse_bytes("M", &v) == ZAYA_EINVAL, "no digits");
+}
+
+static int close14(double a, double b) { return fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b)); }
+
+static void test_profile_roundtrip(void) {
+    zaya_stream_result m = {.threads = 2, .elems = 1 << 24, .validated = 1};
+    for (int k = 0; k < ZAYA_MEM_KERNELS; k++) m.best_GBps[k] = 10.0 + k * 1.234567891234;
+    zaya_coll_results r = {0};
+    zaya_coll_result rows[3] = {
+        {.coll = ZAYA_COLL_ALLREDUCE, .nranks = 2, .dtype = ZAYA_DIST_F32, .op = ZAYA_REDOP_SUM, .bytes = 1024},
+        {.coll = ZAYA_COLL_ALLREDUCE, .nranks = 4, .spread = 1, .dtype = ZAYA_DIST_BF16, .op = ZAYA_REDOP_SUM,
+         .bytes = 1 << 20},
+        {.coll = ZAYA_COLL_ALLGATHER, .nranks = 4, .dtype = ZAYA_DIST_F32, .bytes = 4096},
+    };
+    for (int i = 0; i < 3; i++) {
+        rows[i].oop.time_us = 3.25 + i / 3.0;
+        rows[i].oop.algbw = zaya_coll_algbw_gbps(rows[i].bytes, rows[i].oop.time_us);
+        rows[i].oop.busbw = rows[i].oop.algbw * zaya_coll_busbw_factor(rows[i].coll, rows[i].nranks);
+    }
+    r.rows = rows;
+    r.n = 3;
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "zaya-profile");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddItemToObject(root, "memory", zaya_bench_mem_profile_json(&m));
+    cJSON_AddItemToObject(root, "collectives", zaya_bench_coll_profile_json(&r));
+    char path[] = "/tmp/zaya_profile_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd >= 0) close(fd);
+    CHECK(zaya_json_write_file(path, root, 1) == ZAYA_OK, "write profile");
+    cJSON_Delete(root);
+    cJSON *back = NULL;
+    CHECK(zaya_json_load_file(path, &back) == ZAYA_OK, "load profile: %s", zaya_error_message());
+    unlink(path);
+    if (!back) return;
+    const char *fmt = NULL;
+    CHECK(zaya_json_get_str(back, "format", &fmt, 1) == ZAYA_OK && !strcmp(fmt, "zaya-profile"), "format");
+    zaya_stream_result m2;
+    CHECK(zaya_bench_mem_profile_parse(cJSON_GetObjectItem(back, "memory"), &m2) == ZAYA_OK, "parse memory: %s",
+          zaya_error_message());
+    /* cJSON writes 15 significant digits when they parse back to within an ulp or so: compare at 1e-14. */
+    for (int k = 0; k < ZAYA_MEM_KERNELS; k++) CHECK(close14(m2.best_GBps[k], m.best_GBps[k]), "memory kernel %d", k);
+    CHECK(m2.threads == 2 && m2.elems == 1 << 24 && m2.validated == 1, "memory extras");
+    zaya_coll_results r2;
+    CHECK(zaya_bench_coll_profile_parse(cJSON_GetObjectItem(back, "collectives"), &r2) == ZAYA_OK, "parse coll: %s",
+          zaya_error_message());
+    CHECK(r2.n == 3, "rows %d", r2.n);
+    for (int i = 0; i < r2.n && i < 3; i++) {
+        /* Rows come back grouped by collective, in order within each. */
+        const zaya_coll_result *a = &r2.rows[i], *b = &rows[i];
+        CHECK(a->coll == b->coll && a->nranks == b->nranks && a->bytes == b->bytes && a->dtype == b->dtype &&
+                  a->spread == b->spread && close14(a->oop.time_us, b->oop.time_us) &&
+                  close14(a->oop.algbw, b->oop.algbw) && close14(a->oop.busbw, b->oop.busbw),
+              "row %d differs", i);
+    }
+    zaya_coll_results_free(&r2);
+
+    /* Bad input names the place and the key. */
+    cJSON *mem = cJSON_GetObjectItem(back, "memory");
+    cJSON_DeleteItemFromObject(mem, "triad_GBps");
+    CHECK(zaya_bench_mem_profile_parse(mem, &m2) != ZAYA_OK && strstr(zaya_error_message(), "triad_GBps"),
+          "missing key: %s", zaya_error_message());
+    cJSON *ar = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "collectives"), "allreduce");
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(ar, 1), "busbw_GBps");
+    CHECK(zaya_bench_coll_profile_parse(cJSON_GetObjectItem(back, "collectives"), &r2) != ZAYA_OK &&
+              strstr(zaya_error_message(), "collectives.allreduce[1]") &&
+              strstr(zaya_error_message(), "busbw_GBps"),
+          "missing busbw: %s", zaya_error_message());
+    cJSON_DeleteItemFromObject(back, "collectives");
+    cJSON *bad = cJSON_AddObjectToObject(back, "collectives");
+    cJSON_AddItemToObject(bad, "allfoo", cJSON_CreateArray());
+    CHECK(zaya_bench_coll_profile_parse(bad, &r2) != ZAYA_OK && strstr(zaya_error_message(), "'allfoo'"),
+          "unknown collective: %s", zaya_error_message());
+    cJSON_Delete(back);
+}
+
+static void test_summary(void) {
+    zaya_coll_result rows[4] = {0};
+    const double bw[4] = {0.1, 5.0, 9.5, 10.0};
+    for (int i = 0; i < 4; i++) {
+        rows[i].coll = ZAYA_COLL_ALLREDUCE;
+        rows[i].nranks = 2;
+        rows[i].bytes = 1024ll << (4 * i);
+        rows[i].oop.busbw = bw[i];
+        rows[i].oop.time_us = 10.0 + i;
+        rows[i].bare_us = (10.0 + i) / (1.0 + 0.01 * i);
+    }
+    zaya_coll_results r = {rows, 4, 4};
+    zaya_coll_summary s[2];
+    int n = zaya_coll_summarize(&r, s, 2);
+    CHECK(n == 1, "one group");
+    CHECK(s[0].peak_busbw == 10.0 && s[0].peak_bytes == rows[3].bytes, "peak");
+    CHECK(s[0].saturation_bytes == rows[2].bytes, "saturation: smallest size with >= 90%% of peak");
+    CHECK(s[0].latency_us == 10.0 && s[0].latency_bytes == 1024, "latency");
+    CHECK(fabs(s[0].overhead_ratio - 1.015) < 1e-12, "median ratio %g", s[0].overhead_ratio);
+}
+
+int main(void) {
+    test_formulas();
+    test_exact_check();
+    test_bf16_semantics();
+    test_size_parser();
+    test_profile_roundtrip();
+    test_summary();
+    return th_finish("coll_formulas");
+}

@@ -25,6 +25,8 @@ if [ "$mode" = model ]; then
   expect 2 "'fp8' is not f32, bf16 or all" -- "$zaya" bench gemm --dtype fp8
   expect 2 "option '-n': must be >= 1" -- "$zaya" bench gemm -n 0
   expect 2 "option '--seq'" -- "$zaya" bench gemm --seq 0
+  expect 2 "--cpu-time needs --threads 1" -- "$zaya" bench gemm --cpu-time --threads 2
+  expect 1 "selects no shapes" -- "$zaya" bench gemm --only nope -o "$tmp/o"
   cat >"$tmp/tiny.json" <<'J'
 {"model_type": "zaya", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2,
  "head_dim": 32, "num_experts": 4, "moe_intermediate_size": 64, "router_hidden_size": 32, "vocab_size": 500}

@@ -1,6 +1,7 @@
 /* Benchmark plumbing: the timer's statistics, the model GEMM list (its FLOPs per step against an
  * independent parameter count), config validation, efficiency flags and one real measurement. */
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 #include "zaya/bench_gemm.h"
@@ -16,6 +17,13 @@ static zaya_status spin_call(void *ctx) {
     return ZAYA_OK;
 }
 
+static zaya_status sleep_call(void *ctx) {
+    (void)ctx;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    return ZAYA_OK;
+}
+
 static int g_calls;
 static zaya_status failing_call(void *ctx) {
     (void)ctx;
@@ -24,7 +32,7 @@ static zaya_status failing_call(void *ctx) {
 
 static void test_timer(void) {
     double us = 200;
-    zaya_bench_opts o = {1, 7, 1e-3};
+    zaya_bench_opts o = {1, 7, 1e-3, 0};
     zaya_bench_stats st;
     CHECK(zaya_bench_time(spin_call, &us, &o, &st) == ZAYA_OK, "%s", zaya_error_message());
     CHECK(st.reps == 7, "reps %d", st.reps);
@@ -35,6 +43,16 @@ static void test_timer(void) {
     zaya_bench_stats a, b;
     CHECK(zaya_bench_time_pair(spin_call, &us, spin_call, &us2, &o, &a, &b) == ZAYA_OK, "%s", zaya_error_message());
     CHECK(a.best_s > 2.5 * b.best_s, "pair: 200 us side %.3g vs 50 us side %.3g", a.best_s, b.best_s);
+    /* The thread CPU clock does not count time spent asleep (or descheduled); the wall clock does. */
+    zaya_bench_opts oc = {1, 3, 1e-3, 1};
+    CHECK(zaya_bench_time(sleep_call, NULL, &oc, &st) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(st.best_s < 1e-4, "thread CPU time of a 1 ms sleep: %.3g s", st.best_s);
+    oc.thread_cpu = 0;
+    CHECK(zaya_bench_time(sleep_call, NULL, &oc, &st) == ZAYA_OK, "%s", zaya_error_message());
+    CHECK(st.best_s >= 0.99e-3, "wall time of a 1 ms sleep: %.3g s", st.best_s);
+    oc.thread_cpu = 1;
+    CHECK(zaya_bench_time(spin_call, &us, &oc, &st) == ZAYA_OK && st.best_s >= 150e-6 && st.best_s < 2e-3,
+          "thread CPU time of a 200 us spin: %.3g s", st.best_s);
     g_calls = 0;
     CHECK(zaya_bench_time(failing_call, NULL, &o, &st) == ZAYA_EBACKEND, "a failing callable must stop the timer");
 }
@@ -130,7 +148,7 @@ static void test_flags_and_run(void) {
     CHECK(!strcmp(r.flags, "dim%64"), "flags '%s'", r.flags);
 
     zaya_gemm_shape s = {.group = "t", .name = "x", .dtype = ZAYA_DTYPE_F32, .trans_b = 1, .m = 64, .n = 48, .k = 32, .count = 1};
-    zaya_bench_opts o = {1, 3, 1e-4};
+    zaya_bench_opts o = {1, 3, 1e-4, 0};
     CHECK(zaya_gemm_run_shape(&s, &o, 100.0, &r) == ZAYA_OK, "%s", zaya_error_message());
     CHECK(fabs(r.gflop - 2.0 * 64 * 48 * 32 * 1e-9) < 1e-15, "gflop %g", r.gflop);
     CHECK(r.gflops > 0 && r.direct_gflops > 0 && r.ratio > 0, "rates %g %g", r.gflops, r.direct_gflops);

@@ -20,6 +20,9 @@ typedef struct zaya_bench_opts {
     int warmup;          /* untimed calls first (default 2) */
     int reps;            /* timed samples (default 10) */
     double min_sample_s; /* a sample lasts at least this long (default 1e-3) */
+    int thread_cpu;      /* 1: time with the calling thread's CPU clock instead of wall time. Only
+                            meaningful when all work runs on that thread (1 thread): time spent
+                            descheduled by other tenants of a shared machine is then not counted */
 } zaya_bench_opts;
 
 typedef struct zaya_bench_stats {

@@ -156,7 +156,7 @@ zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts 
     const char *impl = "";
     /* Multi-second shapes (the LM head at long sequences) get fewer samples: their timing noise is
      * small relative to the call, and the sweep must finish. */
-    zaya_bench_opts ob = o ? *o : (zaya_bench_opts){2, 10, 1e-3};
+    zaya_bench_opts ob = o ? *o : (zaya_bench_opts){2, 10, 1e-3, 0};
     if (peak > 0 && zaya_matmul_flops(&d) * 1e-9 / peak > 0.25) {
         if (ob.reps > 3) ob.reps = 3;
         if (ob.warmup > 1) ob.warmup = 1;

@@ -186,7 +186,7 @@ zaya_status zaya_bench_matmul_peak(zaya_dtype dtype, const int64_t *sizes, int n
                                    double *gflops, int64_t *best_n) {
     static const int64_t defaults[] = {1024, 1536, 2048};
     if (!sizes || nsizes <= 0) sizes = defaults, nsizes = 3;
-    zaya_bench_opts o = opts ? *opts : (zaya_bench_opts){2, 5, 0};
+    zaya_bench_opts o = opts ? *opts : (zaya_bench_opts){2, 5, 0, 0};
     double best = 0;
     int64_t bn = 0;
     for (int i = 0; i < nsizes; i++) {

@@ -1,5 +1,6 @@
 /* Warmup + repeated samples with an inner count calibrated so each sample spans min_sample_s. */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "zaya/alloc.h"
@@ -7,8 +8,9 @@
 #include "zaya/timer.h"
 
 static zaya_bench_opts resolve_opts(const zaya_bench_opts *o) {
-    zaya_bench_opts r = {2, 10, 1e-3};
+    zaya_bench_opts r = {2, 10, 1e-3, 0};
     if (o) {
+        r.thread_cpu = o->thread_cpu;
         if (o->warmup >= 0) r.warmup = o->warmup;
         if (o->reps > 0) r.reps = o->reps;
         if (o->min_sample_s > 0) r.min_sample_s = o->min_sample_s;
@@ -21,11 +23,20 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static _Thread_local int tl_thread_cpu;
+
+static uint64_t clock_ns(void) {
+    if (!tl_thread_cpu) return zaya_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* One run of `inner` calls; returns seconds per call in *t. */
 static zaya_status sample(zaya_bench_fn fn, void *ctx, int64_t inner, double *t) {
-    uint64_t t0 = zaya_now_ns();
+    uint64_t t0 = clock_ns();
     for (int64_t i = 0; i < inner; i++) ZAYA_TRY(fn(ctx));
-    *t = (double)(zaya_now_ns() - t0) * 1e-9 / (double)inner;
+    *t = (double)(clock_ns() - t0) * 1e-9 / (double)inner;
     return ZAYA_OK;
 }
 
@@ -58,6 +69,7 @@ static void summarize(double *t, int reps, int64_t inner, zaya_bench_stats *out)
 zaya_status zaya_bench_time_pair(zaya_bench_fn fa, void *ca, zaya_bench_fn fb, void *cb, const zaya_bench_opts *opts,
                                  zaya_bench_stats *sa, zaya_bench_stats *sb) {
     zaya_bench_opts o = resolve_opts(opts);
+    tl_thread_cpu = o.thread_cpu;
     int64_t na = 0, nb = 0;
     ZAYA_TRY(calibrate(fa, ca, &o, &na));
     if (fb) ZAYA_TRY(calibrate(fb, cb, &o, &nb));

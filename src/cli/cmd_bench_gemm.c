@@ -15,7 +15,7 @@
 
 typedef struct gemm_opts {
     const char *dtype, *out, *config, *only;
-    int iters, warmup, quick, threads;
+    int iters, warmup, quick, threads, thread_cpu;
     int64_t batch, seq;
 } gemm_opts;
 
@@ -32,6 +32,7 @@ typedef struct gemm_run {
     int model;
     zaya_gemm_model cfg;
     int64_t tokens;
+    int thread_cpu;
     double overhead_us[3]; /* wrapper reusing memory objects, wrapper creating them, direct; 32^3 f32 */
 } gemm_run;
 
@@ -56,7 +57,7 @@ static zaya_status measure_overhead(gemm_run *R, const zaya_bench_opts *o) {
 /* Peak of every dtype; pass 0 before the sweep, pass 1 after it. */
 static zaya_status measure_peaks(gemm_run *R, const gemm_opts *g, int pass) {
     static const int64_t quick_sizes[] = {1024, 2048};
-    zaya_bench_opts po = {g->warmup, g->quick ? 3 : 5, 0};
+    zaya_bench_opts po = {g->warmup, g->quick ? 3 : 5, 0, g->thread_cpu};
     zaya_progress prog;
     zaya_progress_init(&prog, pass ? "peak (again)" : "peak", "dtype", R->ndt);
     for (int i = 0; i < R->ndt; i++) {
@@ -88,7 +89,7 @@ static int in_list(const char *list, const char *item) {
 }
 
 static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
-    zaya_bench_opts o = {g->warmup, g->iters, 1e-3};
+    zaya_bench_opts o = {g->warmup, g->iters, 1e-3, g->thread_cpu};
     zaya_gemm_shape *shapes = NULL;
     int n = 0;
     for (int i = 0; i < R->ndt; i++) {
@@ -235,7 +236,8 @@ static void print_flagged(const gemm_run *R, zaya_dtype dt, double step_s) {
 }
 
 static void print_summary(const gemm_run *R) {
-    printf("\npeak (best oneDNN matmul, square, measured before and after the sweep, %d threads):", zaya_threads_get());
+    printf("\npeak (best oneDNN matmul, square, measured before and after the sweep, %d threads, %s):", zaya_threads_get(),
+           R->thread_cpu ? "thread CPU time" : "wall time");
     for (int i = 0; i < R->ndt; i++)
         printf("  %s %.1f GFLOP/s (n=%lld; runs %.1f, %.1f)", dt_name(R->dtypes[i]), R->peak[i], (long long)R->peak_n[i],
                R->peak_run[0][i], R->peak_run[1][i]);
@@ -303,6 +305,7 @@ static zaya_status write_json(const gemm_run *R, const gemm_opts *g, const char 
     cJSON_AddNumberToObject(root, "iterations", g->iters);
     cJSON_AddNumberToObject(root, "warmup", g->warmup);
     cJSON_AddBoolToObject(root, "quick", g->quick);
+    cJSON_AddStringToObject(root, "clock", g->thread_cpu ? "thread_cpu" : "wall");
     cJSON *peak = cJSON_AddObjectToObject(root, "peak_gflops");
     cJSON *peak_n = cJSON_AddObjectToObject(root, "peak_n");
     for (int i = 0; i < R->ndt; i++) {
@@ -441,6 +444,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         {"iters", 'n', ZAYA_FLAG_INT, &g.iters, "N", "timed samples per shape (default: 10)"},
         {"warmup", 'w', ZAYA_FLAG_INT, &g.warmup, "N", "untimed calls per shape first (default: 2)"},
         {"quick", 0, ZAYA_FLAG_BOOL, &g.quick, NULL, "fewer and smaller shapes (default: off)"},
+        {"cpu-time", 0, ZAYA_FLAG_BOOL, &g.thread_cpu, NULL, "time with the thread CPU clock (needs --threads 1): ignores time descheduled on a shared machine (default: wall clock)"},
         {"only", 0, ZAYA_FLAG_STRING, &g.only, "GROUPS", "comma-separated shape groups to run: square,align,align_m,model (sweep) or attn,router,expert,head (--from-config) (default: all)"},
         {"from-config", 0, ZAYA_FLAG_STRING, &g.config, "CONFIG", "benchmark every GEMM of the model in this HF config.json"},
         {"batch", 0, ZAYA_FLAG_I64, &g.batch, "B", "sequences per step with --from-config (default: 1)"},
@@ -463,6 +467,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (args.npos > 0) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
     gemm_run R = {0};
+    R.thread_cpu = g.thread_cpu;
     if (!strcmp(g.dtype, "f32")) R.dtypes[0] = ZAYA_DTYPE_F32, R.ndt = 1;
     else if (!strcmp(g.dtype, "bf16")) R.dtypes[0] = ZAYA_DTYPE_BF16, R.ndt = 1;
     else if (!strcmp(g.dtype, "all")) R.dtypes[0] = ZAYA_DTYPE_F32, R.dtypes[1] = ZAYA_DTYPE_BF16, R.ndt = 2;
@@ -472,6 +477,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
     if (g.batch < 1 || g.batch > (1 << 20)) return zaya_flags_usage_error(&spec, "option '--batch': must be in [1, 1048576], got %lld", (long long)g.batch);
     if (g.seq < 1 || g.seq > (1 << 24)) return zaya_flags_usage_error(&spec, "option '--seq': must be in [1, 16777216], got %lld", (long long)g.seq);
     if (g.batch * g.seq > (1 << 24)) return zaya_flags_usage_error(&spec, "--batch x --seq = %lld tokens is more than 16M", (long long)(g.batch * g.seq));
+    if (g.thread_cpu && g.threads != 1) return zaya_flags_usage_error(&spec, "--cpu-time needs --threads 1 (all work on the timing thread)");
     zaya_threads_init(g.threads);
 
     if (g.config) {

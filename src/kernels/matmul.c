@@ -4,7 +4,7 @@
  * descriptors, so no operand is ever copied or transposed by us. alpha is a static output scale and
  * beta = 1 a sum post-op, both baked into the primitive (they are part of the cache key).
  *
- * Per-call cost is a hash lookup under a mutex plus dnnl_primitive_execute. Each cache entry owns
+ * Per-call cost is a lock-free hash lookup plus dnnl_primitive_execute. Each cache entry owns
  * three memory objects whose data handles are swapped in per call; a spin flag gives one caller at a
  * time exclusive use of them, and a concurrent caller of the same shape falls back to creating
  * short-lived memory objects of its own. */
@@ -69,7 +69,10 @@ typedef struct matmul_entry {
 
 #define CACHE_BUCKETS 1024
 static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static matmul_entry *g_buckets[CACHE_BUCKETS];
+/* Readers walk the buckets without the lock: an entry is fully built (next included) before a
+ * release store publishes it at a bucket head, and entries are only freed by cache_clear, which
+ * must not run concurrently with calls. Writers serialize on g_cache_mu. */
+static _Atomic(matmul_entry *) g_buckets[CACHE_BUCKETS];
 static int g_cache_count;
 static atomic_int g_reuse_memory = 1;
 
@@ -94,13 +97,12 @@ static void entry_free(matmul_entry *e) {
 void zaya_matmul_cache_clear(void) {
     pthread_mutex_lock(&g_cache_mu);
     for (int i = 0; i < CACHE_BUCKETS; i++) {
-        matmul_entry *e = g_buckets[i];
+        matmul_entry *e = atomic_exchange(&g_buckets[i], NULL);
         while (e) {
             matmul_entry *next = e->next;
             entry_free(e);
             e = next;
         }
-        g_buckets[i] = NULL;
     }
     g_cache_count = 0;
     pthread_mutex_unlock(&g_cache_mu);
@@ -249,39 +251,33 @@ static void make_key(const zaya_matmul_desc *r, matmul_key *k) {
     k->stride_a = r->stride_a, k->stride_b = r->stride_b, k->stride_c = r->stride_c;
 }
 
+static matmul_entry *find(size_t b, uint64_t h, const matmul_key *key) {
+    for (matmul_entry *e = atomic_load_explicit(&g_buckets[b], memory_order_acquire); e; e = e->next)
+        if (e->hash == h && !memcmp(&e->key, key, sizeof *key)) return e;
+    return NULL;
+}
+
 /* Finds or creates the entry for a resolved descriptor. */
 static zaya_status lookup(const zaya_matmul_desc *r, matmul_entry **out) {
     matmul_key key;
     make_key(r, &key);
     uint64_t h = XXH3_64bits(&key, sizeof key);
     size_t b = (size_t)(h & (CACHE_BUCKETS - 1));
-    pthread_mutex_lock(&g_cache_mu);
-    for (matmul_entry *e = g_buckets[b]; e; e = e->next) {
-        if (e->hash == h && !memcmp(&e->key, &key, sizeof key)) {
-            pthread_mutex_unlock(&g_cache_mu);
-            *out = e;
-            return ZAYA_OK;
-        }
-    }
-    pthread_mutex_unlock(&g_cache_mu);
+    if ((*out = find(b, h, &key))) return ZAYA_OK;
 
     /* Creation (milliseconds) happens outside the lock; a racing creator of the same key loses. */
     matmul_entry *fresh;
     ZAYA_TRY(create_entry(r, &key, h, &fresh));
     pthread_mutex_lock(&g_cache_mu);
-    for (matmul_entry *e = g_buckets[b]; e; e = e->next) {
-        if (e->hash == h && !memcmp(&e->key, &key, sizeof key)) {
-            pthread_mutex_unlock(&g_cache_mu);
-            entry_free(fresh);
-            *out = e;
-            return ZAYA_OK;
-        }
+    matmul_entry *e = find(b, h, &key);
+    if (!e) {
+        fresh->next = atomic_load_explicit(&g_buckets[b], memory_order_relaxed);
+        atomic_store_explicit(&g_buckets[b], fresh, memory_order_release);
+        g_cache_count++;
     }
-    fresh->next = g_buckets[b];
-    g_buckets[b] = fresh;
-    g_cache_count++;
     pthread_mutex_unlock(&g_cache_mu);
-    *out = fresh;
+    if (e) entry_free(fresh);
+    *out = e ? e : fresh;
     return ZAYA_OK;
 }
 

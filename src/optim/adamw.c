@@ -1,0 +1,32 @@
+/* AdamW over the owned ADAMW units, in torch.optim.AdamW's operation order so that results agree
+ * to rounding: decay, m lerp, v update, bias-corrected step. */
+#include <math.h>
+
+#include "optim/internal.h"
+
+void zaya_optim_step_adamw(zaya_optim *o, float *params, const float *grads, double lr, double grad_scale) {
+    const zaya_optim_config *c = &o->cfg;
+    const int64_t t = ++o->adamw_steps;
+    const double bc1 = 1.0 - pow(c->adam_beta1, (double)t), bc2 = 1.0 - pow(c->adam_beta2, (double)t);
+    const float w1 = (float)(1.0 - c->adam_beta1), b2 = (float)c->adam_beta2, w2 = (float)(1.0 - c->adam_beta2);
+    const float neg_step = (float)(-lr / bc1), bc2_sqrt = (float)sqrt(bc2), eps = (float)c->adam_eps;
+    const float gs = (float)grad_scale;
+    for (int i = 0; i < o->plan.nunits; i++) {
+        const zaya_optim_unit *u = &o->plan.units[i];
+        if (u->owner != o->rank || u->kind != ZAYA_UNIT_ADAMW) continue;
+        const float decay = u->decay ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
+        float *p = params + u->offset, *m = o->exp_avg[i], *v = o->exp_avg_sq[i];
+        const float *g = grads + u->offset;
+        const int64_t n = u->numel;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+        for (int64_t j = 0; j < n; j++) {
+            float gj = g[j] * gs;
+            float mj = m[j] + w1 * (gj - m[j]);
+            float vj = v[j] * b2 + w2 * gj * gj;
+            m[j] = mj;
+            v[j] = vj;
+            float denom = sqrtf(vj) / bc2_sqrt + eps;
+            p[j] = p[j] * decay + neg_step * (mj / denom);
+        }
+    }
+}

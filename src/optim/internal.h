@@ -1,0 +1,15 @@
+/* Shared by the optimizer sources. */
+#ifndef ZAYA_OPTIM_INTERNAL_H
+#define ZAYA_OPTIM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "zaya/optim.h"
+
+/* Elements per block of the deterministic sums of squares. */
+#define ZAYA_OPTIM_SUM_BLOCK 4096
+
+/* Sum of x^2 in double over fixed blocks (partials: ceil(n / ZAYA_OPTIM_SUM_BLOCK) doubles). */
+double zaya_optim_sumsq(const float *x, int64_t n, double *partials);
+
+#endif

@@ -1,0 +1,189 @@
+/* Optimizer state for the units one rank owns, the combined step, and the gradient norm. */
+#include <math.h>
+#include <string.h>
+
+#include "optim/internal.h"
+#include "zaya/alloc.h"
+
+void zaya_optim_config_default(zaya_optim_config *c) {
+    memset(c, 0, sizeof *c);
+    c->weight_decay = 0.1;
+    c->adam_beta1 = 0.9;
+    c->adam_beta2 = 0.95;
+    c->adam_eps = 1e-8;
+    c->muon_momentum = 0.95;
+    c->muon_nesterov = 1;
+    c->muon_ns_steps = 5;
+    c->muon_lr_scale = 1.0;
+    c->muon_ns_dtype = ZAYA_DTYPE_F32;
+}
+
+static zaya_status check_config(const zaya_optim_config *c) {
+    if (!(c->adam_beta1 >= 0 && c->adam_beta1 < 1) || !(c->adam_beta2 >= 0 && c->adam_beta2 < 1))
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: AdamW betas (%g, %g) must lie in [0, 1)", c->adam_beta1,
+                              c->adam_beta2);
+    if (!(c->adam_eps > 0)) return zaya_error_set(ZAYA_EINVAL, "optimizer: AdamW eps %g must be > 0", c->adam_eps);
+    if (!(c->weight_decay >= 0)) return zaya_error_set(ZAYA_EINVAL, "optimizer: weight decay %g < 0", c->weight_decay);
+    if (!(c->muon_momentum >= 0 && c->muon_momentum < 1))
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Muon momentum %g must lie in [0, 1)", c->muon_momentum);
+    if (c->muon_ns_steps < 1 || c->muon_ns_steps > 20)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz steps %d outside [1, 20]", c->muon_ns_steps);
+    if (c->muon_ns_dtype != ZAYA_DTYPE_F32 && c->muon_ns_dtype != ZAYA_DTYPE_BF16)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz dtype must be f32 or bf16");
+    return ZAYA_OK;
+}
+
+zaya_status zaya_optim_init(zaya_optim *o, const zaya_optim_plan *plan, const zaya_optim_config *cfg, int rank) {
+    memset(o, 0, sizeof *o);
+    ZAYA_TRY(check_config(cfg));
+    if (rank < 0 || rank >= plan->world_size)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: rank %d outside world of %d", rank, plan->world_size);
+    o->cfg = *cfg;
+    o->rank = rank;
+    zaya_optim_plan *p = &o->plan;
+    *p = *plan;
+    const int n = plan->nunits, w = plan->world_size;
+    p->units = malloc(sizeof *p->units * (size_t)(n > 0 ? n : 1));
+    p->rank_cost = malloc(sizeof *p->rank_cost * (size_t)w);
+    p->rank_elems = malloc(sizeof *p->rank_elems * (size_t)w);
+    p->rank_units = malloc(sizeof *p->rank_units * (size_t)w);
+    o->exp_avg = calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+    o->exp_avg_sq = calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+    o->momentum = calloc((size_t)(n > 0 ? n : 1), sizeof(float *));
+    if (!p->units || !p->rank_cost || !p->rank_elems || !p->rank_units || !o->exp_avg || !o->exp_avg_sq ||
+        !o->momentum) {
+        zaya_optim_free(o);
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate tables for %d units", n);
+    }
+    memcpy(p->units, plan->units, sizeof *p->units * (size_t)n);
+    memcpy(p->rank_cost, plan->rank_cost, sizeof *p->rank_cost * (size_t)w);
+    memcpy(p->rank_elems, plan->rank_elems, sizeof *p->rank_elems * (size_t)w);
+    memcpy(p->rank_units, plan->rank_units, sizeof *p->rank_units * (size_t)w);
+
+    int64_t floats = 0, max_mn = 0, max_mm = 0, max_blocks = 0;
+    for (int i = 0; i < n; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        if (u->owner != rank) continue;
+        floats += u->kind == ZAYA_UNIT_MUON ? u->numel : 2 * u->numel;
+        int64_t nb = (u->numel + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
+        if (nb > max_blocks) max_blocks = nb;
+        if (u->kind == ZAYA_UNIT_MUON) {
+            int64_t mn = u->rows < u->cols ? u->rows : u->cols;
+            if (u->numel > max_mn) max_mn = u->numel;
+            if (mn * mn > max_mm) max_mm = mn * mn;
+        }
+    }
+    o->state_floats = floats;
+    o->npartials = max_blocks;
+    o->state_block = floats ? zaya_calloc((size_t)floats, sizeof(float)) : NULL;
+    o->partials = max_blocks ? zaya_calloc((size_t)max_blocks, sizeof(double)) : NULL;
+    int bf16 = cfg->muon_ns_dtype == ZAYA_DTYPE_BF16;
+    if (max_mn) {
+        o->ns_x = zaya_malloc(sizeof(float) * (size_t)max_mn);
+        o->ns_y = zaya_malloc(sizeof(float) * (size_t)max_mn);
+        o->ns_a = zaya_malloc(sizeof(float) * (size_t)max_mm);
+        o->ns_b = zaya_malloc(sizeof(float) * (size_t)max_mm);
+        if (bf16) {
+            o->ns_xh = zaya_malloc(sizeof(uint16_t) * (size_t)max_mn);
+            o->ns_ah = zaya_malloc(sizeof(uint16_t) * (size_t)max_mm);
+            o->ns_bh = zaya_malloc(sizeof(uint16_t) * (size_t)max_mm);
+        }
+    }
+    if ((floats && !o->state_block) || (max_blocks && !o->partials) ||
+        (max_mn && (!o->ns_x || !o->ns_y || !o->ns_a || !o->ns_b)) ||
+        (max_mn && bf16 && (!o->ns_xh || !o->ns_ah || !o->ns_bh))) {
+        zaya_optim_free(o);
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate %lld state floats and scratch for rank %d",
+                              (long long)floats, rank);
+    }
+    float *at = o->state_block;
+    for (int i = 0; i < n; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        if (u->owner != rank) continue;
+        if (u->kind == ZAYA_UNIT_MUON) {
+            o->momentum[i] = at;
+            at += u->numel;
+        } else {
+            o->exp_avg[i] = at;
+            o->exp_avg_sq[i] = at + u->numel;
+            at += 2 * u->numel;
+        }
+    }
+    return ZAYA_OK;
+}
+
+void zaya_optim_free(zaya_optim *o) {
+    free(o->plan.units);
+    free(o->plan.rank_cost);
+    free(o->plan.rank_elems);
+    free(o->plan.rank_units);
+    free(o->exp_avg);
+    free(o->exp_avg_sq);
+    free(o->momentum);
+    zaya_free(o->state_block);
+    zaya_free(o->partials);
+    zaya_free(o->ns_x);
+    zaya_free(o->ns_y);
+    zaya_free(o->ns_a);
+    zaya_free(o->ns_b);
+    zaya_free(o->ns_xh);
+    zaya_free(o->ns_ah);
+    zaya_free(o->ns_bh);
+    memset(o, 0, sizeof *o);
+}
+
+void zaya_optim_step(zaya_optim *o, float *params, const float *grads, double lr, double grad_scale) {
+    zaya_optim_step_adamw(o, params, grads, lr, grad_scale);
+    zaya_optim_step_muon(o, params, grads, lr, grad_scale);
+}
+
+/* Fixed blocks summed in order: the result does not depend on the thread count. */
+double zaya_optim_sumsq(const float *x, int64_t n, double *partials) {
+    const int64_t nb = (n + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
+#pragma omp parallel for schedule(static) if (nb >= 8)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * ZAYA_OPTIM_SUM_BLOCK;
+        const int64_t i1 = i0 + ZAYA_OPTIM_SUM_BLOCK < n ? i0 + ZAYA_OPTIM_SUM_BLOCK : n;
+        double s[8] = {0};
+        int64_t i = i0;
+        for (; i + 8 <= i1; i += 8)
+            for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * (double)x[i + j];
+        for (; i < i1; i++) s[0] += (double)x[i] * (double)x[i];
+        partials[b] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+    double t = 0;
+    for (int64_t b = 0; b < nb; b++) t += partials[b];
+    return t;
+}
+
+zaya_status zaya_optim_grad_sqnorm_local(zaya_optim *o, const float *grads, double *sqnorm) {
+    double total = 0;
+    for (int i = 0; i < o->plan.nunits; i++) {
+        const zaya_optim_unit *u = &o->plan.units[i];
+        if (u->owner != o->rank) continue;
+        double s = zaya_optim_sumsq(grads + u->offset, u->numel, o->partials);
+        total += s;
+        if (isfinite(s)) continue;
+        *sqnorm = total;
+        const float *g = grads + u->offset;
+        for (int64_t j = 0; j < u->numel; j++) {
+            if (isfinite(g[j])) continue;
+            int64_t el = u->start + j;
+            if (u->expert >= 0)
+                return zaya_error_set(ZAYA_ENUMERIC, "non-finite gradient (%s) in tensor '%s' expert %d element %lld",
+                                      isnan(g[j]) ? "NaN" : "Inf", u->tensor_name, u->expert, (long long)el);
+            return zaya_error_set(ZAYA_ENUMERIC, "non-finite gradient (%s) in tensor '%s' element %lld",
+                                  isnan(g[j]) ? "NaN" : "Inf", u->tensor_name, (long long)el);
+        }
+        /* finite elements whose squares overflow double cannot occur for f32 inputs */
+        return zaya_error_set(ZAYA_ENUMERIC, "gradient norm of tensor '%s' overflows", u->tensor_name);
+    }
+    *sqnorm = total;
+    return ZAYA_OK;
+}
+
+double zaya_optim_clip_scale(double norm, double max_norm) {
+    if (!(max_norm > 0)) return 1.0;
+    double s = max_norm / (norm + 1e-6);
+    return s < 1.0 ? s : 1.0;
+}

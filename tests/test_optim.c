@@ -588,11 +588,40 @@ static void test_spike(void) {
     CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
 }
 
+/* Same steps on 1 and 2 threads: bit-identical parameters (fixed-block sums, one thread per small
+ * Muon matrix). */
+static void test_thread_invariance(void) {
+    fx_table f;
+    fx_build(&f);
+    zaya_optim_config cfg;
+    zaya_optim_config_default(&cfg);
+    float *pp[2], *g = th_alloc(f.nfloats);
+    for (int k = 0; k < 2; k++) {
+        zaya_threads_init(k + 1);
+        zaya_optim_plan p;
+        zaya_optim o;
+        CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
+        CHECK(o.nslots == k + 1, "%d threads -> %d Newton-Schulz slots", k + 1, o.nslots);
+        pp[k] = th_alloc(f.nfloats);
+        th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
+        for (int t = 0; t < 5; t++) {
+            th_fill(g, f.nfloats, 4, 2 + (uint64_t)t, -1, 1);
+            zaya_optim_step(&o, pp[k], g, 0.01, 1.0);
+        }
+        zaya_optim_free(&o);
+        zaya_optim_plan_free(&p);
+    }
+    CHECK(!memcmp(pp[0], pp[1], sizeof(float) * (size_t)f.nfloats), "1 and 2 threads give different parameters");
+    zaya_threads_init(2);
+    free(pp[0]), free(pp[1]), free(g);
+}
+
 int main(void) {
     zaya_threads_init(2);
     test_plan();
     test_newton_schulz();
     test_steps_vs_double();
+    test_thread_invariance();
     test_grad_norm();
     test_state();
     test_balancer();

@@ -95,6 +95,19 @@ typedef struct zaya_optim_config {
 
 void zaya_optim_config_default(zaya_optim_config *c);
 
+/* Newton-Schulz scratch of one thread. */
+typedef struct zaya_ns_slot {
+    float *x, *y, *a, *b;
+    uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
+    double *partials;
+} zaya_ns_slot;
+
+/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
+ * whole thread pool; smaller ones run concurrently, one unit per thread with single-threaded GEMMs
+ * (many small experts keep every core busy without a barrier per GEMM, and their results do not
+ * depend on the thread count). */
+#define ZAYA_MUON_POOL_FLOPS 2e10
+
 typedef struct zaya_optim {
     zaya_optim_config cfg;
     zaya_optim_plan plan; /* own copy */
@@ -104,10 +117,12 @@ typedef struct zaya_optim {
     float **exp_avg, **exp_avg_sq, **momentum;
     float *state_block; /* one allocation backing every state array */
     int64_t state_floats;
-    /* Newton-Schulz scratch sized for the largest owned matrix; block sums for the norms */
-    float *ns_x, *ns_y, *ns_a, *ns_b;
-    uint16_t *ns_xh, *ns_ah, *ns_bh;
-    double *partials;
+    /* owned Muon units: large ones (pooled GEMMs) then small ones by decreasing cost */
+    int *muon_order;
+    int nmuon_large, nmuon_small;
+    zaya_ns_slot *slots; /* slot 0 fits every owned matrix; the others fit the small ones */
+    int nslots;
+    double *partials; /* block sums for the gradient norm and AdamW-sized ranges */
     int64_t npartials;
 } zaya_optim;
 

@@ -12,4 +12,8 @@
 /* Sum of x^2 in double over fixed blocks (partials: ceil(n / ZAYA_OPTIM_SUM_BLOCK) doubles). */
 double zaya_optim_sumsq(const float *x, int64_t n, double *partials);
 
+/* Newton-Schulz scratch and the Muon work order for the owned units (muon.c). */
+zaya_status zaya_muon_init_scratch(zaya_optim *o);
+void zaya_muon_free_scratch(zaya_optim *o);
+
 #endif

@@ -60,41 +60,27 @@ zaya_status zaya_optim_init(zaya_optim *o, const zaya_optim_plan *plan, const za
     memcpy(p->rank_elems, plan->rank_elems, sizeof *p->rank_elems * (size_t)w);
     memcpy(p->rank_units, plan->rank_units, sizeof *p->rank_units * (size_t)w);
 
-    int64_t floats = 0, max_mn = 0, max_mm = 0, max_blocks = 0;
+    int64_t floats = 0, max_blocks = 0;
     for (int i = 0; i < n; i++) {
         const zaya_optim_unit *u = &p->units[i];
         if (u->owner != rank) continue;
         floats += u->kind == ZAYA_UNIT_MUON ? u->numel : 2 * u->numel;
         int64_t nb = (u->numel + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
         if (nb > max_blocks) max_blocks = nb;
-        if (u->kind == ZAYA_UNIT_MUON) {
-            int64_t mn = u->rows < u->cols ? u->rows : u->cols;
-            if (u->numel > max_mn) max_mn = u->numel;
-            if (mn * mn > max_mm) max_mm = mn * mn;
-        }
     }
     o->state_floats = floats;
     o->npartials = max_blocks;
     o->state_block = floats ? zaya_calloc((size_t)floats, sizeof(float)) : NULL;
     o->partials = max_blocks ? zaya_calloc((size_t)max_blocks, sizeof(double)) : NULL;
-    int bf16 = cfg->muon_ns_dtype == ZAYA_DTYPE_BF16;
-    if (max_mn) {
-        o->ns_x = zaya_malloc(sizeof(float) * (size_t)max_mn);
-        o->ns_y = zaya_malloc(sizeof(float) * (size_t)max_mn);
-        o->ns_a = zaya_malloc(sizeof(float) * (size_t)max_mm);
-        o->ns_b = zaya_malloc(sizeof(float) * (size_t)max_mm);
-        if (bf16) {
-            o->ns_xh = zaya_malloc(sizeof(uint16_t) * (size_t)max_mn);
-            o->ns_ah = zaya_malloc(sizeof(uint16_t) * (size_t)max_mm);
-            o->ns_bh = zaya_malloc(sizeof(uint16_t) * (size_t)max_mm);
-        }
-    }
-    if ((floats && !o->state_block) || (max_blocks && !o->partials) ||
-        (max_mn && (!o->ns_x || !o->ns_y || !o->ns_a || !o->ns_b)) ||
-        (max_mn && bf16 && (!o->ns_xh || !o->ns_ah || !o->ns_bh))) {
+    if ((floats && !o->state_block) || (max_blocks && !o->partials)) {
         zaya_optim_free(o);
-        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate %lld state floats and scratch for rank %d",
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate %lld state floats for rank %d",
                               (long long)floats, rank);
+    }
+    zaya_status st = zaya_muon_init_scratch(o);
+    if (st != ZAYA_OK) {
+        zaya_optim_free(o);
+        return st;
     }
     float *at = o->state_block;
     for (int i = 0; i < n; i++) {
@@ -122,13 +108,7 @@ void zaya_optim_free(zaya_optim *o) {
     free(o->momentum);
     zaya_free(o->state_block);
     zaya_free(o->partials);
-    zaya_free(o->ns_x);
-    zaya_free(o->ns_y);
-    zaya_free(o->ns_a);
-    zaya_free(o->ns_b);
-    zaya_free(o->ns_xh);
-    zaya_free(o->ns_ah);
-    zaya_free(o->ns_bh);
+    zaya_muon_free_scratch(o);
     memset(o, 0, sizeof *o);
 }
 

@@ -588,8 +588,8 @@ static void test_spike(void) {
     CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
 }
 
-/* Same steps on 1 and 2 threads: bit-identical parameters (fixed-block sums, one thread per small
- * Muon matrix). */
+/* Same steps on 1 and 2 threads: bit-identical parameters (fixed-block sums, elementwise updates,
+ * oneDNN GEMMs that do not split the reduction at these shapes). */
 static void test_thread_invariance(void) {
     fx_table f;
     fx_build(&f);
@@ -601,7 +601,6 @@ static void test_thread_invariance(void) {
         zaya_optim_plan p;
         zaya_optim o;
         CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
-        CHECK(o.nslots == k + 1, "%d threads -> %d Newton-Schulz slots", k + 1, o.nslots);
         pp[k] = th_alloc(f.nfloats);
         th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
         for (int t = 0; t < 5; t++) {

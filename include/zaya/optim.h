@@ -99,13 +99,11 @@ void zaya_optim_config_default(zaya_optim_config *c);
 typedef struct zaya_ns_slot {
     float *x, *y, *a, *b;
     uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
-    double *partials;
 } zaya_ns_slot;
 
-/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
- * whole thread pool; smaller ones run concurrently, one unit per thread with single-threaded GEMMs
- * (many small experts keep every core busy without a barrier per GEMM, and their results do not
- * depend on the thread count). */
+/* Muon units whose Newton-Schulz costs more than this many FLOPs always run one at a time with GEMMs
+ * on the whole thread pool; smaller ones may run concurrently, one per thread (see src/optim/muon.c:
+ * disabled while zaya_matmul is not safe for concurrent calls). */
 #define ZAYA_MUON_POOL_FLOPS 2e10
 
 typedef struct zaya_optim {
@@ -122,8 +120,9 @@ typedef struct zaya_optim {
     int nmuon_large, nmuon_small;
     zaya_ns_slot *slots; /* slot 0 fits every owned matrix; the others fit the small ones */
     int nslots;
-    double *partials; /* block sums for the gradient norm and AdamW-sized ranges */
-    int64_t npartials;
+    int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
+    int nadamw;
+    double *unit_sums;  /* [nunits] per-unit squared gradient norms */
 } zaya_optim;
 
 /* Allocates state and scratch for the units `rank` owns (copies the plan). */

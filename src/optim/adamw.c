@@ -1,4 +1,5 @@
-/* AdamW over the owned ADAMW units, in torch.optim.AdamW's operation order so that results agree
+/* AdamW over the owned ADAMW units (one unit per thread: large tensors are split into row ranges at
+ * planning, so units stay small enough to balance), in torch.optim.AdamW's operation order so that results agree
  * to rounding: decay, m lerp, v update, bias-corrected step. */
 #include <math.h>
 
@@ -11,15 +12,15 @@ void zaya_optim_step_adamw(zaya_optim *o, float *params, const float *grads, dou
     const float w1 = (float)(1.0 - c->adam_beta1), b2 = (float)c->adam_beta2, w2 = (float)(1.0 - c->adam_beta2);
     const float neg_step = (float)(-lr / bc1), bc2_sqrt = (float)sqrt(bc2), eps = (float)c->adam_eps;
     const float gs = (float)grad_scale;
-    for (int i = 0; i < o->plan.nunits; i++) {
+    const int n = o->nadamw;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int k = 0; k < n; k++) {
+        const int i = o->adamw_order[k];
         const zaya_optim_unit *u = &o->plan.units[i];
-        if (u->owner != o->rank || u->kind != ZAYA_UNIT_ADAMW) continue;
         const float decay = u->decay ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
         float *p = params + u->offset, *m = o->exp_avg[i], *v = o->exp_avg_sq[i];
         const float *g = grads + u->offset;
-        const int64_t n = u->numel;
-#pragma omp parallel for schedule(static) if (n >= 65536)
-        for (int64_t j = 0; j < n; j++) {
+        for (int64_t j = 0; j < u->numel; j++) {
             float gj = g[j] * gs;
             float mj = m[j] + w1 * (gj - m[j]);
             float vj = v[j] * b2 + w2 * gj * gj;

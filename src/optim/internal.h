@@ -9,8 +9,8 @@
 /* Elements per block of the deterministic sums of squares. */
 #define ZAYA_OPTIM_SUM_BLOCK 4096
 
-/* Sum of x^2 in double over fixed blocks (partials: ceil(n / ZAYA_OPTIM_SUM_BLOCK) doubles). */
-double zaya_optim_sumsq(const float *x, int64_t n, double *partials);
+/* Sum of x^2 in double over fixed blocks, on the calling thread. */
+double zaya_optim_sumsq(const float *x, int64_t n);
 
 /* Newton-Schulz scratch and the Muon work order for the owned units (muon.c). */
 zaya_status zaya_muon_init_scratch(zaya_optim *o);

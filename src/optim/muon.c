@@ -2,9 +2,11 @@
  * matrix through zaya_matmul, RMS-matched scaled update with decoupled weight decay.
  *
  * Scheduling: large matrices (NS above ZAYA_MUON_POOL_FLOPS) one after another, each GEMM on the whole
- * pool; the rest concurrently, one matrix per thread. oneDNN runs a GEMM called inside an OpenMP
- * parallel region on the calling thread alone, and the elementwise loops below do not nest, so a small
- * unit's result depends on neither the thread count nor the schedule. */
+ * pool. Small ones could run concurrently, one matrix per thread with single-threaded GEMMs (oneDNN
+ * runs a GEMM called inside an OpenMP region on the calling thread), which avoids a barrier per small
+ * GEMM; but the Debian oneDNN 2.6 build lacks DNNL_ENABLE_CONCURRENT_EXEC, so primitives executing
+ * at the same time share one scratchpad and corrupt each other's results (seen here: ~1% of steps
+ * differ). ZAYA_MUON_CONCURRENT selects that path once zaya_matmul is safe for concurrent calls. */
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -15,6 +17,10 @@
 
 /* Quintic coefficients chosen (KellerJordan/Muon) to maximise the slope at 0 while keeping the
  * iteration inside ~[0.7, 1.2] for singular values already near 1. */
+#ifndef ZAYA_MUON_CONCURRENT
+#define ZAYA_MUON_CONCURRENT 0
+#endif
+
 #define NS_A 3.4445f
 #define NS_B (-4.7750f)
 #define NS_C 2.0315f
@@ -42,23 +48,20 @@ static void free_slot(zaya_ns_slot *s) {
     zaya_free(s->xh);
     zaya_free(s->ah);
     zaya_free(s->bh);
-    zaya_free(s->partials);
 }
 
 static int alloc_slot(zaya_ns_slot *s, int64_t mn, int64_t mm, int bf16) {
     size_t f = sizeof(float), h = sizeof(uint16_t);
-    int64_t nb = (mn + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
     s->x = zaya_malloc(f * (size_t)mn);
     s->y = zaya_malloc(f * (size_t)mn);
     s->a = zaya_malloc(f * (size_t)mm);
     s->b = zaya_malloc(f * (size_t)mm);
-    s->partials = zaya_malloc(sizeof(double) * (size_t)nb);
     if (bf16) {
         s->xh = zaya_malloc(h * (size_t)mn);
         s->ah = zaya_malloc(h * (size_t)mm);
         s->bh = zaya_malloc(h * (size_t)mm);
     }
-    return s->x && s->y && s->a && s->b && s->partials && (!bf16 || (s->xh && s->ah && s->bh));
+    return s->x && s->y && s->a && s->b && (!bf16 || (s->xh && s->ah && s->bh));
 }
 
 zaya_status zaya_muon_init_scratch(zaya_optim *o) {
@@ -82,7 +85,7 @@ zaya_status zaya_muon_init_scratch(zaya_optim *o) {
     o->nmuon_small = n - o->nmuon_large;
     if (n == 0) return ZAYA_OK;
     o->muon_order = malloc(sizeof(int) * (size_t)n);
-    int threads = omp_get_max_threads();
+    int threads = ZAYA_MUON_CONCURRENT ? omp_get_max_threads() : 1;
     o->nslots = o->nmuon_small > 1 ? (threads < o->nmuon_small ? threads : o->nmuon_small) : 1;
     o->slots = calloc((size_t)o->nslots, sizeof *o->slots);
     if (!o->muon_order || !o->slots) return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Muon tables");
@@ -144,7 +147,7 @@ static void to_bf16(uint16_t *dst, const float *src, int64_t n) {
 static float *newton_schulz(const zaya_optim *o, zaya_ns_slot *sl, int64_t m, int64_t n) {
     float *X = sl->x, *Y = sl->y, *A = sl->a, *B = sl->b;
     const int64_t mn = m * n, mm2 = m * m;
-    const float denom = (float)(sqrt(zaya_optim_sumsq(X, mn, sl->partials)) + 1e-7);
+    const float denom = (float)(sqrt(zaya_optim_sumsq(X, mn)) + 1e-7);
 #pragma omp parallel for schedule(static) if (mn >= 65536)
     for (int64_t i = 0; i < mn; i++) X[i] = X[i] / denom;
     const int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;

@@ -33,6 +33,14 @@ static zaya_status check_config(const zaya_optim_config *c) {
     return ZAYA_OK;
 }
 
+static const zaya_optim_unit *g_size_units;
+static int by_size(const void *a, const void *b) { /* decreasing size, then block order */
+    int ia = *(const int *)a, ib = *(const int *)b;
+    int64_t na = g_size_units[ia].numel, nb = g_size_units[ib].numel;
+    if (na != nb) return na > nb ? -1 : 1;
+    return ia - ib;
+}
+
 zaya_status zaya_optim_init(zaya_optim *o, const zaya_optim_plan *plan, const zaya_optim_config *cfg, int rank) {
     memset(o, 0, sizeof *o);
     ZAYA_TRY(check_config(cfg));
@@ -60,23 +68,27 @@ zaya_status zaya_optim_init(zaya_optim *o, const zaya_optim_plan *plan, const za
     memcpy(p->rank_elems, plan->rank_elems, sizeof *p->rank_elems * (size_t)w);
     memcpy(p->rank_units, plan->rank_units, sizeof *p->rank_units * (size_t)w);
 
-    int64_t floats = 0, max_blocks = 0;
+    int64_t floats = 0;
     for (int i = 0; i < n; i++) {
         const zaya_optim_unit *u = &p->units[i];
         if (u->owner != rank) continue;
         floats += u->kind == ZAYA_UNIT_MUON ? u->numel : 2 * u->numel;
-        int64_t nb = (u->numel + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
-        if (nb > max_blocks) max_blocks = nb;
+        if (u->kind == ZAYA_UNIT_ADAMW) o->nadamw++;
     }
     o->state_floats = floats;
-    o->npartials = max_blocks;
     o->state_block = floats ? zaya_calloc((size_t)floats, sizeof(float)) : NULL;
-    o->partials = max_blocks ? zaya_calloc((size_t)max_blocks, sizeof(double)) : NULL;
-    if ((floats && !o->state_block) || (max_blocks && !o->partials)) {
+    o->unit_sums = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    o->adamw_order = malloc(sizeof(int) * (size_t)(o->nadamw > 0 ? o->nadamw : 1));
+    if ((floats && !o->state_block) || !o->unit_sums || !o->adamw_order) {
         zaya_optim_free(o);
         return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate %lld state floats for rank %d",
                               (long long)floats, rank);
     }
+    for (int i = 0, k = 0; i < n; i++)
+        if (p->units[i].owner == rank && p->units[i].kind == ZAYA_UNIT_ADAMW) o->adamw_order[k++] = i;
+    g_size_units = p->units;
+    qsort(o->adamw_order, (size_t)o->nadamw, sizeof(int), by_size);
+    g_size_units = NULL;
     zaya_status st = zaya_muon_init_scratch(o);
     if (st != ZAYA_OK) {
         zaya_optim_free(o);
@@ -107,7 +119,8 @@ void zaya_optim_free(zaya_optim *o) {
     free(o->exp_avg_sq);
     free(o->momentum);
     zaya_free(o->state_block);
-    zaya_free(o->partials);
+    free(o->unit_sums);
+    free(o->adamw_order);
     zaya_muon_free_scratch(o);
     memset(o, 0, sizeof *o);
 }
@@ -117,33 +130,35 @@ void zaya_optim_step(zaya_optim *o, float *params, const float *grads, double lr
     zaya_optim_step_muon(o, params, grads, lr, grad_scale);
 }
 
-/* Fixed blocks summed in order: the result does not depend on the thread count. */
-double zaya_optim_sumsq(const float *x, int64_t n, double *partials) {
-    const int64_t nb = (n + ZAYA_OPTIM_SUM_BLOCK - 1) / ZAYA_OPTIM_SUM_BLOCK;
-#pragma omp parallel for schedule(static) if (nb >= 8)
-    for (int64_t b = 0; b < nb; b++) {
-        const int64_t i0 = b * ZAYA_OPTIM_SUM_BLOCK;
+/* Fixed blocks, each summed with 8 lanes, added in order: the result depends on neither the thread
+ * count nor which thread runs it. */
+double zaya_optim_sumsq(const float *x, int64_t n) {
+    double t = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += ZAYA_OPTIM_SUM_BLOCK) {
         const int64_t i1 = i0 + ZAYA_OPTIM_SUM_BLOCK < n ? i0 + ZAYA_OPTIM_SUM_BLOCK : n;
         double s[8] = {0};
         int64_t i = i0;
         for (; i + 8 <= i1; i += 8)
             for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * (double)x[i + j];
         for (; i < i1; i++) s[0] += (double)x[i] * (double)x[i];
-        partials[b] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        t += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
     }
-    double t = 0;
-    for (int64_t b = 0; b < nb; b++) t += partials[b];
     return t;
 }
 
 zaya_status zaya_optim_grad_sqnorm_local(zaya_optim *o, const float *grads, double *sqnorm) {
+    const int n = o->plan.nunits;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int i = 0; i < n; i++) {
+        const zaya_optim_unit *u = &o->plan.units[i];
+        o->unit_sums[i] = u->owner == o->rank ? zaya_optim_sumsq(grads + u->offset, u->numel) : 0.0;
+    }
     double total = 0;
-    for (int i = 0; i < o->plan.nunits; i++) {
+    for (int i = 0; i < n; i++) {
         const zaya_optim_unit *u = &o->plan.units[i];
         if (u->owner != o->rank) continue;
-        double s = zaya_optim_sumsq(grads + u->offset, u->numel, o->partials);
-        total += s;
-        if (isfinite(s)) continue;
+        total += o->unit_sums[i];
+        if (isfinite(o->unit_sums[i])) continue;
         *sqnorm = total;
         const float *g = grads + u->offset;
         for (int64_t j = 0; j < u->numel; j++) {
@@ -155,7 +170,7 @@ zaya_status zaya_optim_grad_sqnorm_local(zaya_optim *o, const float *grads, doub
             return zaya_error_set(ZAYA_ENUMERIC, "non-finite gradient (%s) in tensor '%s' element %lld",
                                   isnan(g[j]) ? "NaN" : "Inf", u->tensor_name, (long long)el);
         }
-        /* finite elements whose squares overflow double cannot occur for f32 inputs */
+        /* finite f32 values cannot overflow a double sum of squares */
         return zaya_error_set(ZAYA_ENUMERIC, "gradient norm of tensor '%s' overflows", u->tensor_name);
     }
     *sqnorm = total;

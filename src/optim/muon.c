@@ -230,6 +230,7 @@ void zaya_optim_step_muon(zaya_optim *o, float *params, const float *grads, doub
     for (int k = 0; k < o->nmuon_large; k++) step_unit(o, o->muon_order[k], &o->slots[0], params, grads, mlr, gs);
     const int *small = o->muon_order + o->nmuon_large;
     const int ns = o->nmuon_small;
+    if (ns == 0) return;
 #pragma omp parallel num_threads(o->nslots) if (o->nslots > 1)
     {
         zaya_ns_slot *sl = &o->slots[omp_get_thread_num()];

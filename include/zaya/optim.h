@@ -1,0 +1,161 @@
+/* Optimizers: Muon for hidden matrices, AdamW for everything else, over UNITS of the parameter block.
+ *
+ * A unit is a contiguous float range of the parameter block with a kind:
+ *   - MUON: one 2-D matrix (a 2-D tensor, or ONE expert of a stacked [E, r, c] tensor). Newton-Schulz
+ *     always runs on a whole matrix, so a unit is never split.
+ *   - ADAMW: a whole small tensor, or a row range of a large one (the embedding), so that its
+ *     elementwise work can be spread over ranks.
+ * Buffers (ZAYA_OPT_NONE: the balancing biases) are never units.
+ *
+ * zaya_optim_plan_build() lists the units and gives each an owner rank, balancing an estimated cost
+ * greedily (largest first onto the least loaded rank). zaya_optim_init() allocates state (AdamW m, v;
+ * Muon momentum) and Newton-Schulz scratch for the units owned by one rank only; a step updates only
+ * those units, reading only their gradients. Single process: world 1, rank 0. Under ZeRO-1 (issue 5)
+ * each rank needs fully reduced gradients of its units and all-gathers the updated parameters.
+ *
+ * Weight decay (decoupled, p <- p * (1 - lr * wd)) applies to matrices: every Muon unit and the
+ * embedding. Norm gains, biases, residual scales, EDA scales, conv kernels and temperatures are not
+ * decayed: they set scales or offsets whose pull toward 0 has no regularising meaning (a zero gain or
+ * temperature disables its path), and the conv kernels are tiny per-channel filters.
+ *
+ * Muon (KellerJordan/Muon with Moonshot's RMS matching): buf <- b*buf + (1-b)*g; u = (1-b)*g + b*buf
+ * (Nesterov) or buf; X = u / (||u||_F + 1e-7), transposed when rows > cols; 5 quintic Newton-Schulz
+ * iterations A = X X^T, X <- a X + (b A + c A^2) X with (a, b, c) = (3.4445, -4.7750, 2.0315);
+ * p <- p * (1 - lr*wd) - lr * 0.2 * sqrt(max(rows, cols)) * X. The 0.2*sqrt(max) factor makes the
+ * update RMS match AdamW's, so both kinds share one lr and wd.
+ *
+ * AdamW (as torch.optim.AdamW): p <- p*(1 - lr*wd); m <- b1 m + (1-b1) g; v <- b2 v + (1-b2) g^2;
+ * p <- p - (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). */
+#ifndef ZAYA_OPTIM_H
+#define ZAYA_OPTIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "zaya/matmul.h"
+#include "zaya/model.h"
+#include "zaya/state.h"
+#include "zaya/status.h"
+
+typedef enum zaya_unit_kind { ZAYA_UNIT_ADAMW = 0, ZAYA_UNIT_MUON = 1 } zaya_unit_kind;
+
+typedef struct zaya_optim_unit {
+    zaya_unit_kind kind;
+    int tensor;          /* index in the tensor table */
+    int expert;          /* matrix index within a stacked tensor, -1 otherwise */
+    char tensor_name[96];
+    int64_t offset;      /* floats from the start of the parameter block */
+    int64_t numel;
+    int64_t rows, cols;  /* Muon: the matrix; AdamW: rows of this range x elements per row */
+    int64_t start;       /* AdamW row split: element offset of the range within its tensor (else 0) */
+    int64_t full_numel;  /* elements of the whole state tensor this unit belongs to */
+    int decay;           /* weight decay applies */
+    double cost;         /* estimated work (FLOP equivalents) */
+    int owner;
+} zaya_optim_unit;
+
+typedef struct zaya_optim_plan {
+    int world_size;
+    int nunits;
+    zaya_optim_unit *units; /* in parameter-block order */
+    double *rank_cost;      /* [world_size] */
+    int64_t *rank_elems;    /* [world_size] */
+    int *rank_units;        /* [world_size] */
+    int nbuffers;           /* ZAYA_OPT_NONE tensors (not units) */
+    int64_t buffer_elems;
+} zaya_optim_plan;
+
+/* AdamW tensors larger than this many elements are split into row ranges of about this size. */
+#define ZAYA_OPTIM_ADAMW_SPLIT_DEFAULT (1 << 20)
+
+/* Builds the units and the owner of each. adamw_split: see above (0 = default, < 0 = never split). */
+zaya_status zaya_optim_plan_build(const zaya_tensor_info *tensors, int ntensors, int world_size, int64_t adamw_split,
+                                  zaya_optim_plan *plan);
+void zaya_optim_plan_free(zaya_optim_plan *plan);
+/* max / min per-rank cost (1 = perfect; ranks without units make it infinite). */
+double zaya_optim_plan_imbalance(const zaya_optim_plan *plan);
+/* The assignment table: per-class counts (Muon matrices, AdamW ranges with/without decay, buffers)
+ * and per-rank units, elements, cost share. The trainer prints it at start (rank 0). */
+void zaya_optim_plan_print(const zaya_optim_plan *plan, FILE *f);
+/* Newton-Schulz FLOPs of one rows x cols matrix (5 iterations, multiply-add = 2). */
+double zaya_muon_ns_flops(int64_t rows, int64_t cols, int steps);
+
+typedef struct zaya_optim_config {
+    double weight_decay;          /* decoupled, on decayed units of both kinds (default 0.1) */
+    double adam_beta1, adam_beta2; /* 0.9, 0.95 */
+    double adam_eps;              /* 1e-8 */
+    double muon_momentum;         /* 0.95 */
+    int muon_nesterov;            /* 1 */
+    int muon_ns_steps;            /* 5 */
+    double muon_lr_scale;         /* Muon lr = lr * this (1: shared lr thanks to RMS matching) */
+    zaya_dtype muon_ns_dtype;     /* F32 (default) or BF16 GEMM inputs in Newton-Schulz */
+} zaya_optim_config;
+
+void zaya_optim_config_default(zaya_optim_config *c);
+
+/* Newton-Schulz scratch of one thread. */
+typedef struct zaya_ns_slot {
+    float *x, *y, *a, *b;
+    uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
+} zaya_ns_slot;
+
+/* Muon units whose Newton-Schulz costs more than this many FLOPs always run one at a time with GEMMs
+ * on the whole thread pool; smaller ones may run concurrently, one per thread (see src/optim/muon.c:
+ * disabled while zaya_matmul is not safe for concurrent calls). */
+#define ZAYA_MUON_POOL_FLOPS 2e10
+
+typedef struct zaya_optim {
+    zaya_optim_config cfg;
+    zaya_optim_plan plan; /* own copy */
+    int rank;
+    int64_t adamw_steps, muon_steps; /* completed steps (bias correction uses adamw_steps + 1) */
+    /* per owned unit (indexed like plan.units; NULL for units of other ranks) */
+    float **exp_avg, **exp_avg_sq, **momentum;
+    float *state_block; /* one allocation backing every state array */
+    int64_t state_floats;
+    /* owned Muon units: large ones (pooled GEMMs) then small ones by decreasing cost */
+    int *muon_order;
+    int nmuon_large, nmuon_small;
+    zaya_ns_slot *slots; /* slot 0 fits every owned matrix; the others fit the small ones */
+    int nslots;
+    int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
+    int nadamw;
+    double *unit_sums;  /* [nunits] per-unit squared gradient norms */
+} zaya_optim;
+
+/* Allocates state and scratch for the units `rank` owns (copies the plan). */
+zaya_status zaya_optim_init(zaya_optim *opt, const zaya_optim_plan *plan, const zaya_optim_config *cfg, int rank);
+void zaya_optim_free(zaya_optim *opt);
+
+/* Updates the owned units of `params` from `grads` (both full parameter blocks) with this step's
+ * lr and g <- grad_scale * grad (the clipping factor; 1 for none). Never allocates. */
+void zaya_optim_step_adamw(zaya_optim *opt, float *params, const float *grads, double lr, double grad_scale);
+void zaya_optim_step_muon(zaya_optim *opt, float *params, const float *grads, double lr, double grad_scale);
+/* Both. */
+void zaya_optim_step(zaya_optim *opt, float *params, const float *grads, double lr, double grad_scale);
+
+/* Sum of squared gradients over the owned units (double, deterministic for any thread count). Under
+ * MPI the trainer all-reduces the partial sums; at world 1 it is the full squared norm. A NaN or Inf
+ * gradient returns ZAYA_ENUMERIC with a message naming the first offending tensor (in block order),
+ * the expert and the element; *sqnorm is then NaN or Inf. */
+zaya_status zaya_optim_grad_sqnorm_local(zaya_optim *opt, const float *grads, double *sqnorm);
+/* Clipping factor for a global norm: min(1, max_norm / (norm + 1e-6)) (as torch clip_grad_norm_);
+ * max_norm <= 0 disables clipping (1). */
+double zaya_optim_clip_scale(double norm, double max_norm);
+
+/* Newton-Schulz on one rows x cols matrix g (row-major) into out (same shape), using opt's scratch
+ * (the matrix must fit the largest owned Muon unit). Exposed for tests and benchmarks. */
+void zaya_muon_orthogonalize(zaya_optim *opt, const float *g, int64_t rows, int64_t cols, float *out);
+
+/* Checkpoint hooks. Export appends the state of every owned unit to `set` as pieces
+ * "optim.<tensor>[.<expert>].exp_avg" / ".exp_avg_sq" (AdamW) or ".momentum" (Muon), whose `start`
+ * locates row-split ranges within the whole tensor's state; copy = 1 snapshots. The scalars (step
+ * counters, config) go into a new JSON object. Import fills a freshly initialised optimizer: every
+ * owned piece must be present with the same full size (errors name the unit); the step counters come
+ * from the JSON. */
+zaya_status zaya_optim_state_export(const zaya_optim *opt, zaya_state_set *set, int copy, cJSON **scalars);
+zaya_status zaya_optim_state_import(zaya_optim *opt, const zaya_state_set *set, const cJSON *scalars);
+
+#endif

@@ -1,0 +1,138 @@
+/* Bias balancing of the expert router and load statistics (see zaya/balance.h). */
+#include <math.h>
+#include <string.h>
+
+#include "zaya/alloc.h"
+#include "zaya/balance.h"
+#include "zaya/json.h"
+
+void zaya_balancer_config_default(zaya_balancer_config *c) {
+    c->lr = 1e-2;
+    c->beta1 = 0.9;
+    c->beta2 = 0.999;
+    c->eps = 1e-8;
+}
+
+void zaya_load_stats_compute(const int64_t *counts, int E, zaya_load_stats *s) {
+    memset(s, 0, sizeof *s);
+    int64_t routed = 0;
+    for (int e = 0; e < E; e++) routed += counts[e];
+    s->tokens = routed + counts[E];
+    s->skip_share = s->tokens ? (double)counts[E] / (double)s->tokens : 0.0;
+    if (routed == 0 || E < 1) return;
+    double mx = 0, mn = 1, h = 0, mean = (double)routed / E, var = 0;
+    for (int e = 0; e < E; e++) {
+        double p = (double)counts[e] / (double)routed;
+        mx = fmax(mx, p);
+        mn = fmin(mn, p);
+        if (p > 0) h -= p * log(p);
+        var += ((double)counts[e] - mean) * ((double)counts[e] - mean);
+    }
+    s->max_share = mx;
+    s->min_share = mn;
+    s->entropy = E > 1 ? h / log((double)E) : 1.0;
+    s->cv = sqrt(var / E) / mean;
+}
+
+zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int n, const zaya_balancer_config *cfg) {
+    memset(b, 0, sizeof *b);
+    if (!(cfg->lr >= 0) || !(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1) ||
+        !(cfg->eps > 0))
+        return zaya_error_set(ZAYA_EINVAL, "balancer: lr %g must be >= 0, betas (%g, %g) in [0, 1), eps %g > 0",
+                              cfg->lr, cfg->beta1, cfg->beta2, cfg->eps);
+    b->cfg = *cfg;
+    int layers = 0, E = -1;
+    for (int i = 0; i < n; i++) {
+        if (t[i].opt != ZAYA_OPT_NONE || !strstr(t[i].name, "balancing_biases")) continue;
+        if (t[i].layer != layers)
+            return zaya_error_set(ZAYA_EINVAL, "balancer: '%s' belongs to layer %d, expected layer %d", t[i].name,
+                                  t[i].layer, layers);
+        if (E >= 0 && t[i].numel != E + 1)
+            return zaya_error_set(ZAYA_EINVAL, "balancer: '%s' has %lld entries, expected %d", t[i].name,
+                                  (long long)t[i].numel, E + 1);
+        if (t[i].numel < 2)
+            return zaya_error_set(ZAYA_EINVAL, "balancer: '%s' has %lld entries (needs experts + skip)", t[i].name,
+                                  (long long)t[i].numel);
+        E = (int)t[i].numel - 1;
+        layers++;
+    }
+    if (layers == 0) return zaya_error_set(ZAYA_EINVAL, "balancer: no balancing_biases buffer in the tensor table");
+    b->layers = layers;
+    b->num_experts = E;
+    b->bias_offset = calloc((size_t)layers, sizeof *b->bias_offset);
+    b->stats = calloc((size_t)layers, sizeof *b->stats);
+    b->m = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
+    b->v = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
+    if (!b->bias_offset || !b->stats || !b->m || !b->v) {
+        zaya_balancer_free(b);
+        return zaya_error_set(ZAYA_ENOMEM, "balancer: cannot allocate state for %d layers", layers);
+    }
+    for (int i = 0, l = 0; i < n; i++)
+        if (t[i].opt == ZAYA_OPT_NONE && strstr(t[i].name, "balancing_biases")) b->bias_offset[l++] = t[i].offset;
+    return ZAYA_OK;
+}
+
+void zaya_balancer_free(zaya_balancer *b) {
+    free(b->bias_offset);
+    free(b->stats);
+    zaya_free(b->m);
+    zaya_free(b->v);
+    memset(b, 0, sizeof *b);
+}
+
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, float *params) {
+    const int E = b->num_experts;
+    const zaya_balancer_config *c = &b->cfg;
+    const int64_t t = ++b->steps;
+    const double bc1 = 1.0 - pow(c->beta1, (double)t), bc2 = 1.0 - pow(c->beta2, (double)t);
+    for (int l = 0; l < b->layers; l++) {
+        const int64_t *cnt = counts + (int64_t)l * (E + 1);
+        zaya_load_stats_compute(cnt, E, &b->stats[l]);
+        if (b->stats[l].tokens == 0) continue;
+        float *bias = params + b->bias_offset[l], *m = b->m + (int64_t)l * E, *v = b->v + (int64_t)l * E;
+        for (int e = 0; e < E; e++) { /* bias[E], the skip class, stays fixed */
+            double g = (double)cnt[e] / (double)b->stats[l].tokens - 1.0 / E;
+            double mj = c->beta1 * m[e] + (1 - c->beta1) * g;
+            double vj = c->beta2 * v[e] + (1 - c->beta2) * g * g;
+            m[e] = (float)mj;
+            v[e] = (float)vj;
+            bias[e] = (float)(bias[e] - c->lr * (mj / bc1) / (sqrt(vj / bc2) + c->eps));
+        }
+    }
+}
+
+zaya_status zaya_balancer_state_export(const zaya_balancer *b, zaya_state_set *set, int copy, cJSON **scalars) {
+    int64_t n = (int64_t)b->layers * b->num_experts;
+    ZAYA_TRY(zaya_state_set_add(set, "balancer.exp_avg", 0, n, n, b->m, copy));
+    ZAYA_TRY(zaya_state_set_add(set, "balancer.exp_avg_sq", 0, n, n, b->v, copy));
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return zaya_error_set(ZAYA_ENOMEM, "balancer state: cannot build JSON");
+    cJSON_AddNumberToObject(j, "steps", (double)b->steps);
+    cJSON_AddNumberToObject(j, "layers", b->layers);
+    cJSON_AddNumberToObject(j, "num_experts", b->num_experts);
+    cJSON_AddNumberToObject(j, "lr", b->cfg.lr);
+    cJSON_AddNumberToObject(j, "beta1", b->cfg.beta1);
+    cJSON_AddNumberToObject(j, "beta2", b->cfg.beta2);
+    cJSON_AddNumberToObject(j, "eps", b->cfg.eps);
+    *scalars = j;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_balancer_state_import(zaya_balancer *b, const zaya_state_set *set, const cJSON *scalars) {
+    int64_t steps = 0;
+    int layers = 0, E = 0;
+    zaya_status s = zaya_json_get_i64(scalars, "steps", &steps, 1);
+    if (s == ZAYA_OK) s = zaya_json_get_int(scalars, "layers", &layers, 1);
+    if (s == ZAYA_OK) s = zaya_json_get_int(scalars, "num_experts", &E, 1);
+    if (s != ZAYA_OK) return zaya_error_context(s, "balancer state");
+    if (layers != b->layers || E != b->num_experts)
+        return zaya_error_set(ZAYA_EFORMAT, "balancer state: %d layers x %d experts stored, model has %d x %d", layers,
+                              E, b->layers, b->num_experts);
+    if (steps < 0) return zaya_error_set(ZAYA_EFORMAT, "balancer state: negative step count %lld", (long long)steps);
+    int64_t n = (int64_t)layers * E;
+    s = zaya_state_set_read(set, "balancer.exp_avg", 0, n, n, b->m);
+    if (s == ZAYA_OK) s = zaya_state_set_read(set, "balancer.exp_avg_sq", 0, n, n, b->v);
+    if (s != ZAYA_OK) return zaya_error_context(s, "balancer state");
+    b->steps = steps;
+    return ZAYA_OK;
+}

@@ -1,0 +1,629 @@
+/* Optimizer, balancer and spike guard: unit planning and ownership, AdamW and Muon against double
+ * references, Newton-Schulz singular values, gradient norm, clipping and NaN detection, bias balancing
+ * on a synthetic router, the spike guard, and state export/import giving bit-identical steps. The
+ * comparison with PyTorch lives in ref/optim_ref.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim_fixture.h"
+#include "testutil.h"
+#include "zaya/balance.h"
+#include "zaya/kernels.h"
+#include "zaya/optim.h"
+#include "zaya/rng.h"
+#include "zaya/spike.h"
+#include "zaya/threads.h"
+
+/* ---- planning ---- */
+
+static void check_coverage(const zaya_tensor_info *t, int n, int64_t nfloats, const zaya_optim_plan *p,
+                           const char *label) {
+    unsigned char *hits = calloc((size_t)nfloats, 1);
+    for (int i = 0; i < p->nunits; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        for (int64_t j = 0; j < u->numel; j++) hits[u->offset + j]++;
+        CHECK(u->owner >= 0 && u->owner < p->world_size, "%s: unit %d owner %d", label, i, u->owner);
+        if (u->kind == ZAYA_UNIT_MUON) {
+            CHECK(u->rows * u->cols == u->numel, "%s: Muon unit %s is not a whole matrix", label, u->tensor_name);
+            const zaya_tensor_info *ti = &t[u->tensor];
+            CHECK(ti->nmatrix == 1 ? u->expert == -1 : (u->expert >= 0 && u->numel * ti->nmatrix == ti->numel),
+                  "%s: %s expert %d", label, u->tensor_name, u->expert);
+        }
+    }
+    int bad = 0, decay_bad = 0, nexp = 0;
+    for (int i = 0; i < n; i++) {
+        int want = t[i].opt != ZAYA_OPT_NONE;
+        for (int64_t j = 0; j < t[i].numel; j++) bad += hits[t[i].offset + j] != want;
+        if (t[i].nmatrix > 1) nexp += t[i].nmatrix;
+    }
+    for (int i = 0; i < p->nunits; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        int want = u->kind == ZAYA_UNIT_MUON || t[u->tensor].embedding;
+        decay_bad += u->decay != want;
+        if (u->expert >= 0) nexp--;
+    }
+    CHECK(bad == 0, "%s: %d elements not covered exactly once (buffers: never)", label, bad);
+    CHECK(decay_bad == 0, "%s: %d units with the wrong decay rule", label, decay_bad);
+    CHECK(nexp == 0, "%s: experts not split into one unit each (%d left)", label, nexp);
+    free(hits);
+}
+
+static void test_plan(void) {
+    const char *presets[] = {"zaya1-tiny", "zaya1-small"};
+    for (int pi = 0; pi < 2; pi++) {
+        zaya_config c;
+        CHECK(zaya_config_preset(presets[pi], &c) == ZAYA_OK, "preset");
+        zaya_tensor_info *t = NULL;
+        int n = 0;
+        int64_t nf = 0;
+        CHECK(zaya_layout_build_public(&c, &t, &n, &nf) == ZAYA_OK, "layout");
+        int worlds[] = {1, 2, 4};
+        for (int wi = 0; wi < 3; wi++) {
+            zaya_optim_plan p;
+            CHECK(zaya_optim_plan_build(t, n, worlds[wi], 0, &p) == ZAYA_OK, "plan: %s", zaya_error_message());
+            char label[64];
+            snprintf(label, sizeof label, "%s world %d", presets[pi], worlds[wi]);
+            check_coverage(t, n, nf, &p, label);
+            double imb = zaya_optim_plan_imbalance(&p);
+            printf("%-22s units %4d  max/min rank cost %.4f\n", label, p.nunits, imb);
+            CHECK(imb <= 1.10, "%s: imbalance %.3f", label, imb);
+            if (pi == 1 && wi == 2) zaya_optim_plan_print(&p, stdout);
+            zaya_optim_plan_free(&p);
+        }
+        /* The embedding of zaya1-small (8192 x 512) is split into row ranges at the default size. */
+        zaya_optim_plan p;
+        CHECK(zaya_optim_plan_build(t, n, 1, 0, &p) == ZAYA_OK, "plan");
+        int emb = 0;
+        for (int i = 0; i < p.nunits; i++) emb += t[p.units[i].tensor].embedding;
+        int64_t want = (c.vocab_size * c.hidden_size + ZAYA_OPTIM_ADAMW_SPLIT_DEFAULT - 1) / ZAYA_OPTIM_ADAMW_SPLIT_DEFAULT;
+        CHECK(emb == want, "%s: embedding in %d ranges, expected %lld", presets[pi], emb, (long long)want);
+        zaya_optim_plan_free(&p);
+        free(t);
+    }
+    fx_table f;
+    fx_build(&f);
+    zaya_optim_plan p;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 3, 7, &p) == ZAYA_OK, "fixture plan");
+    check_coverage(f.t, f.n, f.nfloats, &p, "fixture split 7");
+    zaya_optim_plan_free(&p);
+    CHECK(zaya_optim_plan_build(f.t, f.n, 0, 0, &p) == ZAYA_EINVAL, "world 0 rejected");
+    fx_table bad = f;
+    bad.t[3].ndim = 1; /* a Muon tensor that is not a matrix */
+    CHECK(zaya_optim_plan_build(bad.t, bad.n, 1, 0, &p) == ZAYA_EINVAL &&
+              strstr(zaya_error_message(), "q_proj"), "non-matrix Muon tensor named: %s", zaya_error_message());
+}
+
+/* ---- numerics against double references ---- */
+
+/* Eigenvalues of a symmetric n x n matrix (cyclic Jacobi, in place; result on the diagonal). */
+static void jacobi_eig(double *a, int n) {
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) off += a[p * n + q] * a[p * n + q];
+        if (off < 1e-26) return;
+        for (int p = 0; p < n; p++)
+            for (int q = p + 1; q < n; q++) {
+                double apq = a[p * n + q];
+                if (fabs(apq) < 1e-300) continue;
+                double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
+                double tt = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+                double cs = 1 / sqrt(tt * tt + 1), sn = tt * cs;
+                for (int k = 0; k < n; k++) { /* A <- J^T A J */
+                    double akp = a[k * n + p], akq = a[k * n + q];
+                    a[k * n + p] = cs * akp - sn * akq;
+                    a[k * n + q] = sn * akp + cs * akq;
+                }
+                for (int k = 0; k < n; k++) {
+                    double apk = a[p * n + k], aqk = a[q * n + k];
+                    a[p * n + k] = cs * apk - sn * aqk;
+                    a[q * n + k] = sn * apk + cs * aqk;
+                }
+            }
+    }
+}
+
+/* Singular values of an r x c matrix via the eigenvalues of its small Gram matrix; min and max. */
+static void sv_range(const float *x, int r, int c, double *smin, double *smax) {
+    int m = r < c ? r : c;
+    double *g = th_alloc_d((int64_t)m * m);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) {
+            double s = 0;
+            if (r <= c)
+                for (int k = 0; k < c; k++) s += (double)x[i * c + k] * x[j * c + k];
+            else
+                for (int k = 0; k < r; k++) s += (double)x[k * c + i] * x[k * c + j];
+            g[i * m + j] = s;
+        }
+    jacobi_eig(g, m);
+    *smin = INFINITY;
+    *smax = 0;
+    for (int i = 0; i < m; i++) {
+        double sv = sqrt(fmax(g[i * m + i], 0));
+        *smin = fmin(*smin, sv);
+        *smax = fmax(*smax, sv);
+    }
+    free(g);
+}
+
+/* A one-matrix table for Newton-Schulz on rows x cols. */
+static void one_matrix(fx_table *f, int64_t r, int64_t c) {
+    memset(f, 0, sizeof *f);
+    fx_add(f, "m.weight", ZAYA_OPT_MUON, 2, r, c, 0, 0);
+}
+
+static void test_newton_schulz(void) {
+    const int shapes[][2] = {{32, 48}, {80, 40}, {64, 64}, {17, 256}, {256, 64}};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int r = shapes[s][0], c = shapes[s][1];
+            fx_table f;
+            one_matrix(&f, r, c);
+            zaya_optim_plan p;
+            zaya_optim_config cfg;
+            zaya_optim_config_default(&cfg);
+            cfg.muon_ns_dtype = dt ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+            zaya_optim o;
+            CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK, "plan");
+            CHECK(zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
+            float *g = th_alloc(r * c), *out = th_alloc(r * c);
+            th_fill(g, r * c, 7, (uint64_t)s, -1, 1);
+            double in_min, in_max, smin, smax;
+            sv_range(g, r, c, &in_min, &in_max);
+            zaya_muon_orthogonalize(&o, g, r, c, out);
+            sv_range(out, r, c, &smin, &smax);
+            printf("NS %s %3dx%-3d input sv/max [%.4f, 1]  output sv [%.4f, %.4f]\n", dt ? "bf16" : "f32 ", r, c,
+                   in_min / in_max, smin, smax);
+            CHECK(smin >= 0.5 && smax <= 1.5, "%dx%d %s: singular values [%.4f, %.4f] outside [0.5, 1.5]", r, c,
+                  dt ? "bf16" : "f32", smin, smax);
+            free(g), free(out);
+            zaya_optim_free(&o);
+            zaya_optim_plan_free(&p);
+        }
+}
+
+/* Double-precision Muon + AdamW on the fixture, written from the formulas. */
+typedef struct ref_state {
+    double *p, *m, *v, *buf;
+} ref_state;
+
+static void ref_ns(double *x, int m, int n) { /* m <= n, in place */
+    double nrm = 0;
+    for (int i = 0; i < m * n; i++) nrm += x[i] * x[i];
+    nrm = sqrt(nrm) + 1e-7;
+    for (int i = 0; i < m * n; i++) x[i] /= nrm;
+    double *A = th_alloc_d(m * m), *B = th_alloc_d(m * m), *Y = th_alloc_d(m * n);
+    for (int it = 0; it < 5; it++) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++) {
+                double s = 0;
+                for (int k = 0; k < n; k++) s += x[i * n + k] * x[j * n + k];
+                A[i * m + j] = s;
+            }
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < m; j++) {
+                double s = 0;
+                for (int k = 0; k < m; k++) s += A[i * m + k] * A[k * m + j];
+                B[i * m + j] = (double)-4.7750f * A[i * m + j] + (double)2.0315f * s;
+            }
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double s = 0;
+                for (int k = 0; k < m; k++) s += B[i * m + k] * x[k * n + j];
+                Y[i * n + j] = (double)3.4445f * x[i * n + j] + s;
+            }
+        memcpy(x, Y, sizeof(double) * (size_t)(m * n));
+    }
+    free(A), free(B), free(Y);
+}
+
+static void ref_step(const zaya_optim_plan *p, const zaya_optim_config *c, ref_state *s, const float *g, double lr,
+                     double gs, int t) {
+    for (int i = 0; i < p->nunits; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        int64_t o = u->offset;
+        double wd = u->decay ? c->weight_decay : 0;
+        if (u->kind == ZAYA_UNIT_ADAMW) {
+            for (int64_t j = o; j < o + u->numel; j++) {
+                double gj = (double)g[j] * gs;
+                s->m[j] = c->adam_beta1 * s->m[j] + (1 - c->adam_beta1) * gj;
+                s->v[j] = c->adam_beta2 * s->v[j] + (1 - c->adam_beta2) * gj * gj;
+                double mh = s->m[j] / (1 - pow(c->adam_beta1, t)), vh = s->v[j] / (1 - pow(c->adam_beta2, t));
+                s->p[j] = s->p[j] * (1 - lr * wd) - lr * mh / (sqrt(vh) + c->adam_eps);
+            }
+            continue;
+        }
+        int r = (int)u->rows, cc = (int)u->cols, tr = r > cc;
+        double *x = th_alloc_d(u->numel), b = c->muon_momentum;
+        for (int a = 0; a < r; a++)
+            for (int q = 0; q < cc; q++) {
+                int64_t k = o + a * cc + q;
+                double gk = (double)g[k] * gs;
+                s->buf[k] = b * s->buf[k] + (1 - b) * gk;
+                x[tr ? q * r + a : a * cc + q] = (1 - b) * gk + b * s->buf[k];
+            }
+        ref_ns(x, tr ? cc : r, tr ? r : cc);
+        double scale = 0.2 * sqrt((double)(r > cc ? r : cc));
+        for (int a = 0; a < r; a++)
+            for (int q = 0; q < cc; q++) {
+                int64_t k = o + a * cc + q;
+                s->p[k] = s->p[k] * (1 - lr * wd) - lr * scale * x[tr ? q * r + a : a * cc + q];
+            }
+        free(x);
+    }
+}
+
+static double lr_at(int step) { return 0.02 * (step + 1) / 20.0 + 0.001; } /* varies every step */
+
+static void test_steps_vs_double(void) {
+    fx_table f;
+    fx_build(&f);
+    zaya_optim_plan p;
+    zaya_optim_config cfg;
+    zaya_optim_config_default(&cfg);
+    cfg.weight_decay = 0.3;
+    zaya_optim o;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 1, 100, &p) == ZAYA_OK, "plan");
+    CHECK(zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
+    float *prm = th_alloc(f.nfloats), *g = th_alloc(f.nfloats);
+    th_fill(prm, f.nfloats, 3, 1, -1, 1);
+    ref_state s = {th_alloc_d(f.nfloats), th_alloc_d(f.nfloats), th_alloc_d(f.nfloats), th_alloc_d(f.nfloats)};
+    th_to_double(s.p, prm, f.nfloats);
+    for (int t = 0; t < 20; t++) {
+        th_fill(g, f.nfloats, 3, 100 + (uint64_t)t, -1, 1);
+        double gs = t % 3 == 2 ? 0.5 : 1.0;
+        zaya_optim_step(&o, prm, g, lr_at(t), gs);
+        ref_step(&p, &cfg, &s, g, lr_at(t), gs, t + 1);
+    }
+    for (int i = 0; i < f.n; i++) {
+        const zaya_tensor_info *t = &f.t[i];
+        double e = th_rel_err(prm + t->offset, s.p + t->offset, t->numel, 1e-6);
+        CHECK(e <= (t->opt == ZAYA_OPT_MUON ? 2e-5 : 2e-6), "%s after 20 steps: rel err %.2e", t->name, e);
+    }
+    free(prm), free(g), free(s.p), free(s.m), free(s.v), free(s.buf);
+    zaya_optim_free(&o);
+    zaya_optim_plan_free(&p);
+}
+
+/* ---- gradient norm, clipping, NaN ---- */
+
+static void test_grad_norm(void) {
+    fx_table f;
+    fx_build(&f);
+    float *g = th_alloc(f.nfloats);
+    th_fill(g, f.nfloats, 5, 1, -2, 2);
+    double want = 0;
+    for (int i = 0; i < f.n; i++)
+        if (f.t[i].opt != ZAYA_OPT_NONE)
+            for (int64_t j = 0; j < f.t[i].numel; j++) want += (double)g[f.t[i].offset + j] * g[f.t[i].offset + j];
+    zaya_optim_config cfg;
+    zaya_optim_config_default(&cfg);
+    double parts = 0;
+    for (int r = 0; r < 3; r++) { /* the partial sums of 3 ranks add up to the whole */
+        zaya_optim_plan p;
+        zaya_optim o;
+        CHECK(zaya_optim_plan_build(f.t, f.n, 3, 64, &p) == ZAYA_OK, "plan");
+        CHECK(zaya_optim_init(&o, &p, &cfg, r) == ZAYA_OK, "init");
+        double s = -1;
+        CHECK(zaya_optim_grad_sqnorm_local(&o, g, &s) == ZAYA_OK, "sqnorm");
+        parts += s;
+        zaya_optim_free(&o);
+        zaya_optim_plan_free(&p);
+    }
+    CHECK(fabs(parts - want) <= 1e-12 * want, "sum of rank sqnorms %.17g vs %.17g", parts, want);
+    CHECK(zaya_optim_clip_scale(10.0, 1.0) < 0.1 && zaya_optim_clip_scale(10.0, 1.0) > 0.0999999,
+          "clip 10 -> 1: %g", zaya_optim_clip_scale(10.0, 1.0));
+    CHECK(zaya_optim_clip_scale(0.5, 1.0) == 1.0 && zaya_optim_clip_scale(5.0, 0.0) == 1.0, "no clip");
+
+    /* Clipping through grad_scale equals stepping on pre-scaled gradients. */
+    zaya_optim_plan p;
+    zaya_optim a, b;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK, "plan");
+    CHECK(zaya_optim_init(&a, &p, &cfg, 0) == ZAYA_OK && zaya_optim_init(&b, &p, &cfg, 0) == ZAYA_OK, "init");
+    float *pa = th_alloc(f.nfloats), *pb = th_alloc(f.nfloats), *gs = th_alloc(f.nfloats);
+    th_fill(pa, f.nfloats, 5, 2, -1, 1);
+    memcpy(pb, pa, sizeof(float) * (size_t)f.nfloats);
+    double sq;
+    CHECK(zaya_optim_grad_sqnorm_local(&a, g, &sq) == ZAYA_OK, "sqnorm");
+    double sc = zaya_optim_clip_scale(sqrt(sq), 1.0);
+    for (int64_t i = 0; i < f.nfloats; i++) gs[i] = g[i] * (float)sc;
+    zaya_optim_step(&a, pa, g, 0.01, sc);
+    zaya_optim_step(&b, pb, gs, 0.01, 1.0);
+    CHECK(!memcmp(pa, pb, sizeof(float) * (size_t)f.nfloats), "grad_scale differs from pre-scaled gradients");
+
+    /* NaN and Inf name the first offending tensor (and expert). */
+    g[f.t[6].offset + 20 * 12 + 5] = NAN; /* gate_up_proj expert 1 */
+    g[f.t[7].offset + 3] = INFINITY;      /* model.norm.weight: later in block order */
+    CHECK(zaya_optim_grad_sqnorm_local(&a, g, &sq) == ZAYA_ENUMERIC, "NaN detected");
+    CHECK(strstr(zaya_error_message(), "gate_up_proj") && strstr(zaya_error_message(), "expert 1") &&
+              strstr(zaya_error_message(), "NaN"), "message: %s", zaya_error_message());
+    g[f.t[6].offset + 20 * 12 + 5] = 0;
+    CHECK(zaya_optim_grad_sqnorm_local(&a, g, &sq) == ZAYA_ENUMERIC && strstr(zaya_error_message(), "model.norm.weight") &&
+              strstr(zaya_error_message(), "Inf"), "Inf message: %s", zaya_error_message());
+    free(pa), free(pb), free(gs), free(g);
+    zaya_optim_free(&a);
+    zaya_optim_free(&b);
+    zaya_optim_plan_free(&p);
+}
+
+/* ---- state round trip ---- */
+
+static void test_state(void) {
+    fx_table f;
+    fx_build(&f);
+    zaya_optim_config cfg;
+    zaya_optim_config_default(&cfg);
+    float *ref = th_alloc(f.nfloats), *g = th_alloc(f.nfloats), *p2 = th_alloc(f.nfloats);
+    th_fill(ref, f.nfloats, 9, 1, -1, 1);
+    /* Reference run: world 1, 10 steps, export, 5 more steps. */
+    zaya_optim_plan p1;
+    zaya_optim o1;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p1) == ZAYA_OK && zaya_optim_init(&o1, &p1, &cfg, 0) == ZAYA_OK, "init");
+    for (int t = 0; t < 10; t++) {
+        th_fill(g, f.nfloats, 9, 10 + (uint64_t)t, -1, 1);
+        zaya_optim_step(&o1, ref, g, lr_at(t), 1.0);
+    }
+    zaya_state_set set;
+    zaya_state_set_init(&set);
+    cJSON *sc = NULL;
+    CHECK(zaya_optim_state_export(&o1, &set, 1, &sc) == ZAYA_OK, "export");
+    memcpy(p2, ref, sizeof(float) * (size_t)f.nfloats);
+    for (int t = 10; t < 15; t++) {
+        th_fill(g, f.nfloats, 9, 10 + (uint64_t)t, -1, 1);
+        zaya_optim_step(&o1, ref, g, lr_at(t), 1.0);
+    }
+    /* Resume on 3 ranks with a different AdamW split: every rank imports its units from the world-1
+     * state; the union of their updates is bit-identical to the uninterrupted run. */
+    zaya_optim_plan p3;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 3, 40, &p3) == ZAYA_OK, "plan 3");
+    zaya_optim o3[3];
+    for (int r = 0; r < 3; r++) {
+        CHECK(zaya_optim_init(&o3[r], &p3, &cfg, r) == ZAYA_OK, "init rank %d", r);
+        CHECK(zaya_optim_state_import(&o3[r], &set, sc) == ZAYA_OK, "import rank %d: %s", r, zaya_error_message());
+    }
+    for (int t = 10; t < 15; t++) {
+        th_fill(g, f.nfloats, 9, 10 + (uint64_t)t, -1, 1);
+        for (int r = 0; r < 3; r++) zaya_optim_step(&o3[r], p2, g, lr_at(t), 1.0);
+    }
+    int diff = 0;
+    for (int i = 0; i < f.n; i++)
+        if (f.t[i].opt != ZAYA_OPT_NONE)
+            diff += memcmp(p2 + f.t[i].offset, ref + f.t[i].offset, sizeof(float) * (size_t)f.t[i].numel) != 0;
+    CHECK(diff == 0, "resumed run differs in %d tensors", diff);
+    for (int r = 0; r < 3; r++) zaya_optim_free(&o3[r]);
+
+    /* Errors name the unit: a missing piece, a wrong size, missing counters. */
+    zaya_optim o;
+    CHECK(zaya_optim_init(&o, &p1, &cfg, 0) == ZAYA_OK, "init");
+    zaya_state_set part;
+    zaya_state_set_init(&part);
+    for (int i = 0; i < set.n; i++)
+        if (!strstr(set.a[i].name, "o_proj"))
+            zaya_state_set_add(&part, set.a[i].name, set.a[i].start, set.a[i].numel, set.a[i].full_numel, set.a[i].data, 0);
+    CHECK(zaya_optim_state_import(&o, &part, sc) == ZAYA_EFORMAT && strstr(zaya_error_message(), "o_proj.weight.momentum") &&
+              strstr(zaya_error_message(), "missing"), "missing piece: %s", zaya_error_message());
+    zaya_state_set_free(&part);
+    zaya_state_set_init(&part);
+    for (int i = 0; i < set.n; i++) {
+        int64_t full = set.a[i].full_numel + (strstr(set.a[i].name, "gate_up_proj.2.") ? 1 : 0);
+        zaya_state_set_add(&part, set.a[i].name, set.a[i].start, set.a[i].numel, full, set.a[i].data, 0);
+    }
+    CHECK(zaya_optim_state_import(&o, &part, sc) == ZAYA_EFORMAT && strstr(zaya_error_message(), "expert 2") &&
+              strstr(zaya_error_message(), "expected"), "size mismatch: %s", zaya_error_message());
+    zaya_state_set_free(&part);
+    cJSON *empty = cJSON_CreateObject();
+    CHECK(zaya_optim_state_import(&o, &set, empty) != ZAYA_OK && strstr(zaya_error_message(), "adamw_steps"),
+          "missing counter: %s", zaya_error_message());
+    cJSON_Delete(empty);
+    zaya_optim_free(&o);
+
+    cJSON_Delete(sc);
+    zaya_state_set_free(&set);
+    zaya_optim_free(&o1);
+    zaya_optim_plan_free(&p1);
+    zaya_optim_plan_free(&p3);
+    free(ref), free(g), free(p2);
+}
+
+/* ---- bias balancing ---- */
+
+/* Synthetic router: 2 layers, E experts + skip; expert preferences skewed (layer 0 strongly toward
+ * expert 0), per-token noise. Each step routes fresh tokens with the current biases. */
+static void route(const float *bias, int E, int layer, int step, int64_t ntok, float *probs, int32_t *idx,
+                  float *gate, int64_t *counts) {
+    const int E1 = E + 1;
+    for (int64_t i = 0; i < ntok; i++) {
+        double z[32], mx = -1e30, sum = 0;
+        for (int e = 0; e < E1; e++) {
+            double skew = e == E ? 0.0 : (layer == 0 ? (e == 0 ? 2.0 : 0.0) : 0.4 * e);
+            z[e] = skew + 3.4 * (zaya_rng_uniform_at(77, (uint64_t)(layer * 1000000 + step), (uint64_t)(i * E1 + e)) - 0.5);
+            mx = fmax(mx, z[e]);
+        }
+        for (int e = 0; e < E1; e++) sum += exp(z[e] - mx);
+        for (int e = 0; e < E1; e++) probs[i * E1 + e] = (float)(exp(z[e] - mx) / sum);
+    }
+    zaya_top1_biased(idx, gate, probs, bias, ntok, E1);
+    memset(counts, 0, sizeof(int64_t) * (size_t)E1);
+    for (int64_t i = 0; i < ntok; i++) counts[idx[i]]++;
+}
+
+static void test_balancer(void) {
+    const int E = 8, L = 2;
+    const int64_t ntok = 2048;
+    fx_table f;
+    memset(&f, 0, sizeof f);
+    fx_add(&f, "model.layers.0.mlp.gate.balancing_biases", ZAYA_OPT_NONE, 1, E + 1, 0, 0, 0);
+    fx_add(&f, "model.layers.0.mlp.experts.down_proj", ZAYA_OPT_MUON, 3, E, 4, 4, 0);
+    fx_add(&f, "model.layers.1.mlp.gate.balancing_biases", ZAYA_OPT_NONE, 1, E + 1, 0, 0, 1);
+    float *params = th_alloc(f.nfloats);
+    for (int l = 0; l < L; l++) params[f.t[2 * l].offset + E] = -1.0f;
+    zaya_balancer b;
+    zaya_balancer_config cfg;
+    zaya_balancer_config_default(&cfg);
+    cfg.lr = 0.02;
+    CHECK(zaya_balancer_init(&b, f.t, f.n, &cfg) == ZAYA_OK, "init: %s", zaya_error_message());
+    CHECK(b.layers == L && b.num_experts == E, "found %d layers x %d experts", b.layers, b.num_experts);
+    float *probs = th_alloc(ntok * (E + 1)), *gate = th_alloc(ntok);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)ntok);
+    int64_t counts[2 * 9];
+    double first[2] = {0}, last[2] = {0};
+    zaya_state_set set;
+    cJSON *sc = NULL;
+    float saved_bias[2 * 9], after_bias[2 * 9];
+    for (int step = 0; step < 400; step++) {
+        for (int l = 0; l < L; l++)
+            route(params + f.t[2 * l].offset, E, l, step, ntok, probs, idx, gate, counts + l * (E + 1));
+        if (step == 300) { /* snapshot to check that a restored balancer continues identically */
+            zaya_state_set_init(&set);
+            CHECK(zaya_balancer_state_export(&b, &set, 1, &sc) == ZAYA_OK, "export");
+            for (int l = 0; l < L; l++) memcpy(saved_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
+        }
+        zaya_balancer_update(&b, counts, params);
+        if (step == 300)
+            for (int l = 0; l < L; l++) memcpy(after_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
+        for (int l = 0; l < L; l++) {
+            if (step == 0) first[l] = b.stats[l].max_share;
+            if (step >= 350) last[l] += b.stats[l].max_share / 50; /* mean over the last 50 steps */
+        }
+    }
+    for (int l = 0; l < L; l++) {
+        const zaya_load_stats *s = &b.stats[l];
+        printf("balancer layer %d: max share %.3f -> %.3f (uniform %.3f), min %.3f, entropy %.3f, cv %.3f, skip %.4f, "
+               "skip bias %.2f\n", l, first[l], last[l], 1.0 / E, s->min_share, s->entropy, s->cv, s->skip_share,
+               params[f.t[2 * l].offset + E]);
+        CHECK(first[l] > 1.8 / E, "layer %d starts skewed (%.3f)", l, first[l]);
+        CHECK(last[l] < 1.2 / E, "layer %d: mean max share %.3f did not approach %.3f", l, last[l], 1.0 / E);
+        CHECK(s->entropy > 0.98, "layer %d entropy %.3f", l, s->entropy);
+        CHECK(params[f.t[2 * l].offset + E] == -1.0f, "skip bias moved");
+    }
+    /* Restore the step-300 snapshot into a fresh balancer and replay step 300: bit-identical biases. */
+    zaya_balancer b2;
+    CHECK(zaya_balancer_init(&b2, f.t, f.n, &cfg) == ZAYA_OK, "init 2");
+    CHECK(zaya_balancer_state_import(&b2, &set, sc) == ZAYA_OK, "import: %s", zaya_error_message());
+    float *p2 = th_alloc(f.nfloats);
+    for (int l = 0; l < L; l++) memcpy(p2 + f.t[2 * l].offset, saved_bias + l * 9, sizeof(float) * 9);
+    for (int l = 0; l < L; l++) route(p2 + f.t[2 * l].offset, E, l, 300, ntok, probs, idx, gate, counts + l * (E + 1));
+    zaya_balancer_update(&b2, counts, p2);
+    CHECK(b2.steps == 301, "restored step count %lld", (long long)b2.steps);
+    int same = 1;
+    for (int l = 0; l < L; l++) same &= !memcmp(p2 + f.t[2 * l].offset, after_bias + l * 9, sizeof(float) * 9);
+    CHECK(same, "restored balancer diverges from the original at step 300");
+    CHECK(memcmp(after_bias, saved_bias, sizeof(float) * 8) != 0, "step 300 changed nothing");
+    cJSON *bad = cJSON_Duplicate(sc, 1);
+    cJSON_ReplaceItemInObject(bad, "num_experts", cJSON_CreateNumber(4));
+    CHECK(zaya_balancer_state_import(&b2, &set, bad) == ZAYA_EFORMAT && strstr(zaya_error_message(), "experts"),
+          "expert count mismatch: %s", zaya_error_message());
+    cJSON_Delete(bad);
+
+    /* Load statistics on known counts. */
+    int64_t c4[5] = {10, 30, 30, 30, 100};
+    zaya_load_stats st;
+    zaya_load_stats_compute(c4, 4, &st);
+    double h = -(0.1 * log(0.1) + 3 * 0.3 * log(0.3)) / log(4.0);
+    CHECK(fabs(st.max_share - 0.3) < 1e-12 && fabs(st.min_share - 0.1) < 1e-12, "shares %g %g", st.max_share, st.min_share);
+    CHECK(fabs(st.entropy - h) < 1e-12, "entropy %g vs %g", st.entropy, h);
+    /* counts 10,30,30,30: mean 25, deviations -15,5,5,5 -> std sqrt((225+75)/4) = sqrt(75) */
+    CHECK(fabs(st.cv - sqrt(75.0) / 25.0) < 1e-12, "cv %g", st.cv);
+    CHECK(fabs(st.skip_share - 0.5) < 1e-12 && st.tokens == 200, "skip share %g", st.skip_share);
+
+    cJSON_Delete(sc);
+    zaya_state_set_free(&set);
+    zaya_balancer_free(&b);
+    zaya_balancer_free(&b2);
+    free(params), free(probs), free(gate), free(idx), free(p2);
+}
+
+/* ---- spike guard ---- */
+
+static void test_spike(void) {
+    zaya_spike_config c;
+    zaya_spike_config_default(&c);
+    zaya_spike_guard g;
+    CHECK(zaya_spike_guard_init(&g, &c) == ZAYA_OK, "init");
+    /* A smooth decreasing loss with small noise: no false positive over 2000 steps. */
+    int fp = 0;
+    double loss = 0;
+    for (int t = 0; t < 2000; t++) {
+        loss = 2.0 + 8.0 * exp(-t / 300.0) + 0.02 * (zaya_rng_uniform_at(1, 2, (uint64_t)t) - 0.5);
+        fp += zaya_spike_guard_check(&g, loss);
+    }
+    CHECK(fp == 0, "%d false positives on a smooth series", fp);
+    CHECK(g.skipped == 0 && g.checks == 2000, "counters %lld %lld", (long long)g.skipped, (long long)g.checks);
+    /* Save the state, then a 10x spike is caught; the restored guard decides identically. */
+    cJSON *j = zaya_spike_guard_to_json(&g);
+    CHECK(zaya_spike_guard_check(&g, 10 * loss) == 1, "10x spike not caught (z %.1f)", g.last_z);
+    CHECK(g.skipped == 1 && g.last_z > c.threshold, "spike counted (z %.1f)", g.last_z);
+    CHECK(zaya_spike_guard_check(&g, loss) == 0, "normal value after a spike accepted");
+    CHECK(zaya_spike_guard_check(&g, NAN) == 1 && g.nonfinite == 1, "NaN skipped");
+    zaya_spike_guard r;
+    CHECK(zaya_spike_guard_from_json(&r, j) == ZAYA_OK, "from json: %s", zaya_error_message());
+    CHECK(r.count == c.window && r.checks == 2000, "restored window %d checks %lld", r.count, (long long)r.checks);
+    double z1 = 0, z2 = 0;
+    zaya_spike_guard copy = r;
+    for (int t = 0; t < 50; t++) {
+        double v = loss * (1 + 0.01 * t) * (t == 30 ? 5 : 1);
+        int d1 = zaya_spike_guard_check(&r, v), d2 = zaya_spike_guard_check(&copy, v);
+        z1 += r.last_z;
+        z2 += copy.last_z;
+        CHECK(d1 == d2, "restored guard decides differently at %d", t);
+    }
+    CHECK(z1 == z2 && r.skipped >= 1, "restored guard: scores %g %g, skipped %lld", z1, z2, (long long)r.skipped);
+    cJSON_Delete(j);
+    /* Warmup: no decisions before `warmup` accepted values, even for a huge jump. */
+    zaya_spike_guard w;
+    zaya_spike_guard_init(&w, &c);
+    int skipped = 0;
+    for (int t = 0; t < c.warmup - 1; t++) skipped += zaya_spike_guard_check(&w, t == 5 ? 1000.0 : 3.0 + 0.01 * t);
+    CHECK(skipped == 0, "decisions during warmup");
+    /* A permanent level shift is accepted after max_consecutive skips. */
+    zaya_spike_guard s;
+    zaya_spike_guard_init(&s, &c);
+    for (int t = 0; t < 100; t++) zaya_spike_guard_check(&s, 1.0 + 0.01 * zaya_rng_uniform_at(3, 3, (uint64_t)t));
+    int k = 0;
+    while (zaya_spike_guard_check(&s, 5.0) && k < 100) k++;
+    CHECK(k == c.max_consecutive && s.forced == 1, "level shift accepted after %d skips", k);
+    c.window = 2;
+    CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
+}
+
+/* Same steps on 1 and 2 threads: bit-identical parameters (fixed-block sums, elementwise updates,
+ * oneDNN GEMMs that do not split the reduction at these shapes). */
+static void test_thread_invariance(void) {
+    fx_table f;
+    fx_build(&f);
+    zaya_optim_config cfg;
+    zaya_optim_config_default(&cfg);
+    float *pp[2], *g = th_alloc(f.nfloats);
+    for (int k = 0; k < 2; k++) {
+        zaya_threads_init(k + 1);
+        zaya_optim_plan p;
+        zaya_optim o;
+        CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
+        pp[k] = th_alloc(f.nfloats);
+        th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
+        for (int t = 0; t < 5; t++) {
+            th_fill(g, f.nfloats, 4, 2 + (uint64_t)t, -1, 1);
+            zaya_optim_step(&o, pp[k], g, 0.01, 1.0);
+        }
+        zaya_optim_free(&o);
+        zaya_optim_plan_free(&p);
+    }
+    CHECK(!memcmp(pp[0], pp[1], sizeof(float) * (size_t)f.nfloats), "1 and 2 threads give different parameters");
+    zaya_threads_init(2);
+    free(pp[0]), free(pp[1]), free(g);
+}
+
+int main(void) {
+    zaya_threads_init(2);
+    test_plan();
+    test_newton_schulz();
+    test_steps_vs_double();
+    test_thread_invariance();
+    test_grad_norm();
+    test_state();
+    test_balancer();
+    test_spike();
+    return th_finish("test_optim");
+}

@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh Release build
-out="${1:-out/quickstart}"
-./build/zaya bench kernels -o "$out"
+out="${1:-out/train}"
+./build/zaya train -o "$out"

@@ -95,6 +95,8 @@ zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
 /* Refreshes the bf16 weight shadow after the f32 master weights changed (no-op in f32). */
 void zaya_model_sync_weights(zaya_model *m);
 void zaya_model_zero_grad(zaya_model *m);
+/* Rebuilds the RoPE table for a new base (context-extension phases raise theta). */
+zaya_status zaya_model_set_rope_theta(zaya_model *m, double theta);
 
 /* Forward over ids[B*T]. With targets (entries < 0 ignored) it returns the mean loss and, when
  * `backward_ready`, also leaves d(loss)/d(final hidden) and the tied-head gradient in place so that

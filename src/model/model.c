@@ -100,6 +100,18 @@ void zaya_model_zero_grad(zaya_model *m) {
     for (int64_t i = 0; i < n; i++) g[i] = 0.0f;
 }
 
+zaya_status zaya_model_set_rope_theta(zaya_model *m, double theta) {
+    if (!(theta > 1.0)) return zaya_error_set(ZAYA_EINVAL, "RoPE theta must be > 1, got %g", theta);
+    if (theta == m->cfg.rope_theta) return ZAYA_OK;
+    zaya_rope_table fresh;
+    if (zaya_rope_table_init(&fresh, m->cfg.max_position_embeddings, zaya_config_rot_dims(&m->cfg), theta) != 0)
+        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the RoPE table");
+    zaya_rope_table_free(&m->rope);
+    m->rope = fresh;
+    m->cfg.rope_theta = theta;
+    return ZAYA_OK;
+}
+
 const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name) {
     for (int i = 0; i < m->ntensors; i++)
         if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];

@@ -1,0 +1,51 @@
+/* The trainer: one curriculum run of a ZAYA1 model (data, model, optimizers, balancing, metrics).
+ * `zaya train` is a thin CLI over this. */
+#ifndef ZAYA_TRAIN_H
+#define ZAYA_TRAIN_H
+
+#include <stdint.h>
+
+#include "zaya/matmul.h"
+#include "zaya/status.h"
+
+typedef struct zaya_train_opts {
+    const char *config;   /* model preset or config.json (default zaya1-tiny) */
+    const char *run_path; /* run file; NULL = the built-in 3-phase run */
+    const char *data_dir; /* shards + tokenizer.json; NULL = build the built-in corpus in <out>/data */
+    const char *out_dir;
+    zaya_dtype dtype;
+    int threads;
+    int64_t max_steps;     /* stop after this many steps (0 = the whole run) */
+    int64_t micro_batch;   /* sequences per forward/backward (0 = the whole local batch) */
+    int optimizer_muon;    /* 1: Muon for hidden matrices + AdamW (default); 0: AdamW everywhere */
+    double lr_scale;       /* multiplies the run's learning rates (default 1) */
+    double weight_decay;
+    double clip;           /* global grad-norm clip (0 = none) */
+    double spike_z;        /* robust z-score above which an update is skipped (0 = off) */
+    double balance_lr;     /* step size of the balancing-bias controller */
+    int64_t eval_every;    /* steps between validation passes (0 = only at start and end) */
+    int64_t eval_batches;  /* batches per source per validation pass */
+    int64_t log_every;
+    int64_t samples;       /* generated samples at the end */
+    int64_t sample_tokens;
+    double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
+    int quiet;
+} zaya_train_opts;
+
+void zaya_train_opts_default(zaya_train_opts *o);
+
+/* Summary of a finished run. */
+typedef struct zaya_train_result {
+    int64_t steps, tokens, skipped_updates;
+    double first_val_loss, last_val_loss;
+    double first_train_loss, last_train_loss;
+    double seconds, tokens_per_s, mfu;
+} zaya_train_result;
+
+zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);
+
+/* Builds the built-in corpus in dir (idempotent): a 4096-token byte-level BPE trained on the fortunes
+ * package's English text and C headers from /usr/include, and shards of both ("prose", "code"). */
+zaya_status zaya_train_prepare_builtin_data(const char *dir, int64_t vocab_size);
+
+#endif

@@ -1,0 +1,82 @@
+/* zaya train: pretrain a ZAYA1 model through a curriculum run (the built-in one by default). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/train.h"
+
+int zaya_cmd_train(int argc, char **argv) {
+    zaya_train_opts o;
+    zaya_train_opts_default(&o);
+    const char *dtype = "f32", *optimizer = "muon";
+    int threads = 0;
+    zaya_flag flags[] = {
+        {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
+        {"run", 'r', ZAYA_FLAG_STRING, &o.run_path, "FILE", "curriculum run file (default: the built-in 3-phase run)"},
+        {"data", 'd', ZAYA_FLAG_STRING, &o.data_dir, "DIR", "shards + tokenizer.json (default: build the built-in corpus in OUT/data)"},
+        ZAYA_FLAG_OUTDIR(&o.out_dir, "out/train"),
+        {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "f32|bf16", "matmul input precision; master weights stay f32 (default: f32)"},
+        ZAYA_FLAG_THREADS(&threads),
+        {"max-steps", 0, ZAYA_FLAG_I64, &o.max_steps, "N", "stop after N steps (default: the whole run)"},
+        {"micro-batch", 0, ZAYA_FLAG_I64, &o.micro_batch, "N", "sequences per forward/backward; gradients accumulate (default: whole batch)"},
+        {"optimizer", 0, ZAYA_FLAG_STRING, &optimizer, "muon|adamw", "Muon for hidden matrices + AdamW, or AdamW everywhere (default: muon)"},
+        {"lr-scale", 0, ZAYA_FLAG_DOUBLE, &o.lr_scale, "X", "multiply the run's learning rates (default 1)"},
+        {"weight-decay", 0, ZAYA_FLAG_DOUBLE, &o.weight_decay, "X", "decoupled weight decay of matrices (default 0.1)"},
+        {"clip", 0, ZAYA_FLAG_DOUBLE, &o.clip, "X", "global gradient-norm clip, 0 = off (default 1)"},
+        {"spike-z", 0, ZAYA_FLAG_DOUBLE, &o.spike_z, "Z", "skip updates whose loss/grad-norm robust z-score exceeds Z, 0 = off (default 6)"},
+        {"balance-lr", 0, ZAYA_FLAG_DOUBLE, &o.balance_lr, "X", "step size of the expert-balancing bias controller (default 1e-4)"},
+        {"eval-every", 0, ZAYA_FLAG_I64, &o.eval_every, "N", "validation every N steps and at phase starts (default 100)"},
+        {"eval-batches", 0, ZAYA_FLAG_I64, &o.eval_batches, "N", "batches per source per validation (default 4)"},
+        {"log-every", 0, ZAYA_FLAG_I64, &o.log_every, "N", "print a step line every N steps (default 10)"},
+        {"samples", 0, ZAYA_FLAG_I64, &o.samples, "N", "generated samples at the end (default 3)"},
+        {"sample-tokens", 0, ZAYA_FLAG_I64, &o.sample_tokens, "N", "tokens per sample (default 96)"},
+        {"peak-gflops", 0, ZAYA_FLAG_DOUBLE, &o.peak_gflops, "X", "matmul peak for MFU (default: measured at start)"},
+        {"quiet", 'q', ZAYA_FLAG_BOOL, &o.quiet, NULL, "no step lines (metrics.jsonl is still written)"},
+    };
+    zaya_cmd_spec spec = {"train", "pretrain a ZAYA1 model through a curriculum run", "[options]",
+                          "With no options: zaya1-tiny on the built-in corpus (the fortunes package's prose and the C "
+                          "headers in /usr/include) through the 3-phase run (broad text, upweighted code, context "
+                          "extension). Writes metrics.jsonl, run.json, summary.json, PNG plots and samples.txt into OUT.",
+                          flags, (int)(sizeof flags / sizeof flags[0])};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+    if (!strcmp(dtype, "f32")) o.dtype = ZAYA_DTYPE_F32;
+    else if (!strcmp(dtype, "bf16")) o.dtype = ZAYA_DTYPE_BF16;
+    else return zaya_flags_usage_error(&spec, "--dtype must be f32 or bf16, got '%s'", dtype);
+    if (!strcmp(optimizer, "muon")) o.optimizer_muon = 1;
+    else if (!strcmp(optimizer, "adamw")) o.optimizer_muon = 0;
+    else return zaya_flags_usage_error(&spec, "--optimizer must be muon or adamw, got '%s'", optimizer);
+    if (o.max_steps < 0 || o.micro_batch < 0 || o.eval_batches <= 0 || o.log_every <= 0 || o.lr_scale <= 0)
+        return zaya_flags_usage_error(&spec, "counts and --lr-scale must be positive");
+    o.threads = threads;
+
+    zaya_train_result r;
+    if (zaya_train_run(&o, &r) != ZAYA_OK) {
+        fprintf(stderr, "zaya train: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    printf("trained %lld steps, %lld tokens in %.1f s (%.0f tokens/s); %lld updates skipped\n", (long long)r.steps,
+           (long long)r.tokens, r.seconds, r.tokens_per_s, (long long)r.skipped_updates);
+    printf("validation loss %.4f -> %.4f; train loss %.4f -> %.4f\n", r.first_val_loss, r.last_val_loss,
+           r.first_train_loss, r.last_train_loss);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "steps", (double)r.steps);
+    cJSON_AddNumberToObject(j, "tokens", (double)r.tokens);
+    cJSON_AddNumberToObject(j, "seconds", r.seconds);
+    cJSON_AddNumberToObject(j, "tokens_per_s", r.tokens_per_s);
+    cJSON_AddNumberToObject(j, "skipped_updates", (double)r.skipped_updates);
+    cJSON_AddNumberToObject(j, "first_val_loss", r.first_val_loss);
+    cJSON_AddNumberToObject(j, "last_val_loss", r.last_val_loss);
+    cJSON_AddNumberToObject(j, "first_train_loss", r.first_train_loss);
+    cJSON_AddNumberToObject(j, "last_train_loss", r.last_train_loss);
+    char path[4096];
+    if (zaya_path_join(path, sizeof path, o.out_dir, "summary.json") == ZAYA_OK && zaya_json_write_file(path, j, 1) == ZAYA_OK)
+        printf("results in %s (metrics.jsonl, summary.json, run.json, *.png, samples.txt)\n", o.out_dir);
+    cJSON_Delete(j);
+    return 0;
+}

@@ -1,0 +1,77 @@
+/* Private state of the trainer, shared by trainer.c (the loop) and report.c (logs, plots, samples). */
+#ifndef ZAYA_TRAIN_INTERNAL_H
+#define ZAYA_TRAIN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "zaya/balance.h"
+#include "zaya/curriculum.h"
+#include "zaya/data.h"
+#include "zaya/model.h"
+#include "zaya/optim.h"
+#include "zaya/spike.h"
+#include "zaya/tokenizer.h"
+#include "zaya/train.h"
+
+/* Expert load of one step over all MoE layers: the worst layer's largest and smallest expert share,
+ * the mean normalised entropy, and each layer's largest share (points into the trainer). */
+typedef struct zaya_balance_stats {
+    double max_share, min_share, entropy;
+    const double *layer_max_share;
+} zaya_balance_stats;
+
+typedef struct zaya_step_metrics {
+    double loss, grad_norm, lr, seconds;
+    int64_t tokens;
+    int skipped;
+    zaya_balance_stats balance;
+} zaya_step_metrics;
+
+/* Growable series kept for the end-of-run plots. */
+typedef struct zaya_series {
+    double *x, *y;
+    int n, cap;
+} zaya_series;
+
+typedef struct zaya_train_history {
+    zaya_series loss, lr, tok_s;
+    zaya_series val[ZAYA_DATA_MAX_SOURCES];
+    zaya_series val_mean;
+    zaya_series *layer_max_share; /* per MoE layer */
+    int nlayers;
+} zaya_train_history;
+
+typedef struct zaya_trainer {
+    const zaya_train_opts *opts;
+    int rank, world;
+    char data_dir[4096];
+    char tokenizer_path[4096];
+    zaya_run run;
+    zaya_dataset train_ds, val_ds;
+    zaya_loader loader;
+    zaya_tokenizer *tokenizer;
+    zaya_model model;
+    zaya_optim_plan plan;
+    zaya_optim opt;
+    zaya_balancer balancer;
+    zaya_spike_guard guard_loss, guard_gnorm;
+    double *layer_max_share; /* [layers] of the current step */
+    int64_t step, skipped;
+    int64_t micro, accum; /* micro-batch size and micro-batches per step */
+    int32_t *batch, *inputs, *targets;
+    size_t batch_cap;
+    int64_t *route_counts; /* summed over the micro-batches of a step */
+    double peak_gflops;
+    FILE *metrics;
+    zaya_train_history hist;
+} zaya_trainer;
+
+zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean);
+zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0);
+void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_step_metrics *sm, int64_t tokens,
+                         double run_t0);
+zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last);
+void zaya_train_history_free(zaya_train_history *h);
+void zaya_train_history_summary(const zaya_train_history *h, zaya_train_result *res);
+
+#endif

@@ -1,0 +1,275 @@
+/* Trainer output: per-step lines and metrics.jsonl, validation passes, the end-of-run plots,
+ * generated samples and summary.json. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/internal.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/log.h"
+#include "zaya/plot.h"
+#include "zaya/rng.h"
+#include "zaya/timer.h"
+
+static void series_add(zaya_series *s, double x, double y) {
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 256;
+        double *nx = realloc(s->x, sizeof(double) * (size_t)cap), *ny = realloc(s->y, sizeof(double) * (size_t)cap);
+        if (!nx || !ny) {
+            free(nx ? nx : s->x);
+            free(ny ? ny : s->y);
+            memset(s, 0, sizeof *s);
+            return;
+        }
+        s->x = nx;
+        s->y = ny;
+        s->cap = cap;
+    }
+    s->x[s->n] = x;
+    s->y[s->n] = y;
+    s->n++;
+}
+
+static void series_free(zaya_series *s) {
+    free(s->x);
+    free(s->y);
+    memset(s, 0, sizeof *s);
+}
+
+void zaya_train_history_free(zaya_train_history *h) {
+    series_free(&h->loss);
+    series_free(&h->lr);
+    series_free(&h->tok_s);
+    series_free(&h->val_mean);
+    for (int i = 0; i < ZAYA_DATA_MAX_SOURCES; i++) series_free(&h->val[i]);
+    for (int i = 0; i < h->nlayers; i++) series_free(&h->layer_max_share[i]);
+    free(h->layer_max_share);
+    memset(h, 0, sizeof *h);
+}
+
+void zaya_train_history_summary(const zaya_train_history *h, zaya_train_result *res) {
+    if (h->val_mean.n) {
+        res->first_val_loss = h->val_mean.y[0];
+        res->last_val_loss = h->val_mean.y[h->val_mean.n - 1];
+    }
+    if (h->loss.n) {
+        res->first_train_loss = h->loss.y[0];
+        res->last_train_loss = h->loss.y[h->loss.n - 1];
+    }
+}
+
+void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_step_metrics *sm, int64_t tokens,
+                         double run_t0) {
+    zaya_model_costs k = zaya_model_costs_at(&t->model.cfg, si->seq_len, 4);
+    double tok_s = (double)sm->tokens / sm->seconds;
+    double mfu = t->peak_gflops > 0 ? k.training_flops * tok_s / (t->peak_gflops * 1e9) : 0;
+    const zaya_balance_stats *b = &sm->balance;
+    fprintf(t->metrics,
+            "{\"step\":%lld,\"phase\":%d,\"loss\":%.6f,\"grad_norm\":%.6g,\"lr\":%.6g,\"tokens\":%lld,\"tok_s\":%.1f,"
+            "\"mfu\":%.4f,\"ms\":%.2f,\"skipped\":%d,\"seq\":%lld,\"batch\":%lld,\"balance_max_share\":%.4f,"
+            "\"balance_min_share\":%.4f,\"balance_entropy\":%.4f,\"layer_max_share\":[",
+            (long long)t->step, si->phase, sm->loss, sm->grad_norm, sm->lr, (long long)tokens, tok_s, mfu,
+            sm->seconds * 1e3, sm->skipped, (long long)si->seq_len, (long long)si->global_batch, b->max_share,
+            b->min_share, b->entropy);
+    int L = (int)t->model.cfg.num_hidden_layers;
+    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer_max_share[l]);
+    fprintf(t->metrics, "],\"elapsed_s\":%.3f}\n", zaya_now_s() - run_t0);
+    fflush(t->metrics);
+
+    zaya_train_history *h = &t->hist;
+    if (!h->layer_max_share) {
+        h->layer_max_share = calloc((size_t)L, sizeof(zaya_series));
+        h->nlayers = h->layer_max_share ? L : 0;
+    }
+    series_add(&h->loss, (double)t->step, sm->loss);
+    series_add(&h->lr, (double)t->step, sm->lr);
+    series_add(&h->tok_s, (double)t->step, tok_s);
+    for (int l = 0; l < h->nlayers; l++) series_add(&h->layer_max_share[l], (double)t->step, b->layer_max_share[l]);
+
+    if (!t->opts->quiet && (t->step % t->opts->log_every == 0 || sm->skipped)) {
+        printf("step %6lld | %-17.17s | loss %7.4f | gnorm %7.3f | lr %.2e | %7.0f tok/s | MFU %5.1f%% | %6.0f ms | "
+               "experts max %.2f min %.2f%s\n",
+               (long long)t->step, t->run.phases[si->phase].name, sm->loss, sm->grad_norm, sm->lr, tok_s, 100 * mfu,
+               sm->seconds * 1e3, b->max_share, b->min_share, sm->skipped ? " | SKIPPED" : "");
+        fflush(stdout);
+    }
+}
+
+zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0) {
+    double per[ZAYA_DATA_MAX_SOURCES], mean = 0;
+    double t0 = zaya_now_s();
+    ZAYA_TRY(zaya_train_validate(t, si, per, &mean));
+    zaya_train_history *h = &t->hist;
+    series_add(&h->val_mean, (double)t->step, mean);
+    fprintf(t->metrics, "{\"step\":%lld,\"val_loss\":%.6f", (long long)t->step, mean);
+    for (int s = 0; s < t->val_ds.nsources; s++) {
+        series_add(&h->val[s], (double)t->step, per[s]);
+        fprintf(t->metrics, ",\"val_%s\":%.6f", t->val_ds.src[s].name, per[s]);
+    }
+    fprintf(t->metrics, ",\"elapsed_s\":%.3f}\n", zaya_now_s() - run_t0);
+    fflush(t->metrics);
+    if (!t->opts->quiet) {
+        printf("validation at step %lld: loss %.4f (", (long long)t->step, mean);
+        for (int s = 0; s < t->val_ds.nsources; s++)
+            printf("%s%s %.4f", s ? ", " : "", t->val_ds.src[s].name, per[s]);
+        printf(") in %.1f s\n", zaya_now_s() - t0);
+        fflush(stdout);
+    }
+    return ZAYA_OK;
+}
+
+/* ---------------------------------------------------------------- samples */
+
+/* Top-k sampling with temperature by recomputing the forward over a fixed window (causality makes
+ * the padding after the current position irrelevant); fine for a handful of short samples. */
+static zaya_status sample_text(zaya_trainer *t, zaya_model *sm, const char *prompt, uint64_t seed, char **text) {
+    const int64_t T = sm->T, V = sm->cfg.vocab_size;
+    int32_t *ids = calloc((size_t)T, sizeof(int32_t));
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    uint8_t *mask = calloc((size_t)T, 1);
+    int32_t *enc = NULL;
+    size_t n = 0, cap = 0;
+    zaya_status s = ZAYA_OK;
+    if (!ids || !logits || !mask) {
+        s = zaya_error_set(ZAYA_ENOMEM, "sampling buffers");
+        goto done;
+    }
+    for (int64_t i = 0; i < T; i++) ids[i] = (int32_t)sm->cfg.pad_token_id;
+    ids[0] = (int32_t)sm->cfg.bos_token_id;
+    s = zaya_tokenizer_encode(t->tokenizer, prompt, strlen(prompt), &enc, &n, &cap);
+    if (s != ZAYA_OK) goto done;
+    int64_t len = 1;
+    for (size_t i = 0; i < n && len < T; i++) ids[len++] = enc[i];
+    int64_t start = len;
+    zaya_rng rng = zaya_rng_make(seed, 77);
+    const int topk = 40;
+    const float temp = 0.8f;
+    while (len < T) {
+        memset(mask, 0, (size_t)T);
+        mask[len - 1] = 1;
+        s = zaya_model_logits(sm, ids, mask, logits);
+        if (s != ZAYA_OK) goto done;
+        /* k largest by partial selection, then softmax over them */
+        int32_t best[64];
+        float bv[64];
+        int nb = 0;
+        for (int32_t v = 0; v < V; v++) {
+            float x = logits[v];
+            if (nb < topk) {
+                best[nb] = v;
+                bv[nb++] = x;
+            } else {
+                int mi = 0;
+                for (int j = 1; j < nb; j++)
+                    if (bv[j] < bv[mi]) mi = j;
+                if (x > bv[mi]) {
+                    best[mi] = v;
+                    bv[mi] = x;
+                }
+            }
+        }
+        float mx = bv[0];
+        for (int j = 1; j < nb; j++) mx = fmaxf(mx, bv[j]);
+        double z = 0, p[64];
+        for (int j = 0; j < nb; j++) z += (p[j] = exp((bv[j] - mx) / temp));
+        double u = zaya_rng_next_uniform(&rng) * z, acc = 0;
+        int pick = nb - 1;
+        for (int j = 0; j < nb; j++) {
+            acc += p[j];
+            if (u < acc) {
+                pick = j;
+                break;
+            }
+        }
+        int32_t next = best[pick];
+        if (next == sm->cfg.eos_token_id) break;
+        ids[len++] = next;
+    }
+    size_t tl = 0;
+    char *gen = NULL;
+    s = zaya_tokenizer_decode(t->tokenizer, ids + 1, (size_t)(len - 1), &gen, &tl);
+    (void)start;
+    if (s == ZAYA_OK) *text = gen;
+done:
+    free(ids);
+    free(logits);
+    free(mask);
+    free(enc);
+    return s;
+}
+
+static zaya_status write_samples(zaya_trainer *t) {
+    if (!t->tokenizer || t->opts->samples <= 0) return ZAYA_OK;
+    zaya_model sm;
+    ZAYA_TRY(zaya_model_init(&sm, &t->model.cfg, ZAYA_DTYPE_F32));
+    memcpy(sm.params, t->model.params, sizeof(float) * (size_t)t->model.nfloats);
+    int64_t T = 8 + t->opts->sample_tokens;
+    if (T > sm.cfg.max_position_embeddings) T = sm.cfg.max_position_embeddings;
+    zaya_status s = zaya_model_plan(&sm, 1, T);
+    char path[4096];
+    zaya_path_join(path, sizeof path, t->opts->out_dir, "samples.txt");
+    FILE *f = s == ZAYA_OK ? fopen(path, "w") : NULL;
+    static const char *prompts[] = {"The ", "#include <", "A man ", "static int ", "Love is "};
+    for (int64_t i = 0; s == ZAYA_OK && f && i < t->opts->samples; i++) {
+        char *text = NULL;
+        s = sample_text(t, &sm, prompts[i % 5], 1000 + (uint64_t)i, &text);
+        if (s != ZAYA_OK) break;
+        fprintf(f, "----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i % 5], text);
+        if (!t->opts->quiet) printf("----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i % 5], text);
+        free(text);
+    }
+    if (f) fclose(f);
+    zaya_model_free(&sm);
+    return s;
+}
+
+/* ---------------------------------------------------------------- plots and summary */
+
+static void plot_or_warn(const char *dir, const char *name, const zaya_plot_opts *po, const zaya_plot_series *s, int n) {
+    char path[4096];
+    if (zaya_path_join(path, sizeof path, dir, name) != ZAYA_OK) return;
+    if (zaya_plot_lines(path, po, s, n) != ZAYA_OK) ZAYA_WARN("plot %s: %s", name, zaya_error_message());
+}
+
+zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last) {
+    (void)last;
+    zaya_train_history *h = &t->hist;
+    const char *dir = t->opts->out_dir;
+    zaya_plot_series ls[1 + ZAYA_DATA_MAX_SOURCES + 1];
+    int nls = 0;
+    ls[nls++] = (zaya_plot_series){"train", h->loss.x, h->loss.y, h->loss.n};
+    ls[nls++] = (zaya_plot_series){"validation (mean)", h->val_mean.x, h->val_mean.y, h->val_mean.n};
+    static char names[ZAYA_DATA_MAX_SOURCES][64];
+    for (int s = 0; s < t->val_ds.nsources; s++) {
+        snprintf(names[s], sizeof names[s], "validation %s", t->val_ds.src[s].name);
+        ls[nls++] = (zaya_plot_series){names[s], h->val[s].x, h->val[s].y, h->val[s].n};
+    }
+    zaya_plot_opts po = {"loss", "step", "cross-entropy (nats/token)", 0, 0, 0};
+    plot_or_warn(dir, "loss.png", &po, ls, nls);
+    zaya_plot_series lr = {"learning rate", h->lr.x, h->lr.y, h->lr.n};
+    zaya_plot_opts plr = {"learning rate", "step", "lr", 0, 0, 0};
+    plot_or_warn(dir, "lr.png", &plr, &lr, 1);
+    zaya_plot_series tp = {"tokens/s", h->tok_s.x, h->tok_s.y, h->tok_s.n};
+    zaya_plot_opts ptp = {"throughput", "step", "tokens/s", 0, 0, 0};
+    plot_or_warn(dir, "throughput.png", &ptp, &tp, 1);
+    if (h->nlayers) {
+        zaya_plot_series *ex = calloc((size_t)h->nlayers, sizeof *ex);
+        char (*lab)[32] = calloc((size_t)h->nlayers, 32);
+        if (ex && lab) {
+            for (int l = 0; l < h->nlayers; l++) {
+                snprintf(lab[l], 32, "layer %d", l);
+                ex[l] = (zaya_plot_series){lab[l], h->layer_max_share[l].x, h->layer_max_share[l].y, h->layer_max_share[l].n};
+            }
+            zaya_plot_opts pex = {"expert load: largest share of routed tokens per layer (ideal 1/E)", "step",
+                                  "max expert share", 0, 0, 0};
+            plot_or_warn(dir, "expert_load.png", &pex, ex, h->nlayers);
+        }
+        free(ex);
+        free(lab);
+    }
+    ZAYA_TRY(write_samples(t));
+    return ZAYA_OK;
+}

@@ -1,0 +1,385 @@
+/* The training loop: curriculum steps over the mixture loader, forward/backward with gradient
+ * accumulation over micro-batches, clipping and the spike guard, Muon + AdamW, bias balancing,
+ * validation, metrics and the end-of-run report. See docs/architecture.md for the path of one step. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/internal.h"
+#include "zaya/bench.h"
+#include "zaya/fs.h"
+#include "zaya/log.h"
+#include "zaya/progress.h"
+#include "zaya/threads.h"
+#include "zaya/timer.h"
+
+void zaya_train_opts_default(zaya_train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->config = "zaya1-tiny";
+    o->out_dir = "out/train";
+    o->dtype = ZAYA_DTYPE_F32;
+    o->optimizer_muon = 1;
+    o->lr_scale = 1.0;
+    o->weight_decay = 0.1;
+    o->clip = 1.0;
+    o->spike_z = 6.0;
+    /* Early in training the router's probabilities differ by ~1e-3; a larger bias step makes the
+     * controller bang-bang between experts (all tokens to one expert, then to another). */
+    o->balance_lr = 1e-4;
+    o->eval_every = 100;
+    o->eval_batches = 4;
+    o->log_every = 10;
+    o->samples = 3;
+    o->sample_tokens = 96;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static zaya_status open_data(zaya_trainer *t) {
+    const zaya_train_opts *o = t->opts;
+    char dir[4096];
+    if (o->data_dir) {
+        snprintf(dir, sizeof dir, "%s", o->data_dir);
+    } else {
+        ZAYA_TRY(zaya_path_join(dir, sizeof dir, o->out_dir, "data"));
+        ZAYA_TRY(zaya_train_prepare_builtin_data(dir, 4096));
+    }
+    snprintf(t->data_dir, sizeof t->data_dir, "%s", dir);
+    if (o->run_path) ZAYA_TRY(zaya_run_load(o->run_path, &t->run));
+    else ZAYA_TRY(zaya_run_default(dir, &t->run));
+    ZAYA_TRY(zaya_run_check_world(&t->run, t->world));
+    ZAYA_TRY(zaya_run_open_dataset(&t->run, 0, 0, &t->train_ds));
+    ZAYA_TRY(zaya_run_open_dataset(&t->run, 1, 0, &t->val_ds));
+    ZAYA_TRY(zaya_loader_init(&t->loader, &t->train_ds, t->run.seed));
+    char tok[4096];
+    ZAYA_TRY(zaya_path_join(tok, sizeof tok, dir, "tokenizer.json"));
+    if (access(tok, R_OK) == 0) {
+        ZAYA_TRY(zaya_tokenizer_load(tok, &t->tokenizer));
+        snprintf(t->tokenizer_path, sizeof t->tokenizer_path, "%s", tok);
+    }
+    return ZAYA_OK;
+}
+
+static zaya_status setup_model(zaya_trainer *t) {
+    const zaya_train_opts *o = t->opts;
+    zaya_config c;
+    ZAYA_TRY(zaya_config_resolve(o->config, &c));
+    /* The data decides the vocabulary: ids must fit, and the special tokens come from the tokenizer. */
+    int64_t V = (int64_t)t->train_ds.src[0].vocab_size;
+    if (c.vocab_size != V) {
+        ZAYA_INFO("model vocab_size %lld -> %lld (from the data)", (long long)c.vocab_size, (long long)V);
+        c.vocab_size = V;
+    }
+    if (t->tokenizer) {
+        int32_t bos = zaya_tokenizer_special_id(t->tokenizer, "bos"), eos = zaya_tokenizer_special_id(t->tokenizer, "eos");
+        int32_t pad = zaya_tokenizer_special_id(t->tokenizer, "pad");
+        if (bos >= 0) c.bos_token_id = bos;
+        if (eos >= 0) c.eos_token_id = eos;
+        if (pad >= 0) c.pad_token_id = pad;
+    } else {
+        c.eos_token_id = t->train_ds.src[0].eos_id;
+        if (c.bos_token_id >= V) c.bos_token_id = c.eos_token_id;
+        if (c.pad_token_id >= V) c.pad_token_id = c.eos_token_id;
+    }
+    int64_t max_seq = 0;
+    for (int p = 0; p < t->run.nphases; p++)
+        if (t->run.phases[p].seq_len > max_seq) max_seq = t->run.phases[p].seq_len;
+    if (c.max_position_embeddings < max_seq) c.max_position_embeddings = max_seq;
+    c.rope_theta = t->run.phases[0].rope_theta;
+    ZAYA_TRY(zaya_model_init(&t->model, &c, o->dtype));
+    zaya_model_init_weights(&t->model, t->run.seed);
+    return ZAYA_OK;
+}
+
+static zaya_status setup_optimizer(zaya_trainer *t) {
+    const zaya_train_opts *o = t->opts;
+    zaya_tensor_info *tensors = t->model.tensors;
+    int n = t->model.ntensors;
+    /* AdamW everywhere: reclassify the Muon tensors of a private copy of the table. */
+    zaya_tensor_info *copy = NULL;
+    if (!o->optimizer_muon) {
+        copy = malloc(sizeof *copy * (size_t)n);
+        if (!copy) return zaya_error_set(ZAYA_ENOMEM, "optimizer plan");
+        memcpy(copy, tensors, sizeof *copy * (size_t)n);
+        for (int i = 0; i < n; i++)
+            if (copy[i].opt == ZAYA_OPT_MUON) copy[i].opt = ZAYA_OPT_ADAMW;
+        tensors = copy;
+    }
+    zaya_status s = zaya_optim_plan_build(tensors, n, t->world, 0, &t->plan);
+    free(copy);
+    ZAYA_TRY(s);
+    zaya_optim_config oc;
+    zaya_optim_config_default(&oc);
+    oc.weight_decay = o->weight_decay;
+    ZAYA_TRY(zaya_optim_init(&t->opt, &t->plan, &oc, t->rank));
+    zaya_balancer_config bc;
+    zaya_balancer_config_default(&bc);
+    bc.lr = o->balance_lr;
+    ZAYA_TRY(zaya_balancer_init(&t->balancer, t->model.tensors, t->model.ntensors, &bc));
+    zaya_spike_config sc;
+    zaya_spike_config_default(&sc);
+    if (o->spike_z > 0) sc.threshold = o->spike_z;
+    ZAYA_TRY(zaya_spike_guard_init(&t->guard_loss, &sc));
+    ZAYA_TRY(zaya_spike_guard_init(&t->guard_gnorm, &sc));
+    return ZAYA_OK;
+}
+
+/* Plans activations for a phase's shape: the local batch is split into micro-batches. */
+static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
+    int64_t local = si->global_batch / t->world;
+    int64_t micro = t->opts->micro_batch > 0 ? t->opts->micro_batch : local;
+    if (micro > local) micro = local;
+    while (local % micro) micro--;
+    if (t->model.B != micro || t->model.T != si->seq_len) ZAYA_TRY(zaya_model_plan(&t->model, micro, si->seq_len));
+    ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta));
+    t->micro = micro;
+    t->accum = local / micro;
+    size_t need = (size_t)(local * (si->seq_len + 1));
+    if (need > t->batch_cap) {
+        free(t->batch);
+        free(t->inputs);
+        free(t->targets);
+        t->batch = malloc(need * sizeof(int32_t));
+        t->inputs = malloc((size_t)(micro * si->seq_len) * sizeof(int32_t));
+        t->targets = malloc((size_t)(micro * si->seq_len) * sizeof(int32_t));
+        if (!t->batch || !t->inputs || !t->targets) return zaya_error_set(ZAYA_ENOMEM, "batch buffers");
+        t->batch_cap = need;
+    } else {
+        int32_t *ni = realloc(t->inputs, (size_t)(micro * si->seq_len) * sizeof(int32_t));
+        int32_t *nt = realloc(t->targets, (size_t)(micro * si->seq_len) * sizeof(int32_t));
+        if (!ni || !nt) return zaya_error_set(ZAYA_ENOMEM, "batch buffers");
+        t->inputs = ni;
+        t->targets = nt;
+    }
+    ZAYA_TRY(zaya_run_set_loader_phase(&t->run, si->phase, &t->loader));
+    ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld), RoPE theta %g, %.1f MiB of activations",
+              si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
+              (long long)micro, (long long)t->accum, si->rope_theta, (double)t->model.activation_bytes / 1048576.0);
+    return ZAYA_OK;
+}
+
+/* Rows of seq_len + 1 ids -> inputs (first T) and targets (last T) of micro-batch mb. */
+static void split_micro(zaya_trainer *t, int64_t mb, int64_t T) {
+    for (int64_t r = 0; r < t->micro; r++) {
+        const int32_t *row = t->batch + (mb * t->micro + r) * (T + 1);
+        memcpy(t->inputs + r * T, row, (size_t)T * sizeof(int32_t));
+        memcpy(t->targets + r * T, row + 1, (size_t)T * sizeof(int32_t));
+    }
+}
+
+/* ---------------------------------------------------------------- one step */
+
+static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
+    const int L = (int)t->model.cfg.num_hidden_layers, E = (int)t->model.cfg.num_experts;
+    b->max_share = 0;
+    b->min_share = 1;
+    b->entropy = 0;
+    for (int l = 0; l < L; l++) {
+        zaya_load_stats ls;
+        zaya_load_stats_compute(t->route_counts + (int64_t)l * (E + 1), E, &ls);
+        t->layer_max_share[l] = ls.max_share;
+        if (ls.max_share > b->max_share) b->max_share = ls.max_share;
+        if (ls.min_share < b->min_share) b->min_share = ls.min_share;
+        b->entropy += ls.entropy / L;
+    }
+    b->layer_max_share = t->layer_max_share;
+}
+
+static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_step_metrics *sm) {
+    zaya_model *m = &t->model;
+    const int64_t T = si->seq_len;
+    double t0 = zaya_now_s();
+    ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->rank, t->world, t->batch, NULL));
+    zaya_model_zero_grad(m);
+    const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
+    memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
+    double loss_sum = 0;
+    for (int64_t mb = 0; mb < t->accum; mb++) {
+        split_micro(t, mb, T);
+        float loss = 0;
+        ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 1, &loss));
+        zaya_model_backward(m);
+        loss_sum += loss;
+        for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
+    }
+    /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
+    if (t->accum > 1) {
+        const float inv = 1.0f / (float)t->accum;
+        float *g = m->grads;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < m->nfloats; i++) g[i] *= inv;
+    }
+    sm->loss = loss_sum / (double)t->accum;
+    double sq = 0;
+    zaya_status gs = zaya_optim_grad_sqnorm_local(&t->opt, m->grads, &sq);
+    sm->grad_norm = sqrt(sq);
+    sm->skipped = 0;
+    if (gs != ZAYA_OK || !isfinite(sm->loss)) {
+        ZAYA_WARN("step %lld: non-finite %s (%s); update skipped", (long long)t->step,
+                  isfinite(sm->loss) ? "gradient" : "loss", gs != ZAYA_OK ? zaya_error_message() : "loss");
+        sm->skipped = 1;
+    } else if (t->opts->spike_z > 0 && (zaya_spike_guard_check(&t->guard_loss, sm->loss) |
+                                        zaya_spike_guard_check(&t->guard_gnorm, sm->grad_norm))) {
+        ZAYA_WARN("step %lld: loss %.4f / grad norm %.3g is a spike (robust z > %.1f); update skipped",
+                  (long long)t->step, sm->loss, sm->grad_norm, t->opts->spike_z);
+        sm->skipped = 1;
+    }
+    sm->lr = si->lr * t->opts->lr_scale;
+    if (!sm->skipped) {
+        double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
+        zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
+        zaya_balancer_update(&t->balancer, t->route_counts, m->params);
+        zaya_model_sync_weights(m);
+    } else {
+        t->skipped++;
+    }
+    summarize_load(t, &sm->balance);
+    sm->seconds = zaya_now_s() - t0;
+    sm->tokens = si->global_batch * T;
+    return ZAYA_OK;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+/* Mean loss over eval_batches fixed batches of every source's validation shards (the same sequences
+ * each time: a fresh loader with a fixed seed). */
+zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean) {
+    zaya_model *m = &t->model;
+    const int64_t T = si->seq_len, B = m->B;
+    double total = 0;
+    int counted = 0;
+    for (int s = 0; s < t->val_ds.nsources; s++) {
+        zaya_loader vl;
+        ZAYA_TRY(zaya_loader_init(&vl, &t->val_ds, 4242));
+        const char *name = t->val_ds.src[s].name;
+        double w = 1.0;
+        ZAYA_TRY(zaya_loader_set_mixture(&vl, T, &name, &w, 1));
+        double sum = 0;
+        for (int64_t b = 0; b < t->opts->eval_batches; b++) {
+            ZAYA_TRY(zaya_loader_next(&vl, B, 0, 1, t->batch, NULL));
+            split_micro(t, 0, T); /* t->micro == B: the model is planned for one micro-batch */
+            float loss = 0;
+            ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
+            sum += loss;
+        }
+        per_source[s] = sum / (double)t->opts->eval_batches;
+        total += per_source[s];
+        counted++;
+    }
+    *mean = counted ? total / counted : NAN;
+    return ZAYA_OK;
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void trainer_free(zaya_trainer *t) {
+    zaya_model_free(&t->model);
+    zaya_optim_free(&t->opt);
+    zaya_optim_plan_free(&t->plan);
+    zaya_balancer_free(&t->balancer);
+    zaya_dataset_free(&t->train_ds);
+    zaya_dataset_free(&t->val_ds);
+    zaya_run_free(&t->run);
+    zaya_tokenizer_free(t->tokenizer);
+    free(t->batch);
+    free(t->inputs);
+    free(t->targets);
+    free(t->route_counts);
+    free(t->layer_max_share);
+    if (t->metrics) fclose(t->metrics);
+    zaya_train_history_free(&t->hist);
+}
+
+zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
+    zaya_trainer tr;
+    memset(&tr, 0, sizeof tr);
+    zaya_trainer *t = &tr;
+    t->opts = o;
+    t->world = 1;
+    t->rank = 0;
+    memset(res, 0, sizeof *res);
+    int threads = zaya_threads_init(o->threads);
+    zaya_status s = zaya_mkdir_p(o->out_dir);
+    if (s == ZAYA_OK) s = open_data(t);
+    if (s == ZAYA_OK) s = setup_model(t);
+    if (s == ZAYA_OK) s = setup_optimizer(t);
+    if (s == ZAYA_OK) s = zaya_run_write_resolved(&t->run, o->out_dir);
+    if (s != ZAYA_OK) {
+        trainer_free(t);
+        return s;
+    }
+    const int64_t L = t->model.cfg.num_hidden_layers, E1 = t->model.cfg.num_experts + 1;
+    t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
+    t->layer_max_share = calloc((size_t)L, sizeof(double));
+    char path[4096];
+    zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
+    t->metrics = fopen(path, "w");
+    if (!t->metrics || !t->route_counts || !t->layer_max_share) {
+        trainer_free(t);
+        return zaya_error_set(ZAYA_EIO, "cannot open '%s' for writing", path);
+    }
+    zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
+    double peak = o->peak_gflops;
+    if (peak <= 0) peak = zaya_bench_matmul_peak_gflops(o->dtype);
+    t->peak_gflops = peak;
+    int64_t total = t->run.total_steps;
+    if (o->max_steps > 0 && o->max_steps < total) total = o->max_steps;
+    if (!o->quiet) {
+        printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads\n",
+               t->model.cfg.name, (long long)pc.total, (long long)pc.active_non_embedding,
+               o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads);
+        printf("run '%s': %d phases, %lld steps, %lld tokens; data %s; matmul peak %.0f GFLOP/s (measured)\n",
+               t->run.name, t->run.nphases, (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir,
+               peak);
+        zaya_optim_plan_print(&t->plan, stdout);
+        fflush(stdout);
+    }
+
+    zaya_progress prog;
+    zaya_progress_init(&prog, "train", "step", total);
+    double run_t0 = zaya_now_s();
+    zaya_step_info si;
+    int64_t tokens = 0;
+    for (t->step = 0; t->step < total; t->step++) {
+        s = zaya_run_step(&t->run, t->step, &si);
+        if (s != ZAYA_OK) break;
+        if (si.phase_start || t->step == 0) {
+            s = plan_phase(t, &si);
+            if (s != ZAYA_OK) break;
+            /* a new phase is a deliberate change of regime: the spike guard starts over */
+            zaya_spike_guard_reset(&t->guard_loss);
+            zaya_spike_guard_reset(&t->guard_gnorm);
+        }
+        int want_eval = t->step == 0 || (o->eval_every > 0 && t->step % o->eval_every == 0) || si.phase_start;
+        if (want_eval) {
+            s = zaya_train_eval_and_log(t, &si, run_t0);
+            if (s != ZAYA_OK) break;
+        }
+        zaya_step_metrics sm;
+        memset(&sm, 0, sizeof sm);
+        s = train_step(t, &si, &sm);
+        if (s != ZAYA_OK) break;
+        tokens += sm.tokens;
+        zaya_train_log_step(t, &si, &sm, tokens, run_t0);
+        char note[96];
+        snprintf(note, sizeof note, "loss %.3f  %.0f tok/s", sm.loss, (double)sm.tokens / sm.seconds);
+        zaya_progress_update(&prog, t->step + 1, note);
+    }
+    if (s == ZAYA_OK) {
+        zaya_run_step(&t->run, total - 1, &si);
+        s = zaya_train_eval_and_log(t, &si, run_t0);
+    }
+    zaya_progress_finish(&prog, NULL);
+    double seconds = zaya_now_s() - run_t0;
+    if (s == ZAYA_OK) s = zaya_train_report(t, &si);
+    res->steps = t->step;
+    res->tokens = tokens;
+    res->skipped_updates = t->skipped;
+    res->seconds = seconds;
+    res->tokens_per_s = seconds > 0 ? (double)tokens / seconds : 0;
+    zaya_train_history_summary(&t->hist, res);
+    trainer_free(t);
+    return s;
+}

@@ -67,8 +67,6 @@ typedef struct zaya_model_work {
     float *dye, *dxe;       /* [N, D] */
     float *dgu;             /* [N, 2F] */
     float *dact;            /* [N, F] */
-    float *colsum;          /* [threads, max width] partial column sums */
-    int64_t colsum_width;
     /* bf16 operand staging for bf16 matmuls */
     uint16_t *bf_a, *bf_b;
     int64_t bf_cap;

@@ -207,8 +207,6 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
     int64_t widest = D > C ? D : C;
     if (2 * F > widest) widest = 2 * F;
     if (R > widest) widest = R;
-    w->colsum_width = widest;
-    w->colsum = zaya_arena_floats(a, (size_t)(3 * omp_get_max_threads() * widest));
     if (m->dtype == ZAYA_DTYPE_BF16) {
         /* Largest matmul operand: an [N, widest] activation or a logits chunk. */
         int64_t cap = N * widest;

@@ -68,7 +68,7 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     double mfu = t->peak_gflops > 0 ? k.training_flops * tok_s / (t->peak_gflops * 1e9) : 0;
     const zaya_balance_stats *b = &sm->balance;
     fprintf(t->metrics,
-            "{\"step\":%lld,\"phase\":%d,\"loss\":%.6f,\"grad_norm\":%.6g,\"lr\":%.6g,\"tokens\":%lld,\"tok_s\":%.1f,"
+            "{\"step\":%lld,\"phase\":%d,\"loss\":%.9g,\"grad_norm\":%.9g,\"lr\":%.6g,\"tokens\":%lld,\"tok_s\":%.1f,"
             "\"mfu\":%.4f,\"ms\":%.2f,\"skipped\":%d,\"seq\":%lld,\"batch\":%lld,\"balance_max_share\":%.4f,"
             "\"balance_min_share\":%.4f,\"balance_entropy\":%.4f,\"layer_max_share\":[",
             (long long)t->step, si->phase, sm->loss, sm->grad_norm, sm->lr, (long long)tokens, tok_s, mfu,

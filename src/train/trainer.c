@@ -10,6 +10,7 @@
 #include "train/internal.h"
 #include "zaya/bench.h"
 #include "zaya/fs.h"
+#include "zaya/json.h"
 #include "zaya/log.h"
 #include "zaya/progress.h"
 #include "zaya/threads.h"
@@ -39,22 +40,33 @@ void zaya_train_opts_default(zaya_train_opts *o) {
 
 static zaya_status open_data(zaya_trainer *t) {
     const zaya_train_opts *o = t->opts;
-    char dir[4096];
-    if (o->data_dir) {
-        snprintf(dir, sizeof dir, "%s", o->data_dir);
+    if (o->run_path) {
+        /* A run file names its data directory; --data overrides it. */
+        cJSON *j = NULL;
+        ZAYA_TRY(zaya_json_load_file(o->run_path, &j));
+        if (o->data_dir) {
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "data_dir");
+            cJSON_AddStringToObject(j, "data_dir", o->data_dir);
+        }
+        zaya_status s = zaya_run_parse(j, o->run_path, &t->run);
+        cJSON_Delete(j);
+        ZAYA_TRY(s);
+        snprintf(t->data_dir, sizeof t->data_dir, "%s", t->run.data_dir);
     } else {
-        ZAYA_TRY(zaya_path_join(dir, sizeof dir, o->out_dir, "data"));
-        ZAYA_TRY(zaya_train_prepare_builtin_data(dir, 4096));
+        if (o->data_dir) {
+            snprintf(t->data_dir, sizeof t->data_dir, "%s", o->data_dir);
+        } else {
+            ZAYA_TRY(zaya_path_join(t->data_dir, sizeof t->data_dir, o->out_dir, "data"));
+            ZAYA_TRY(zaya_train_prepare_builtin_data(t->data_dir, 4096));
+        }
+        ZAYA_TRY(zaya_run_default(t->data_dir, &t->run));
     }
-    snprintf(t->data_dir, sizeof t->data_dir, "%s", dir);
-    if (o->run_path) ZAYA_TRY(zaya_run_load(o->run_path, &t->run));
-    else ZAYA_TRY(zaya_run_default(dir, &t->run));
     ZAYA_TRY(zaya_run_check_world(&t->run, t->world));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 0, 0, &t->train_ds));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 1, 0, &t->val_ds));
     ZAYA_TRY(zaya_loader_init(&t->loader, &t->train_ds, t->run.seed));
     char tok[4096];
-    ZAYA_TRY(zaya_path_join(tok, sizeof tok, dir, "tokenizer.json"));
+    ZAYA_TRY(zaya_path_join(tok, sizeof tok, t->data_dir, "tokenizer.json"));
     if (access(tok, R_OK) == 0) {
         ZAYA_TRY(zaya_tokenizer_load(tok, &t->tokenizer));
         snprintf(t->tokenizer_path, sizeof t->tokenizer_path, "%s", tok);

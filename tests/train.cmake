@@ -1,0 +1,3 @@
+# End-to-end training on a tiny corpus: determinism across threads and repeats, phases, bad input.
+add_test(NAME train_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_cli PROPERTIES LABELS train TIMEOUT 600)

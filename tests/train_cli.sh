@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# zaya train end to end on a tiny corpus: a 2-phase run (the second changes sequence length and RoPE
+# theta) trains, validation loss falls, results are bit-identical across repeats and thread counts,
+# and bad input fails cleanly.
+set -u
+zaya="$1"
+dir=$(mktemp -d /tmp/zaya_train_test.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=$((fail+1)); fi; }
+
+F=/usr/share/games/fortunes
+"$zaya" tokenizer train --vocab-size 512 --bos "<|bos|>" --eos "<|eos|>" --pad "<|pad|>" -o "$dir/data" \
+  "$F/cookie" "$F/science" /usr/include/asm-generic > "$dir/tok.log" 2>&1 || { echo "tokenizer failed"; cat "$dir/tok.log"; exit 1; }
+"$zaya" data prepare -t "$dir/data/tokenizer.json" -n prose --doc-delimiter % --val-fraction 0.05 -o "$dir/data" \
+  "$F/cookie" "$F/science" "$F/fortunes" > /dev/null || exit 1
+"$zaya" data prepare -t "$dir/data/tokenizer.json" -n code --extensions h --val-fraction 0.05 -o "$dir/data" \
+  /usr/include/asm-generic > /dev/null || exit 1
+
+cat > "$dir/run.json" <<JSON
+{"name": "tiny", "seed": 7, "data_dir": "$dir/data", "seq_multiple": 8, "batch_multiple": 2,
+ "phases": [
+  {"name": "a", "tokens": 12288, "sources": {"prose": 0.7, "code": 0.3}, "seq_len": 32, "batch": 8,
+   "rope_theta": 10000, "lr": {"peak": 0.01, "final": 0.005, "warmup_tokens": 1024, "decay": "cosine"}},
+  {"name": "b", "tokens": 4096, "sources": {"prose": 0.4, "code": 0.6}, "seq_len": 64, "batch": 4,
+   "rope_theta": 40000, "lr": {"peak": 0.005, "final": 0.001, "decay": "cosine"}}
+ ]}
+JSON
+cat > "$dir/config.json" <<JSON
+{"model_type": "zaya", "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "head_dim": 16, "num_experts": 4, "moe_intermediate_size": 48, "router_hidden_size": 16, "vocab_size": 512,
+ "max_position_embeddings": 128, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 0}
+JSON
+
+common=(--config "$dir/config.json" --run "$dir/run.json" --eval-every 20 --eval-batches 2 --samples 1 --sample-tokens 16 --peak-gflops 100 -q)
+"$zaya" train "${common[@]}" -o "$dir/t1" --threads 1 > "$dir/t1.log" 2>&1; rc1=$?
+"$zaya" train "${common[@]}" -o "$dir/t2" --threads 2 > "$dir/t2.log" 2>&1; rc2=$?
+"$zaya" train "${common[@]}" -o "$dir/t3" --threads 2 > "$dir/t3.log" 2>&1; rc3=$?
+check "three runs succeed" '[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ $rc3 = 0 ]'
+[ $rc1 = 0 ] || tail -20 "$dir/t1.log"
+losses() { python3 -c "import json,sys; print(' '.join(str(json.loads(l)['loss']) for l in open(sys.argv[1]) if '\"loss\"' in l))" "$1"; }
+check "every step logged (48 + 16 steps)" '[ "$(losses $dir/t1/metrics.jsonl | wc -w)" = 64 ]'
+check "bit-identical losses across thread counts" '[ "$(losses $dir/t1/metrics.jsonl)" = "$(losses $dir/t2/metrics.jsonl)" ]'
+check "bit-identical losses across repeats" '[ "$(losses $dir/t2/metrics.jsonl)" = "$(losses $dir/t3/metrics.jsonl)" ]'
+check "validation loss falls" 'python3 -c "
+import json,sys
+v=[json.loads(l)[\"val_loss\"] for l in open(\"$dir/t1/metrics.jsonl\") if \"val_loss\" in l]
+sys.exit(0 if len(v) >= 3 and v[-1] < v[0] - 0.5 else 1)"'
+check "second phase switched sequence length" 'grep -q "\"seq\":64" "$dir/t1/metrics.jsonl"'
+check "outputs written" '[ -s "$dir/t1/run.json" ] && [ -s "$dir/t1/summary.json" ] && [ -s "$dir/t1/samples.txt" ]'
+check "plots written (or gnuplot missing)" '[ -s "$dir/t1/loss.png" ] || ! command -v gnuplot >/dev/null'
+
+out=$("$zaya" train --dtype f16 2>&1); rc=$?
+check "bad --dtype exits 2 naming it" '[ $rc = 2 ] && grep -q "dtype" <<<"$out"'
+out=$("$zaya" train --run "$dir/missing.json" -o "$dir/x" 2>&1); rc=$?
+check "missing run file exits 1 naming it" '[ $rc = 1 ] && grep -q "missing.json" <<<"$out"'
+echo '{"name": "bad", "phases": [{"name": "a", "tokens": 100, "sources": {"prose": 1}, "seq_len": 32, "batch": 2, "bogus": 1}]}' > "$dir/bad.json"
+out=$("$zaya" train --run "$dir/bad.json" -o "$dir/x" 2>&1); rc=$?
+check "unknown run key exits 1 naming it" '[ $rc = 1 ] && grep -q "bogus" <<<"$out"'
+echo '{"model_type": "zaya", "num_attention_heads": 3, "num_key_value_heads": 2}' > "$dir/badcfg.json"
+out=$("$zaya" train --config "$dir/badcfg.json" --run "$dir/run.json" -o "$dir/x" 2>&1); rc=$?
+check "bad model config exits 1 naming the key" '[ $rc = 1 ] && grep -q "num_attention_heads" <<<"$out"'
+
+echo "train_cli: $fail failed"
+[ $fail = 0 ]

@@ -4,7 +4,9 @@
  *   S  = Q K^T          (query tile x key tile, keys packed transposed so the key index is contiguous)
  *   O += P V            (rows of V are contiguous across head_dim)
  *   dV += P^T dO, dK += dS^T Q, dQ += dS K, dP = dO V^T
- * Scratch is bounded by the tile sizes and the maximum head_dim; nothing is allocated. */
+ * Tasks of one or two rows per head (decode steps) take scores as dot products against the key rows
+ * in place instead. Scratch is bounded by the tile sizes and the maximum head_dim; nothing is
+ * allocated. */
 #include "zaya/attention.h"
 
 #include <math.h>
@@ -284,15 +286,14 @@ static void forward_task(const fwd_task *t) {
     for (int64_t j0 = 0; j0 < kend; j0 += FWD_KT) {
         const int nj = (int)(kend - j0 < FWD_KT ? kend - j0 : FWD_KT);
         const float *kj0 = t->k + j0 * t->ldkv, *vj0 = t->v + j0 * t->ldkv;
-        if (!direct) {
-            pack_transposed(kt, FWD_KT, kj0, t->ldkv, nj, D);
-            copy_rows(vc, vj0, t->ldkv, nj, D);
-        }
         if (direct) { /* scores of every head at once: head g's rows start at s + g*ni*KT */
             const float *qr[FWD_HEADS * FWD_DIRECT_ROWS];
             for (int g = 0; g < t->nh; g++)
                 for (int i = 0; i < ni; i++) qr[g * ni + i] = qc[g] + i * D;
             dot_scores(s, FWD_KT, qr, t->nh * ni, kj0, t->ldkv, nj, D);
+        } else {
+            pack_transposed(kt, FWD_KT, kj0, t->ldkv, nj, D);
+            copy_rows(vc, vj0, t->ldkv, nj, D);
         }
         for (int g = 0; g < t->nh; g++) {
             float *const sg = direct ? s + g * ni * FWD_KT : s;

@@ -237,7 +237,7 @@ static void test_decode(int64_t D) {
         int64_t pos[NSEQ], n[NSEQ], rows = 0;
         for (int s = 0; s < NSEQ; s++) {
             pos[s] = done[s];
-            n[s] = step == 0 ? first_chunk[s] : (step % 5 == 0 ? 7 : 1);
+            n[s] = step == 0 ? first_chunk[s] : (step % 5 == 0 ? 7 : step % 3 == 0 ? 2 : 1);
             if (n[s] > len[s] - done[s]) n[s] = len[s] - done[s];
             const int64_t kvrow = Hkv * D;
             memcpy(kc[s] + pos[s] * kvrow, full[s].k + pos[s] * kvrow, sizeof(float) * (size_t)(n[s] * kvrow));
@@ -292,6 +292,7 @@ int main(void) {
     test_finite_differences();
     test_causality();
     test_decode(16);
+    test_decode(40);
     test_decode(128);
     return th_finish("test_attention");
 }

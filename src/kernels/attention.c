@@ -4,7 +4,9 @@
  *   S  = Q K^T          (query tile x key tile, keys packed transposed so the key index is contiguous)
  *   O += P V            (rows of V are contiguous across head_dim)
  *   dV += P^T dO, dK += dS^T Q, dQ += dS K, dP = dO V^T
- * Scratch is bounded by the tile sizes and the maximum head_dim; nothing is allocated. */
+ * Tasks of one or two rows per head (decode steps) take scores as dot products against the key rows
+ * in place instead. Scratch is bounded by the tile sizes and the maximum head_dim; nothing is
+ * allocated. */
 #include "zaya/attention.h"
 
 #include <math.h>
@@ -19,6 +21,7 @@
 #define FWD_KT 64
 #define BWD_QT 32
 #define BWD_KT 64
+#define FWD_DIRECT_ROWS 2 /* tasks with at most this many rows skip key packing (decode) */
 #define FWD_HEADS 4 /* query heads of one group that share a packed key tile in one task */
 #define MAXD ZAYA_ATTENTION_MAX_HEAD_DIM
 
@@ -107,10 +110,19 @@ static void gemm_tile(float *restrict c, int64_t ldc, const float *restrict a, i
                 c0[r * ldc + j] = sum;
             }
     }
-    for (; i < m; i++) {
+    for (; i < m; i++) { /* leftover rows: four independent FMA chains per row */
         const float *a0 = a + (int64_t)i * ars;
         float *c0 = c + (int64_t)i * ldc;
         int j = 0;
+        for (; j + 4 * VW <= n; j += 4 * VW) {
+            vf acc[4];
+            for (int v = 0; v < 4; v++) acc[v] = accumulate ? V_LOAD(c0 + j + v * VW) : V_ZERO();
+            for (int p = 0; p < k; p++) {
+                const vf av = V_SET1(a0[p * acs]);
+                for (int v = 0; v < 4; v++) acc[v] = V_FMA(av, V_LOAD(b + (int64_t)p * ldb + j + v * VW), acc[v]);
+            }
+            for (int v = 0; v < 4; v++) V_STORE(c0 + j + v * VW, acc[v]);
+        }
         for (; j + VW <= n; j += VW) {
             vf acc = accumulate ? V_LOAD(c0 + j) : V_ZERO();
             for (int p = 0; p < k; p++) acc = V_FMA(V_SET1(a0[p * acs]), V_LOAD(b + (int64_t)p * ldb + j), acc);
@@ -190,6 +202,37 @@ static float row_exp_sum(float *x, int n, float scale, float sub) {
     return s;
 }
 
+static float hsum(vf x) {
+    float t[VW], sum = 0.0f;
+    V_STORE(t, x);
+    for (int u = 0; u < VW; u++) sum += t[u];
+    return sum;
+}
+
+/* s[r * lds + j] = q_r . k_j for nr query rows (q_r = qr[r]) and nj key rows (k_j = k + j*ldk), in
+ * place: for a handful of rows this beats packing the keys. Four rows at a time, so every key load
+ * feeds four independent FMA chains. */
+static void dot_scores(float *s, int lds, const float *const *qr, int nr, const float *k, int64_t ldk, int nj, int D) {
+    for (int r0 = 0; r0 < nr; r0 += 4) {
+        const int rn = nr - r0 < 4 ? nr - r0 : 4;
+        for (int j = 0; j < nj; j++) {
+            const float *kj = k + j * ldk;
+            vf acc[4] = {V_ZERO(), V_ZERO(), V_ZERO(), V_ZERO()};
+            int d = 0;
+            for (; d + VW <= D; d += VW) {
+                const vf kv = V_LOAD(kj + d);
+                for (int r = 0; r < 4; r++)
+                    if (r < rn) acc[r] = V_FMA(V_LOAD(qr[r0 + r] + d), kv, acc[r]);
+            }
+            for (int r = 0; r < rn; r++) {
+                float sum = hsum(acc[r]);
+                for (int e = d; e < D; e++) sum += qr[r0 + r][e] * kj[e];
+                s[(r0 + r) * lds + j] = sum;
+            }
+        }
+    }
+}
+
 /* Packs rows [nj, D] (row stride ld) transposed into dst[D, KT] so that key index is contiguous. */
 static void pack_transposed(float *restrict dst, int kt, const float *restrict src, int64_t ld, int nj, int D) {
     for (int j = 0; j < nj; j++)
@@ -236,15 +279,27 @@ static void forward_task(const fwd_task *t) {
         memset(o[g], 0, sizeof(float) * (size_t)ni * (size_t)D);
         for (int i = 0; i < ni; i++) m[g][i] = -INFINITY, l[g][i] = 0.0f;
     }
+    /* A decode step has a row or two per head: packing the key tile would cost more than the products,
+     * so scores come from dot products against the key rows in place. */
+    const int direct = ni <= FWD_DIRECT_ROWS;
     const int64_t kend = t->pos0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += FWD_KT) {
         const int nj = (int)(kend - j0 < FWD_KT ? kend - j0 : FWD_KT);
-        pack_transposed(kt, FWD_KT, t->k + j0 * t->ldkv, t->ldkv, nj, D);
-        copy_rows(vc, t->v + j0 * t->ldkv, t->ldkv, nj, D);
+        const float *kj0 = t->k + j0 * t->ldkv, *vj0 = t->v + j0 * t->ldkv;
+        if (direct) { /* scores of every head at once: head g's rows start at s + g*ni*KT */
+            const float *qr[FWD_HEADS * FWD_DIRECT_ROWS];
+            for (int g = 0; g < t->nh; g++)
+                for (int i = 0; i < ni; i++) qr[g * ni + i] = qc[g] + i * D;
+            dot_scores(s, FWD_KT, qr, t->nh * ni, kj0, t->ldkv, nj, D);
+        } else {
+            pack_transposed(kt, FWD_KT, kj0, t->ldkv, nj, D);
+            copy_rows(vc, vj0, t->ldkv, nj, D);
+        }
         for (int g = 0; g < t->nh; g++) {
-            gemm_tile(s, FWD_KT, qc[g], D, 1, kt, FWD_KT, ni, nj, D, 0);
+            float *const sg = direct ? s + g * ni * FWD_KT : s;
+            if (!direct) gemm_tile(s, FWD_KT, qc[g], D, 1, kt, FWD_KT, ni, nj, D, 0);
             for (int i = 0; i < ni; i++) {
-                float *si = s + i * FWD_KT;
+                float *si = sg + i * FWD_KT;
                 const int valid = causal_valid(t->pos0 + i, j0, nj);
                 if (valid == 0) {
                     memset(si, 0, sizeof(float) * (size_t)nj);
@@ -261,7 +316,7 @@ static void forward_task(const fwd_task *t) {
                 if (alpha != 1.0f)
                     for (int d = 0; d < D; d++) o[g][i * D + d] *= alpha;
             }
-            gemm_tile(o[g], D, s, FWD_KT, 1, vc, D, ni, D, nj, 1);
+            gemm_tile(o[g], D, sg, FWD_KT, 1, direct ? vj0 : vc, direct ? t->ldkv : D, ni, D, nj, 1);
         }
     }
     for (int g = 0; g < t->nh; g++)

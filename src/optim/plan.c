@@ -34,7 +34,9 @@ static void add_unit(zaya_optim_plan *p, int count_only, zaya_unit_kind kind, in
         u->cols = cols;
         u->start = start;
         u->full_numel = kind == ZAYA_UNIT_MUON ? numel : t->numel;
-        u->decay = kind == ZAYA_UNIT_MUON || t->embedding;
+        /* Matrices are decayed whichever optimizer updates them (a Muon-class tensor handed to AdamW in
+         * AdamW-only runs keeps its decay); conv kernels are 3-D but per-channel filters: not decayed. */
+        u->decay = kind == ZAYA_UNIT_MUON || t->embedding || t->ndim == 2 || t->nmatrix > 1;
         u->cost = kind == ZAYA_UNIT_MUON ? zaya_muon_ns_flops(rows, cols, 5) + MUON_ELEM_FLOPS * (double)numel
                                          : ADAMW_FLOPS_PER_ELEM * (double)numel;
     }

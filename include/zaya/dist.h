@@ -128,6 +128,13 @@ zaya_status zaya_iallgather(const zaya_comm *c, const void *sendbuf, void *recvb
                             zaya_dist_dtype t, zaya_dist_request *req);
 zaya_status zaya_ibroadcast(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dtype t, int root,
                             zaya_dist_request *req);
+/* Variable counts: rank r receives the reduction of elements [sum(counts[<r]), +counts[r]) of every
+ * rank's sendbuf (not in place). */
+zaya_status zaya_ireduce_scatterv(const zaya_comm *c, const void *sendbuf, void *recvbuf, const int *counts,
+                                  zaya_dist_dtype t, zaya_redop op, zaya_dist_request *req);
+/* In place: rank r's counts[r] elements at buf + displs[r] are copied to every rank's buf. */
+zaya_status zaya_iallgatherv(const zaya_comm *c, void *buf, const int *counts, const int *displs, zaya_dist_dtype t,
+                             zaya_dist_request *req);
 /* *done = 1 once complete (post-processing done); an inactive request is complete. */
 zaya_status zaya_dist_test(zaya_dist_request *req, int *done);
 zaya_status zaya_dist_wait(zaya_dist_request *req);

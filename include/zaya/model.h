@@ -84,6 +84,11 @@ typedef struct zaya_model {
     int64_t *route_counts;
     float last_loss;
     int64_t last_tokens; /* targets counted in the last loss */
+    /* Called by zaya_model_backward as soon as gradients become final: with the block index l after
+     * block l's backward, with num_hidden_layers after the final norm, and with -1 at the very end
+     * (embedding and input affine). Data parallelism starts reducing those gradients meanwhile. */
+    void (*on_grads_ready)(void *ctx, int layer);
+    void *on_grads_ready_ctx;
 } zaya_model;
 
 zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype);

@@ -29,6 +29,7 @@ typedef struct zaya_train_opts {
     int64_t samples;       /* generated samples at the end */
     int64_t sample_tokens;
     double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
+    int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
     int quiet;
 } zaya_train_opts;
 
@@ -40,6 +41,8 @@ typedef struct zaya_train_result {
     double first_val_loss, last_val_loss;
     double first_train_loss, last_train_loss;
     double seconds, tokens_per_s, mfu;
+    int world, rank;
+    double comm_wait_s, comm_blocking_s, gather_s; /* summed over steps (rank 0) */
 } zaya_train_result;
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);

@@ -334,6 +334,33 @@ zaya_status zaya_iallgather(const zaya_comm *c, const void *sendbuf, void *recvb
     return req_started(req, MPI_Iallgather(sb, (int)count, dt, recvbuf, (int)count, dt, c->comm, req_handle(req)));
 }
 
+zaya_status zaya_ireduce_scatterv(const zaya_comm *c, const void *sendbuf, void *recvbuf, const int *counts,
+                                  zaya_dist_dtype t, zaya_redop op, zaya_dist_request *req) {
+    ZAYA_TRY(check_args(c, "non-blocking reduce-scatter-v", counts ? counts[c ? c->rank : 0] : 0, 1, t));
+    ZAYA_TRY(check_op("non-blocking reduce-scatter-v", op));
+    int64_t total = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] < 0) return zaya_error_set(ZAYA_EINVAL, "non-blocking reduce-scatter-v: negative count for rank %d", r);
+        total += counts[r];
+    }
+    if (total > INT_MAX) return zaya_error_set(ZAYA_ERANGE, "non-blocking reduce-scatter-v: %lld elements exceed the int limit", (long long)total);
+    if (sendbuf == recvbuf) return zaya_error_set(ZAYA_EINVAL, "non-blocking reduce-scatter-v: in place is not supported");
+    req_begin(req, "non-blocking reduce-scatter-v", recvbuf, counts[c->rank], t, op, c->size);
+    return req_started(req, MPI_Ireduce_scatter(sendbuf, recvbuf, counts, zaya_dist_mpi_dtype(t), zaya_dist_mpi_op(t, op),
+                                                c->comm, req_handle(req)));
+}
+
+zaya_status zaya_iallgatherv(const zaya_comm *c, void *buf, const int *counts, const int *displs, zaya_dist_dtype t,
+                             zaya_dist_request *req) {
+    ZAYA_TRY(check_args(c, "non-blocking all-gather-v", counts ? counts[c ? c->rank : 0] : 0, 1, t));
+    for (int r = 0; r < c->size; r++)
+        if (counts[r] < 0 || displs[r] < 0)
+            return zaya_error_set(ZAYA_EINVAL, "non-blocking all-gather-v: negative count or displacement for rank %d", r);
+    req_begin(req, "non-blocking all-gather-v", buf, counts[c->rank], t, -1, c->size);
+    MPI_Datatype dt = zaya_dist_mpi_dtype(t);
+    return req_started(req, MPI_Iallgatherv(MPI_IN_PLACE, 0, dt, buf, counts, displs, dt, c->comm, req_handle(req)));
+}
+
 zaya_status zaya_ibroadcast(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dtype t, int root,
                             zaya_dist_request *req) {
     ZAYA_TRY(check_args(c, "non-blocking broadcast", count, 1, t));

@@ -94,6 +94,7 @@ void zaya_model_backward(zaya_model *m) {
     const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size;
 
     zaya_rmsnorm_backward(w->dx, m->g.final_norm, w->dy_final, w->x_final, m->p.final_norm, w->rstd_final, N, D);
+    if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, L);
     memset(w->dr_carry, 0, (size_t)(N * R) * sizeof(float));
     for (int l = L - 1; l >= 0; l--) {
         zaya_layer_acts *A = &m->acts[l];
@@ -113,6 +114,7 @@ void zaya_model_backward(zaya_model *m) {
         zaya_rmsnorm_backward(w->dz, G->in_norm, w->dxn, A->x, P->in_norm, A->rstd_in, N, D);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
         for (int64_t i = 0; i < N * D; i++) w->dx[i] += w->dz[i];
+        if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, l);
     }
     /* x_0 = (e + b_in) * s_in with e = embed[ids] */
     const float *b = m->p.in_bias, *s = m->p.in_scale;
@@ -128,6 +130,7 @@ void zaya_model_backward(zaya_model *m) {
     zaya_ops_colsum_add(m, m->g.in_scale, w->dz, N, D);
     zaya_ops_colsum_add(m, m->g.in_bias, w->dxn, N, D);
     zaya_embedding_backward(m->g.embed, w->dxn, w->ids, N, D, c->vocab_size);
+    if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, -1);
 }
 
 zaya_status zaya_model_logits(zaya_model *m, const int32_t *ids, const uint8_t *row_mask, float *logits) {

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "train/dp.h"
 #include "zaya/balance.h"
 #include "zaya/curriculum.h"
 #include "zaya/data.h"
@@ -25,6 +26,7 @@ typedef struct zaya_step_metrics {
     int64_t tokens;
     int skipped;
     zaya_balance_stats balance;
+    double comm_wait_s, gather_s; /* data parallel: waiting for gradient reductions, parameter gather */
 } zaya_step_metrics;
 
 /* Growable series kept for the end-of-run plots. */
@@ -44,6 +46,9 @@ typedef struct zaya_train_history {
 typedef struct zaya_trainer {
     const zaya_train_opts *opts;
     int rank, world;
+    zaya_comm *comm;
+    zaya_dp dp;
+    double comm_wait_s, gather_s; /* totals */
     char data_dir[4096];
     char tokenizer_path[4096];
     zaya_run run;

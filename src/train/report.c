@@ -76,7 +76,8 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
             b->min_share, b->entropy);
     int L = (int)t->model.cfg.num_hidden_layers;
     for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer_max_share[l]);
-    fprintf(t->metrics, "],\"elapsed_s\":%.3f}\n", zaya_now_s() - run_t0);
+    fprintf(t->metrics, "],\"comm_wait_ms\":%.3f,\"gather_ms\":%.3f,\"elapsed_s\":%.3f}\n", sm->comm_wait_s * 1e3,
+            sm->gather_s * 1e3, zaya_now_s() - run_t0);
     fflush(t->metrics);
 
     zaya_train_history *h = &t->hist;
@@ -90,10 +91,12 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     for (int l = 0; l < h->nlayers; l++) series_add(&h->layer_max_share[l], (double)t->step, b->layer_max_share[l]);
 
     if (!t->opts->quiet && (t->step % t->opts->log_every == 0 || sm->skipped)) {
+        char comm[64];
+        snprintf(comm, sizeof comm, " | comm wait %.0f ms", (sm->comm_wait_s + sm->gather_s) * 1e3);
         printf("step %6lld | %-17.17s | loss %7.4f | gnorm %7.3f | lr %.2e | %7.0f tok/s | MFU %5.1f%% | %6.0f ms | "
-               "experts max %.2f min %.2f%s\n",
+               "experts max %.2f min %.2f%s%s\n",
                (long long)t->step, t->run.phases[si->phase].name, sm->loss, sm->grad_norm, sm->lr, tok_s, 100 * mfu,
-               sm->seconds * 1e3, b->max_share, b->min_share, sm->skipped ? " | SKIPPED" : "");
+               sm->seconds * 1e3, b->max_share, b->min_share, t->world > 1 ? comm : "", sm->skipped ? " | SKIPPED" : "");
         fflush(stdout);
     }
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include "train/internal.h"
@@ -119,13 +120,16 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
             if (copy[i].opt == ZAYA_OPT_MUON) copy[i].opt = ZAYA_OPT_ADAMW;
         tensors = copy;
     }
-    zaya_status s = zaya_optim_plan_build(tensors, n, t->world, 0, &t->plan);
+    const zaya_dp_mode mode = o->dp_allreduce ? ZAYA_DP_ALLREDUCE : ZAYA_DP_ZERO1;
+    zaya_status s = zaya_optim_plan_build(tensors, n, mode == ZAYA_DP_ZERO1 ? t->world : 1, 0, &t->plan);
     free(copy);
     ZAYA_TRY(s);
+    /* Buckets and ownership: rank r owns a contiguous segment of every bucket (ZeRO-1). */
+    ZAYA_TRY(zaya_dp_init(&t->dp, t->comm, mode, &t->model, &t->plan));
     zaya_optim_config oc;
     zaya_optim_config_default(&oc);
     oc.weight_decay = o->weight_decay;
-    ZAYA_TRY(zaya_optim_init(&t->opt, &t->plan, &oc, t->rank));
+    ZAYA_TRY(zaya_optim_init(&t->opt, &t->plan, &oc, mode == ZAYA_DP_ZERO1 ? t->rank : 0));
     zaya_balancer_config bc;
     zaya_balancer_config_default(&bc);
     bc.lr = o->balance_lr;
@@ -212,10 +216,13 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         split_micro(t, mb, T);
         float loss = 0;
         ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 1, &loss));
+        /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
+        if (mb == t->accum - 1) zaya_dp_arm(&t->dp);
         zaya_model_backward(m);
         loss_sum += loss;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
     }
+    ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
     /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
     if (t->accum > 1) {
         const float inv = 1.0f / (float)t->accum;
@@ -223,14 +230,21 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < m->nfloats; i++) g[i] *= inv;
     }
-    sm->loss = loss_sum / (double)t->accum;
     double sq = 0;
     zaya_status gs = zaya_optim_grad_sqnorm_local(&t->opt, m->grads, &sq);
+    /* Every rank sees the same global loss, norm, finiteness and routing counts, so every rank makes
+     * the same skip decision and the same balancing update. */
+    double red[3] = {loss_sum / (double)t->accum, t->dp.mode == ZAYA_DP_ZERO1 ? sq : 0.0, gs != ZAYA_OK ? 1.0 : 0.0};
+    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, red, 3));
+    sm->loss = red[0] / t->world;
+    if (t->dp.mode == ZAYA_DP_ZERO1) sq = red[1];
+    int nonfinite = red[2] > 0 || !isfinite(sq);
+    ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->route_counts, (int)(L * E1)));
     sm->grad_norm = sqrt(sq);
     sm->skipped = 0;
-    if (gs != ZAYA_OK || !isfinite(sm->loss)) {
+    if (nonfinite || !isfinite(sm->loss)) {
         ZAYA_WARN("step %lld: non-finite %s (%s); update skipped", (long long)t->step,
-                  isfinite(sm->loss) ? "gradient" : "loss", gs != ZAYA_OK ? zaya_error_message() : "loss");
+                  isfinite(sm->loss) ? "gradient" : "loss", gs != ZAYA_OK ? zaya_error_message() : "on another rank");
         sm->skipped = 1;
     } else if (t->opts->spike_z > 0 && (zaya_spike_guard_check(&t->guard_loss, sm->loss) |
                                         zaya_spike_guard_check(&t->guard_gnorm, sm->grad_norm))) {
@@ -242,6 +256,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     if (!sm->skipped) {
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
         zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
+        ZAYA_TRY(zaya_dp_gather_params(&t->dp));
         zaya_balancer_update(&t->balancer, t->route_counts, m->params);
         zaya_model_sync_weights(m);
     } else {
@@ -250,6 +265,10 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     summarize_load(t, &sm->balance);
     sm->seconds = zaya_now_s() - t0;
     sm->tokens = si->global_batch * T;
+    sm->comm_wait_s = t->dp.wait_s;
+    sm->gather_s = t->dp.gather_s;
+    t->comm_wait_s += t->dp.wait_s;
+    t->gather_s += t->dp.gather_s;
     return ZAYA_OK;
 }
 
@@ -287,6 +306,7 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
 /* ---------------------------------------------------------------- run */
 
 static void trainer_free(zaya_trainer *t) {
+    zaya_dp_free(&t->dp);
     zaya_model_free(&t->model);
     zaya_optim_free(&t->opt);
     zaya_optim_plan_free(&t->plan);
@@ -309,17 +329,30 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     memset(&tr, 0, sizeof tr);
     zaya_trainer *t = &tr;
     t->opts = o;
-    t->world = 1;
-    t->rank = 0;
     memset(res, 0, sizeof *res);
-    int threads = zaya_threads_init(o->threads);
-    zaya_status s = zaya_mkdir_p(o->out_dir);
+    /* Under mpirun every rank runs this; without it the world is one rank. */
+    zaya_status s = zaya_dist_init(NULL, NULL, &t->comm);
+    if (s != ZAYA_OK) return s;
+    t->world = zaya_comm_size(t->comm);
+    t->rank = zaya_comm_rank(t->comm);
+    /* Ranks of one node share its cores: by default each rank takes its share of them. */
+    int want = o->threads;
+    if (want <= 0 && t->world > 1) {
+        want = omp_get_num_procs() / t->world;
+        if (want < 1) want = 1;
+    }
+    int threads = zaya_threads_init(want);
+    zaya_train_opts ro = *o;
+    if (t->rank != 0) ro.quiet = 1; /* only rank 0 prints and writes results */
+    t->opts = o = &ro;
+    s = t->rank == 0 ? zaya_mkdir_p(o->out_dir) : ZAYA_OK;
     if (s == ZAYA_OK) s = open_data(t);
     if (s == ZAYA_OK) s = setup_model(t);
     if (s == ZAYA_OK) s = setup_optimizer(t);
-    if (s == ZAYA_OK) s = zaya_run_write_resolved(&t->run, o->out_dir);
+    if (s == ZAYA_OK && t->rank == 0) s = zaya_run_write_resolved(&t->run, o->out_dir);
     if (s != ZAYA_OK) {
         trainer_free(t);
+        zaya_dist_finalize(t->comm);
         return s;
     }
     const int64_t L = t->model.cfg.num_hidden_layers, E1 = t->model.cfg.num_experts + 1;
@@ -327,9 +360,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
-    t->metrics = fopen(path, "w");
+    t->metrics = t->rank == 0 ? fopen(path, "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share) {
         trainer_free(t);
+        zaya_dist_finalize(t->comm);
         return zaya_error_set(ZAYA_EIO, "cannot open '%s' for writing", path);
     }
     zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
@@ -339,9 +373,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     int64_t total = t->run.total_steps;
     if (o->max_steps > 0 && o->max_steps < total) total = o->max_steps;
     if (!o->quiet) {
-        printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads\n",
+        printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads x %d rank%s (%s)\n",
                t->model.cfg.name, (long long)pc.total, (long long)pc.active_non_embedding,
-               o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads);
+               o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads, t->world, t->world > 1 ? "s" : "",
+               t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce");
         printf("run '%s': %d phases, %lld steps, %lld tokens; data %s; matmul peak %.0f GFLOP/s (measured)\n",
                t->run.name, t->run.nphases, (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir,
                peak);
@@ -365,7 +400,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
             zaya_spike_guard_reset(&t->guard_gnorm);
         }
         int want_eval = t->step == 0 || (o->eval_every > 0 && t->step % o->eval_every == 0) || si.phase_start;
-        if (want_eval) {
+        if (want_eval && t->rank == 0) {
             s = zaya_train_eval_and_log(t, &si, run_t0);
             if (s != ZAYA_OK) break;
         }
@@ -377,21 +412,28 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         zaya_train_log_step(t, &si, &sm, tokens, run_t0);
         char note[96];
         snprintf(note, sizeof note, "loss %.3f  %.0f tok/s", sm.loss, (double)sm.tokens / sm.seconds);
-        zaya_progress_update(&prog, t->step + 1, note);
+        if (!o->quiet) zaya_progress_update(&prog, t->step + 1, note);
     }
-    if (s == ZAYA_OK) {
+    if (s == ZAYA_OK && t->rank == 0) {
         zaya_run_step(&t->run, total - 1, &si);
         s = zaya_train_eval_and_log(t, &si, run_t0);
     }
-    zaya_progress_finish(&prog, NULL);
+    if (!o->quiet) zaya_progress_finish(&prog, NULL);
     double seconds = zaya_now_s() - run_t0;
-    if (s == ZAYA_OK) s = zaya_train_report(t, &si);
+    double blocking = s == ZAYA_OK ? zaya_dp_blocking_comm_seconds(&t->dp) : 0;
+    if (s == ZAYA_OK && t->rank == 0) s = zaya_train_report(t, &si);
     res->steps = t->step;
     res->tokens = tokens;
     res->skipped_updates = t->skipped;
     res->seconds = seconds;
     res->tokens_per_s = seconds > 0 ? (double)tokens / seconds : 0;
+    res->world = t->world;
+    res->rank = t->rank;
+    res->comm_wait_s = t->comm_wait_s;
+    res->gather_s = t->gather_s;
+    res->comm_blocking_s = blocking * (double)t->step; /* per-step cost measured once, as a total */
     zaya_train_history_summary(&t->hist, res);
     trainer_free(t);
+    zaya_dist_finalize(t->comm);
     return s;
 }

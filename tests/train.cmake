@@ -1,3 +1,7 @@
 # End-to-end training on a tiny corpus: determinism across threads and repeats, phases, bad input.
 add_test(NAME train_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_cli PROPERTIES LABELS train TIMEOUT 600)
+
+# Data parallel under mpirun: 1/2/4 ranks, ZeRO-1 vs all-reduce, determinism.
+add_test(NAME train_dp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_dp.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_dp PROPERTIES LABELS mpi TIMEOUT 900)

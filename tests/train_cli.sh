@@ -9,28 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 
-F=/usr/share/games/fortunes
-"$zaya" tokenizer train --vocab-size 512 --bos "<|bos|>" --eos "<|eos|>" --pad "<|pad|>" -o "$dir/data" \
-  "$F/cookie" "$F/science" /usr/include/asm-generic > "$dir/tok.log" 2>&1 || { echo "tokenizer failed"; cat "$dir/tok.log"; exit 1; }
-"$zaya" data prepare -t "$dir/data/tokenizer.json" -n prose --doc-delimiter % --val-fraction 0.05 -o "$dir/data" \
-  "$F/cookie" "$F/science" "$F/fortunes" > /dev/null || exit 1
-"$zaya" data prepare -t "$dir/data/tokenizer.json" -n code --extensions h --val-fraction 0.05 -o "$dir/data" \
-  /usr/include/asm-generic > /dev/null || exit 1
-
-cat > "$dir/run.json" <<JSON
-{"name": "tiny", "seed": 7, "data_dir": "$dir/data", "seq_multiple": 8, "batch_multiple": 2,
- "phases": [
-  {"name": "a", "tokens": 12288, "sources": {"prose": 0.7, "code": 0.3}, "seq_len": 32, "batch": 8,
-   "rope_theta": 10000, "lr": {"peak": 0.01, "final": 0.005, "warmup_tokens": 1024, "decay": "cosine"}},
-  {"name": "b", "tokens": 4096, "sources": {"prose": 0.4, "code": 0.6}, "seq_len": 64, "batch": 4,
-   "rope_theta": 40000, "lr": {"peak": 0.005, "final": 0.001, "decay": "cosine"}}
- ]}
-JSON
-cat > "$dir/config.json" <<JSON
-{"model_type": "zaya", "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
- "head_dim": 16, "num_experts": 4, "moe_intermediate_size": 48, "router_hidden_size": 16, "vocab_size": 512,
- "max_position_embeddings": 128, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 0}
-JSON
+"$(dirname "$0")/tiny_corpus.sh" "$zaya" "$dir" || { echo "corpus preparation failed"; exit 1; }
 
 common=(--config "$dir/config.json" --run "$dir/run.json" --eval-every 20 --eval-batches 2 --samples 1 --sample-tokens 16 --peak-gflops 100 -q)
 "$zaya" train "${common[@]}" -o "$dir/t1" --threads 1 > "$dir/t1.log" 2>&1; rc1=$?

@@ -101,9 +101,9 @@ typedef struct zaya_ns_slot {
     uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
 } zaya_ns_slot;
 
-/* Muon units whose Newton-Schulz costs more than this many FLOPs always run one at a time with GEMMs
- * on the whole thread pool; smaller ones may run concurrently, one per thread (see src/optim/muon.c:
- * disabled while zaya_matmul is not safe for concurrent calls). */
+/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
+ * whole thread pool; smaller ones run concurrently, one per thread, with single-threaded GEMMs (see
+ * src/optim/muon.c). */
 #define ZAYA_MUON_POOL_FLOPS 2e10
 
 typedef struct zaya_optim {

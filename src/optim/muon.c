@@ -1,7 +1,7 @@
 /* Muon over the owned MUON units: Nesterov momentum, Newton-Schulz orthogonalisation of the whole
  * matrix through zaya_matmul, RMS-matched scaled update with decoupled weight decay.
  *
- * Scheduling: large matrices (NS above ZAYA_MUON_POOL_FLOPS) run one after another, each GEMM on the
+ * Scheduling: large matrices (NS above cfg.muon_pool_flops) run one after another, each GEMM on the
  * whole pool. Small ones run concurrently, one matrix per thread: oneDNN runs a GEMM called inside an
  * OpenMP region on the calling thread, so there is no fork/join barrier per small GEMM, which on a busy
  * machine made pooled small GEMMs ~10x slower. The GEMM calls themselves are serialised by a mutex
@@ -33,7 +33,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int is_large(const zaya_optim *o, const zaya_optim_unit *u) {
-    return zaya_muon_ns_flops(u->rows, u->cols, o->cfg.muon_ns_steps) > ZAYA_MUON_POOL_FLOPS;
+    return zaya_muon_ns_flops(u->rows, u->cols, o->cfg.muon_ns_steps) > o->cfg.muon_pool_flops;
 }
 
 static const zaya_optim_unit *g_order_units;

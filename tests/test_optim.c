@@ -588,22 +588,26 @@ static void test_spike(void) {
     CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
 }
 
-/* Same steps on 1 and 2 threads: bit-identical parameters (fixed-block sums, elementwise updates,
- * oneDNN GEMMs that do not split the reduction at these shapes). */
+/* Same steps on 1 thread, on 2 threads (small Muon matrices one per thread) and on 2 threads with
+ * every matrix on the whole pool: bit-identical parameters. 40 steps, since a race shows up only now
+ * and then. */
 static void test_thread_invariance(void) {
     fx_table f;
     fx_build(&f);
     zaya_optim_config cfg;
     zaya_optim_config_default(&cfg);
-    float *pp[2], *g = th_alloc(f.nfloats);
-    for (int k = 0; k < 2; k++) {
-        zaya_threads_init(k + 1);
+    float *pp[3], *g = th_alloc(f.nfloats);
+    for (int k = 0; k < 3; k++) {
+        zaya_threads_init(k == 0 ? 1 : 2);
+        cfg.muon_pool_flops = k == 2 ? 0 : ZAYA_MUON_POOL_FLOPS; /* k = 2: every matrix on the whole pool */
         zaya_optim_plan p;
         zaya_optim o;
         CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
         pp[k] = th_alloc(f.nfloats);
         th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
-        for (int t = 0; t < 5; t++) {
+        CHECK(o.nslots == (k == 1 ? 2 : 1) && o.nmuon_large == (k == 2 ? 5 : 0), "case %d: %d slots, %d large", k,
+              o.nslots, o.nmuon_large);
+        for (int t = 0; t < 40; t++) {
             th_fill(g, f.nfloats, 4, 2 + (uint64_t)t, -1, 1);
             zaya_optim_step(&o, pp[k], g, 0.01, 1.0);
         }
@@ -611,8 +615,9 @@ static void test_thread_invariance(void) {
         zaya_optim_plan_free(&p);
     }
     CHECK(!memcmp(pp[0], pp[1], sizeof(float) * (size_t)f.nfloats), "1 and 2 threads give different parameters");
+    CHECK(!memcmp(pp[0], pp[2], sizeof(float) * (size_t)f.nfloats), "pooled and per-thread Newton-Schulz differ");
     zaya_threads_init(2);
-    free(pp[0]), free(pp[1]), free(g);
+    free(pp[0]), free(pp[1]), free(pp[2]), free(g);
 }
 
 int main(void) {

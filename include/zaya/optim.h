@@ -82,6 +82,11 @@ void zaya_optim_plan_print(const zaya_optim_plan *plan, FILE *f);
 /* Newton-Schulz FLOPs of one rows x cols matrix (5 iterations, multiply-add = 2). */
 double zaya_muon_ns_flops(int64_t rows, int64_t cols, int steps);
 
+/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
+ * whole thread pool; smaller ones run concurrently, one per thread, with single-threaded GEMMs (see
+ * src/optim/muon.c). */
+#define ZAYA_MUON_POOL_FLOPS 2e10
+
 typedef struct zaya_optim_config {
     double weight_decay;          /* decoupled, on decayed units of both kinds (default 0.1) */
     double adam_beta1, adam_beta2; /* 0.9, 0.95 */
@@ -91,6 +96,7 @@ typedef struct zaya_optim_config {
     int muon_ns_steps;            /* 5 */
     double muon_lr_scale;         /* Muon lr = lr * this (1: shared lr thanks to RMS matching) */
     zaya_dtype muon_ns_dtype;     /* F32 (default) or BF16 GEMM inputs in Newton-Schulz */
+    double muon_pool_flops;       /* matrices above this NS cost use the whole pool (ZAYA_MUON_POOL_FLOPS) */
 } zaya_optim_config;
 
 void zaya_optim_config_default(zaya_optim_config *c);
@@ -100,11 +106,6 @@ typedef struct zaya_ns_slot {
     float *x, *y, *a, *b;
     uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
 } zaya_ns_slot;
-
-/* Muon units whose Newton-Schulz costs more than this many FLOPs always run one at a time with GEMMs
- * on the whole thread pool; smaller ones may run concurrently, one per thread (see src/optim/muon.c:
- * disabled while zaya_matmul is not safe for concurrent calls). */
-#define ZAYA_MUON_POOL_FLOPS 2e10
 
 typedef struct zaya_optim {
     zaya_optim_config cfg;

@@ -1,14 +1,18 @@
 /* Muon over the owned MUON units: Nesterov momentum, Newton-Schulz orthogonalisation of the whole
  * matrix through zaya_matmul, RMS-matched scaled update with decoupled weight decay.
  *
- * Scheduling: large matrices (NS above ZAYA_MUON_POOL_FLOPS) one after another, each GEMM on the whole
- * pool. Small ones could run concurrently, one matrix per thread with single-threaded GEMMs (oneDNN
- * runs a GEMM called inside an OpenMP region on the calling thread), which avoids a barrier per small
- * GEMM; but the Debian oneDNN 2.6 build lacks DNNL_ENABLE_CONCURRENT_EXEC, so primitives executing
- * at the same time share one scratchpad and corrupt each other's results (seen here: ~1% of steps
- * differ). ZAYA_MUON_CONCURRENT selects that path once zaya_matmul is safe for concurrent calls. */
+ * Scheduling: large matrices (NS above cfg.muon_pool_flops) run one after another, each GEMM on the
+ * whole pool. Small ones run concurrently, one matrix per thread: oneDNN runs a GEMM called inside an
+ * OpenMP region on the calling thread, so there is no fork/join barrier per small GEMM, which on a busy
+ * machine made pooled small GEMMs ~10x slower. The GEMM calls themselves are serialised by a mutex
+ * (mode 2): the Debian oneDNN 2.6 build lacks DNNL_ENABLE_CONCURRENT_EXEC, and primitives executing
+ * at the same time corrupted each other's results (~1% of steps differed). The momentum, normalisation,
+ * Newton-Schulz elementwise work and the update still overlap with other threads' GEMMs. Mode 1
+ * (no mutex) is for a zaya_matmul that is safe for concurrent calls; mode 0 runs everything pooled.
+ * In every mode a matrix's result depends neither on the thread count nor on the schedule. */
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "optim/internal.h"
@@ -18,7 +22,7 @@
 /* Quintic coefficients chosen (KellerJordan/Muon) to maximise the slope at 0 while keeping the
  * iteration inside ~[0.7, 1.2] for singular values already near 1. */
 #ifndef ZAYA_MUON_CONCURRENT
-#define ZAYA_MUON_CONCURRENT 0
+#define ZAYA_MUON_CONCURRENT 2 /* see above: 0 pooled, 1 concurrent, 2 concurrent with serialised GEMMs */
 #endif
 
 #define NS_A 3.4445f
@@ -29,7 +33,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int is_large(const zaya_optim *o, const zaya_optim_unit *u) {
-    return zaya_muon_ns_flops(u->rows, u->cols, o->cfg.muon_ns_steps) > ZAYA_MUON_POOL_FLOPS;
+    return zaya_muon_ns_flops(u->rows, u->cols, o->cfg.muon_ns_steps) > o->cfg.muon_pool_flops;
 }
 
 static const zaya_optim_unit *g_order_units;
@@ -116,6 +120,8 @@ void zaya_muon_free_scratch(zaya_optim *o) {
     o->nslots = 0;
 }
 
+static pthread_mutex_t g_gemm_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void mm(zaya_dtype dt, int trans_b, int64_t m, int64_t n, int64_t k, const void *a, const void *b, float *c,
                float alpha, float beta) {
     zaya_matmul_desc d = {0};
@@ -126,7 +132,10 @@ static void mm(zaya_dtype dt, int trans_b, int64_t m, int64_t n, int64_t k, cons
     d.k = k;
     d.alpha = alpha;
     d.beta = beta;
+    const int serial = ZAYA_MUON_CONCURRENT == 2 && omp_in_parallel();
+    if (serial) pthread_mutex_lock(&g_gemm_mu);
     zaya_status s = zaya_matmul(&d, a, b, c);
+    if (serial) pthread_mutex_unlock(&g_gemm_mu);
     ZAYA_ASSERT(s == ZAYA_OK);
 }
 

@@ -16,6 +16,7 @@ void zaya_optim_config_default(zaya_optim_config *c) {
     c->muon_ns_steps = 5;
     c->muon_lr_scale = 1.0;
     c->muon_ns_dtype = ZAYA_DTYPE_F32;
+    c->muon_pool_flops = ZAYA_MUON_POOL_FLOPS;
 }
 
 static zaya_status check_config(const zaya_optim_config *c) {

@@ -192,6 +192,9 @@ static void test_ranks(void) {
     CHECK(zaya_ckpt_open_latest(&c, root, 1) == ZAYA_OK, "open: %s", zaya_error_message());
     if (c) {
         CHECK(c->world == 4, "world");
+        CHECK(zaya_ckpt_require_world(c, 4) == ZAYA_OK, "same world");
+        CHECK(zaya_ckpt_require_world(c, 2) == ZAYA_EMPI && strstr(zaya_error_message(), "reshape"), "world mismatch: %s",
+              zaya_error_message());
         check_state(c, &s, "4 ranks");
         CHECK(zaya_ckpt_find(c, "opt.v")->npieces == 8, "8 pieces");
         for (int r = 0; r < 4; r++) {

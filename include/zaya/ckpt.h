@@ -150,6 +150,9 @@ zaya_status zaya_ckpt_open(zaya_ckpt **c, const char *step_dir, int verify);
 zaya_status zaya_ckpt_open_latest(zaya_ckpt **c, const char *path, int verify);
 void zaya_ckpt_close(zaya_ckpt *c);
 zaya_status zaya_ckpt_verify(const zaya_ckpt *c); /* every checksum */
+/* Error (naming both sizes and the reshape command) unless the checkpoint was saved by `world` ranks.
+ * For trainers that restore per-rank state as saved; reading ranges works on any world size. */
+zaya_status zaya_ckpt_require_world(const zaya_ckpt *c, int world);
 const cJSON *zaya_ckpt_section(const zaya_ckpt *c, const char *name);
 const cJSON *zaya_ckpt_rank_section(const zaya_ckpt *c, int rank, const char *name);
 const zaya_ckpt_entry *zaya_ckpt_find(const zaya_ckpt *c, const char *name);

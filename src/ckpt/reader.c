@@ -245,6 +245,12 @@ zaya_status zaya_ckpt_open_latest(zaya_ckpt **out, const char *path, int verify)
     return zaya_error_set(ZAYA_EIO, "no loadable checkpoint in '%s' (latest: %s)", path, why);
 }
 
+zaya_status zaya_ckpt_require_world(const zaya_ckpt *c, int world) {
+    if (c->world == world) return ZAYA_OK;
+    return zaya_error_set(ZAYA_EMPI, "%s was saved by %d ranks but this run has %d; convert it first: zaya ckpt reshape %s -o NEW --world-size %d",
+                          c->dir, c->world, world, c->dir, world);
+}
+
 const cJSON *zaya_ckpt_section(const zaya_ckpt *c, const char *name) {
     return cJSON_GetObjectItemCaseSensitive(c->manifest, name);
 }

@@ -595,6 +595,9 @@ zaya_status zaya_ckpt_writer_wait(zaya_ckpt_writer *w, zaya_ckpt_save_stats *st)
     zaya_status s = w->async_status;
     if (s != ZAYA_OK) zaya_error_set(s, "%s", w->async_msg);
     w->stats.total_s = w->stats.snapshot_s + w->stats.write_s;
+    if (s == ZAYA_OK && w->comm.rank == 0)
+        ZAYA_INFO("checkpoint %s: stall %.3f s (snapshot), background write %.3f s, %.3f GB", w->stats.dir,
+                  w->stats.snapshot_s, w->stats.write_s, w->stats.bytes_all / 1e9);
     if (st) *st = w->stats;
     zaya_ckpt_writer_free(w);
     return s;

@@ -39,6 +39,12 @@ def read_safetensors(path):
     return out, meta
 
 
+def read_safetensors_any(hf, name):
+    index = json.load(open(os.path.join(hf, "model.safetensors.index.json")))
+    t, _ = read_safetensors(os.path.join(hf, index["weight_map"][name]))
+    return t[name]
+
+
 def expected_names(c):
     """The HF layout, written from the reference doc's table (not from zaya's code)."""
     D, V, R, E, F = c["hidden_size"], c["vocab_size"], c["router_hidden_size"], c["num_experts"], c["moe_intermediate_size"]
@@ -105,6 +111,11 @@ def main(mode, d):
         model.eval()
         with torch.no_grad():
             out = model(torch.tensor(ids, dtype=torch.long)).logits.float().numpy()
+        for L, layer in enumerate(model.model.layers):  # tell a transformers-side re-init from a bad export
+            want = read_safetensors_any(hf, f"model.layers.{L}.mlp.gate.balancing_biases")
+            got = layer.mlp.gate.balancing_biases.detach().numpy()
+            if not np.array_equal(want, got):
+                print(f"note: transformers changed layer {L} balancing_biases after loading: file {want} model {got}")
         e = rel_err(zl, out)
         print(f"transformers {transformers.__version__} torch {torch.__version__}: logits max rel err {e:.3e}")
         return 0 if e <= 1e-4 else 1

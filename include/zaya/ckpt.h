@@ -71,6 +71,9 @@ typedef struct zaya_ckpt_snapshot {
     void *buf;
     size_t cap;
 } zaya_ckpt_snapshot;
+/* Allocates and touches `bytes` up front (e.g. parameters + this rank's state at startup), so the
+ * first async save does not pay the page faults of a fresh buffer inside its stall. */
+zaya_status zaya_ckpt_snapshot_reserve(zaya_ckpt_snapshot *s, size_t bytes);
 void zaya_ckpt_snapshot_free(zaya_ckpt_snapshot *s);
 
 typedef struct zaya_ckpt_writer zaya_ckpt_writer;

@@ -51,6 +51,22 @@ static const char *const reserved[] = {"format", "format_version", "step", "toke
 
 zaya_ckpt_options zaya_ckpt_default_options(void) { return (zaya_ckpt_options){ZAYA_ST_F32, 1, 0, 0}; }
 
+zaya_status zaya_ckpt_snapshot_reserve(zaya_ckpt_snapshot *s, size_t bytes) {
+    if (s->cap >= bytes) return ZAYA_OK;
+    zaya_free(s->buf);
+    s->buf = zaya_malloc(bytes);
+    s->cap = s->buf ? bytes : 0;
+    if (!s->buf) return zaya_error_set(ZAYA_ENOMEM, "checkpoint snapshot of %zu bytes", bytes);
+    const size_t chunk = 8u << 20;
+    long n = (long)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) {
+        size_t off = (size_t)i * chunk;
+        memset((char *)s->buf + off, 0, bytes - off < chunk ? bytes - off : chunk);
+    }
+    return ZAYA_OK;
+}
+
 void zaya_ckpt_snapshot_free(zaya_ckpt_snapshot *s) {
     zaya_free(s->buf);
     s->buf = NULL;
@@ -562,12 +578,7 @@ zaya_status zaya_ckpt_writer_commit_async(zaya_ckpt_writer *w, zaya_ckpt_snapsho
     size_t total = 0;
     for (int i = 0; i < w->n; i++)
         if (w->items[i].owner == w->comm.rank) total += (item_bytes(&w->items[i]) + 63) / 64 * 64;
-    if (snap->cap < total) {
-        zaya_free(snap->buf);
-        snap->buf = zaya_malloc(total);
-        snap->cap = snap->buf ? total : 0;
-        if (!snap->buf) return zaya_error_set(ZAYA_ENOMEM, "checkpoint snapshot of %zu bytes", total);
-    }
+    ZAYA_TRY(zaya_ckpt_snapshot_reserve(snap, total));
     char *dst = snap->buf;
     for (int i = 0; i < w->n; i++) {
         ck_item *it = &w->items[i];

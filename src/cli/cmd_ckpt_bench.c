@@ -196,6 +196,10 @@ int zaya_cmd_ckpt_bench(int argc, char **argv) {
     printf("state: %s, %lld floats per array, %.3f GB (params + AdamW m, v), %d rank%s, %d repeats, dir %s\n", bs.cfg.name,
            (long long)bs.nf, state_bytes / 1e9, ranks, ranks == 1 ? "" : "s", repeats, scratch);
     bench_rank *rk = calloc((size_t)ranks, sizeof *rk);
+    /* as a trainer would at startup: the async stall then measures the copy, not first-touch faults */
+    for (int r = 0; r < ranks; r++)
+        if (zaya_ckpt_snapshot_reserve(&rk[r].snap, (size_t)bs.nf * 4 * 3 / (size_t)ranks + (size_t)bs.nf * 4 + (64u << 20)) != ZAYA_OK)
+            goto fail_bench;
     double t_disk[40], t_sync[20], t_async[20], stall[20], t_naive[20], t_load[20];
     uint64_t save_bytes = 0, naive_bytes = 0;
     int64_t step = 0;

@@ -12,6 +12,7 @@ pkgs=(
   gnuplot-nox                       # PNG plots
   python3 python3-numpy python3-torch  # test-only reference implementations
   python3-pip                       # PyPI packages below (HF tokenizers: not packaged by Debian 12)
+  python3-venv                      # --hf: build/hfvenv with transformers for the checkpoint export test
   fortunes                          # tokenizer test/benchmark corpus (/usr/share/games/fortunes)
 )
 
@@ -28,6 +29,21 @@ install_pip() {
   fi
 }
 
+# --hf: a venv with Hugging Face transformers (model_type zaya needs transformers >= 5, torch >= 2.6;
+# Debian's torch is 1.13) for the ckpt_transformers test. About 5.6 GB (PyPI's torch pulls CUDA
+# wheels); the test is skipped without it. Run from the repository root.
+install_hf() {
+  if [ ! -x build/hfvenv/bin/python ]; then
+    /usr/bin/python3 -m venv build/hfvenv
+  fi
+  if ! build/hfvenv/bin/python -c "import transformers.models.zaya" 2>/dev/null; then
+    echo "setup: pip installing torch, transformers, safetensors into build/hfvenv"
+    build/hfvenv/bin/pip install -q "torch>=2.6" "transformers>=5.24" safetensors numpy
+  fi
+}
+want_hf=0
+for a in "$@"; do [ "$a" = "--hf" ] && want_hf=1; done
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -35,6 +51,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all Debian dependencies present"
   install_pip
+  if [ $want_hf -eq 1 ]; then install_hf; fi
   exit 0
 fi
 
@@ -43,3 +60,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 install_pip
+if [ $want_hf -eq 1 ]; then install_hf; fi

@@ -9,6 +9,7 @@ const zaya_group zaya_groups[] = {
     {"size", "model sizing: calculators, rules, prediction, MoE shape search"},
     {"tokenizer", "byte-level BPE tokenizer: train, encode, decode, bench"},
     {"bench", "benchmarks of this machine and of zaya itself"},
+    {"ckpt", "checkpoints: inspect, verify, reshape, consolidate, HF export/import, bench"},
     {0},
 };
 
@@ -31,6 +32,13 @@ const zaya_command zaya_commands[] = {
     {"bench", "coll", "collective bandwidth and correctness under mpirun (nccl-tests style)", zaya_cmd_bench_coll},
     {"bench", "mem", "memory bandwidth: STREAM kernels, thread sweep, working-set sweep", zaya_cmd_bench_mem},
     {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
+    {"ckpt", "info", "summary of a checkpoint (step, sections, files, tensors)", zaya_cmd_ckpt_info},
+    {"ckpt", "verify", "check completeness, shapes and every checksum of a checkpoint", zaya_cmd_ckpt_verify},
+    {"ckpt", "consolidate", "rewrite a checkpoint as one file set (world size 1)", zaya_cmd_ckpt_consolidate},
+    {"ckpt", "reshape", "re-slice per-rank arrays of a checkpoint for another world size", zaya_cmd_ckpt_reshape},
+    {"ckpt", "export-hf", "export the model in the Hugging Face layout (safetensors shards + config.json)", zaya_cmd_ckpt_export_hf},
+    {"ckpt", "import-hf", "import a Hugging Face directory (HF or original layout) as a checkpoint", zaya_cmd_ckpt_import_hf},
+    {"ckpt", "bench", "checkpoint save throughput vs disk write, async stall, naive baseline", zaya_cmd_ckpt_bench},
     {0},
 };
 

@@ -44,5 +44,12 @@ int zaya_cmd_tokenizer_bench(int argc, char **argv);  /* cmd_tokenizer_bench.c *
 int zaya_cmd_bench_coll(int argc, char **argv);    /* cmd_bench_coll.c */
 int zaya_cmd_bench_mem(int argc, char **argv);     /* cmd_bench_mem.c */
 int zaya_cmd_bench_gemm(int argc, char **argv);    /* cmd_bench_gemm.c */
+int zaya_cmd_ckpt_info(int argc, char **argv);        /* cmd_ckpt.c */
+int zaya_cmd_ckpt_verify(int argc, char **argv);      /* cmd_ckpt.c */
+int zaya_cmd_ckpt_consolidate(int argc, char **argv); /* cmd_ckpt.c */
+int zaya_cmd_ckpt_reshape(int argc, char **argv);     /* cmd_ckpt.c */
+int zaya_cmd_ckpt_export_hf(int argc, char **argv);   /* cmd_ckpt.c */
+int zaya_cmd_ckpt_import_hf(int argc, char **argv);   /* cmd_ckpt.c */
+int zaya_cmd_ckpt_bench(int argc, char **argv);       /* cmd_ckpt_bench.c */
 
 #endif

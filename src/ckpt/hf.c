@@ -1,0 +1,397 @@
+/* Hugging Face interchange: export a checkpoint's model to the HF layout (sharded safetensors +
+ * index + config.json + tokenizer.json), import HF directories in the current layout or the
+ * original 80-half-layer layout, and fill a zaya_model from either source. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt/internal.h"
+#include "zaya/alloc.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/log.h"
+#include "zaya/model.h"
+
+static int exists(const char *dir, const char *name) {
+    char p[1200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+static int is_zaya_ckpt(const char *path) { return exists(path, "manifest.json") || exists(path, "latest"); }
+
+/* ---------------- reading an HF directory ---------------- */
+
+typedef struct hf_dir {
+    char dir[800];
+    int nfiles;
+    zaya_st_file *files;
+    int original; /* 80-half-layer names */
+} hf_dir;
+
+static void hf_close(hf_dir *h) {
+    for (int i = 0; i < h->nfiles; i++) zaya_st_close(&h->files[i]);
+    free(h->files);
+    memset(h, 0, sizeof *h);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static zaya_status hf_open(hf_dir *h, const char *dir) {
+    memset(h, 0, sizeof *h);
+    snprintf(h->dir, sizeof h->dir, "%s", dir);
+    char **names = NULL;
+    int n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return zaya_error_set(ZAYA_EIO, "cannot open directory '%s'", dir);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 12 && !strcmp(e->d_name + l - 12, ".safetensors")) {
+            names = realloc(names, (size_t)(n + 1) * sizeof *names);
+            names[n++] = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    if (!n) return zaya_error_set(ZAYA_EFORMAT, "'%s' has no *.safetensors files", dir);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    h->files = calloc((size_t)n, sizeof *h->files);
+    zaya_status s = h->files ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "files");
+    for (int i = 0; i < n && s == ZAYA_OK; i++) {
+        char p[1200];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        s = zaya_st_open(&h->files[i], p);
+        if (s == ZAYA_OK) h->nfiles++;
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (s != ZAYA_OK) {
+        hf_close(h);
+        return s;
+    }
+    for (int i = 0; i < h->nfiles; i++)
+        if (zaya_st_find(&h->files[i], "model.final_norm.weight") || zaya_st_find(&h->files[i], "model.layers.0.input_norm.weight"))
+            h->original = 1;
+    return ZAYA_OK;
+}
+
+static const zaya_st_tensor *hf_find(const hf_dir *h, const char *name, const zaya_st_file **f) {
+    for (int i = 0; i < h->nfiles; i++) {
+        const zaya_st_tensor *t = zaya_st_find(&h->files[i], name);
+        if (t) {
+            *f = &h->files[i];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+typedef struct orig_rule {
+    const char *hf;   /* suffix after model.layers.L. */
+    int half;         /* 0: half-layer 2L, 1: 2L+1, 2: 2L+2 (final merge for the last block) */
+    const char *orig; /* suffix after model.layers.N. (%d = expert) */
+} orig_rule;
+
+static const orig_rule rules[] = {
+    {"input_layernorm.weight", 0, "input_norm.weight"},
+    {"self_attn.qkv_proj.q_proj.weight", 0, "self_attn.qkv.linear_q.weight"},
+    {"self_attn.qkv_proj.k_proj.weight", 0, "self_attn.qkv.linear_k.weight"},
+    {"self_attn.qkv_proj.v_proj_current.weight", 0, "self_attn.qkv.val_proj1.weight"},
+    {"self_attn.qkv_proj.v_proj_delayed.weight", 0, "self_attn.qkv.val_proj2.weight"},
+    {"self_attn.qkv_proj.conv_qk_depthwise.weight", 0, "self_attn.qkv.conv_qk.0.weight"},
+    {"self_attn.qkv_proj.conv_qk_depthwise.bias", 0, "self_attn.qkv.conv_qk.0.bias"},
+    {"self_attn.qkv_proj.conv_qk_grouped.weight", 0, "self_attn.qkv.conv_qk.1.weight"},
+    {"self_attn.qkv_proj.conv_qk_grouped.bias", 0, "self_attn.qkv.conv_qk.1.bias"},
+    {"self_attn.qk_norm.temp", 0, "self_attn.qkv.temp"},
+    {"self_attn.o_proj.weight", 0, "self_attn.o_proj.weight"},
+    {"post_attention_residual_scale.", 1, "res_scale."},
+    {"post_attention_layernorm.weight", 1, "input_norm.weight"},
+    {"mlp.gate.down_proj.weight", 1, "zaya_block.router.down_proj.weight"},
+    {"mlp.gate.down_proj.bias", 1, "zaya_block.router.down_proj.bias"},
+    {"mlp.gate.router_states_scale", 1, "zaya_block.router.router_states_scale"},
+    {"mlp.gate.router_mlp.norm.weight", 1, "zaya_block.router.rmsnorm_eda.weight"},
+    {"mlp.gate.router_mlp.fc1.weight", 1, "zaya_block.router.router_mlp.0.weight"},
+    {"mlp.gate.router_mlp.fc1.bias", 1, "zaya_block.router.router_mlp.0.bias"},
+    {"mlp.gate.router_mlp.fc2.weight", 1, "zaya_block.router.router_mlp.2.weight"},
+    {"mlp.gate.router_mlp.fc2.bias", 1, "zaya_block.router.router_mlp.2.bias"},
+    {"mlp.gate.router_mlp.out_proj.weight", 1, "zaya_block.router.router_mlp.4.weight"},
+    {"mlp.gate.balancing_biases", 1, "zaya_block.router.balancing_biases"},
+    {"mlp.experts.gate_up_proj", 1, "zaya_block.experts.local_experts.%d.linear_fc1.weight"},
+    {"mlp.experts.down_proj", 1, "zaya_block.experts.local_experts.%d.linear_fc2.weight"},
+    {"post_mlp_residual_scale.", 2, "res_scale."},
+};
+
+/* The original-layout name of an HF tensor (a printf pattern with %d for stacked experts). */
+static int map_original(const char *hf, int64_t nlayers, char *out, size_t cap, int *stacked) {
+    *stacked = 0;
+    if (!strcmp(hf, "model.embed_tokens.weight")) return snprintf(out, cap, "%s", hf), 0;
+    if (!strcmp(hf, "model.norm.weight")) return snprintf(out, cap, "model.final_norm.weight"), 0;
+    if (!strncmp(hf, "model.input_hidden_states_", 26))
+        return snprintf(out, cap, "model.layers.0.res_scale.hidden_states_%s", hf + 26), 0;
+    int L, n = 0;
+    if (sscanf(hf, "model.layers.%d.%n", &L, &n) != 1 || n == 0) return -1;
+    const char *suf = hf + n;
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        size_t rl = strlen(rules[i].hf);
+        int prefix = rules[i].hf[rl - 1] == '.';
+        if (prefix ? strncmp(suf, rules[i].hf, rl) : strcmp(suf, rules[i].hf)) continue;
+        const char *rest = prefix ? suf + rl : "";
+        *stacked = strstr(rules[i].orig, "%d") != NULL;
+        if (rules[i].half == 2 && L == nlayers - 1) return snprintf(out, cap, "model.res_scale.%s", rest), 0;
+        return snprintf(out, cap, "model.layers.%d.%s%s", 2 * L + rules[i].half, rules[i].orig, rest), 0;
+    }
+    return -1;
+}
+
+static zaya_status shape_error(const zaya_st_file *f, const zaya_st_tensor *t, const int64_t *shape, int ndim) {
+    char got[128] = "", want[128] = "";
+    for (int d = 0; d < t->ndim; d++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    for (int d = 0; d < ndim; d++) snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "," : "", (long long)shape[d]);
+    return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' has shape [%s], the model needs [%s]", f->path, t->name, got, want);
+}
+
+static int same_shape(const zaya_st_tensor *t, const int64_t *shape, int ndim) {
+    if (t->ndim != ndim) return 0;
+    for (int d = 0; d < ndim; d++)
+        if (t->shape[d] != shape[d]) return 0;
+    return 1;
+}
+
+static zaya_status hf_load_tensor(const hf_dir *h, const zaya_tensor_info *ti, int64_t nlayers, float *dst) {
+    const zaya_st_file *f;
+    if (!h->original) {
+        const zaya_st_tensor *t = hf_find(h, ti->name, &f);
+        if (!t) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is missing", h->dir, ti->name);
+        if (!same_shape(t, ti->shape, ti->ndim)) return shape_error(f, t, ti->shape, ti->ndim);
+        return zaya_st_read_f32(f, t, 0, t->numel, dst);
+    }
+    char pat[256], name[256];
+    int stacked;
+    if (map_original(ti->name, nlayers, pat, sizeof pat, &stacked))
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "no original-layout name for '%s'", ti->name);
+    int64_t nexp = stacked ? ti->shape[0] : 1;
+    int64_t per = ti->numel / nexp;
+    for (int64_t e = 0; e < nexp; e++) {
+        snprintf(name, sizeof name, pat, (int)e);
+        const zaya_st_tensor *t = hf_find(h, name, &f);
+        if (!t) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' (for '%s') is missing", h->dir, name, ti->name);
+        const int64_t *want = stacked ? ti->shape + 1 : ti->shape;
+        int nd = stacked ? ti->ndim - 1 : ti->ndim;
+        if (!same_shape(t, want, nd)) return shape_error(f, t, want, nd);
+        ZAYA_TRY(zaya_st_read_f32(f, t, 0, t->numel, dst + e * per));
+    }
+    return ZAYA_OK;
+}
+
+/* Fills block (layout of tensors) from an HF directory. */
+static zaya_status hf_load_block(const char *dir, const zaya_config *cfg, const zaya_tensor_info *tensors, int n,
+                                 float *block, int *original) {
+    hf_dir h;
+    ZAYA_TRY(hf_open(&h, dir));
+    if (original) *original = h.original;
+    zaya_status s = ZAYA_OK;
+    for (int i = 0; i < n && s == ZAYA_OK; i++)
+        s = hf_load_tensor(&h, &tensors[i], cfg->num_hidden_layers, block + tensors[i].offset);
+    hf_close(&h);
+    return s;
+}
+
+/* ---------------- public entry points ---------------- */
+
+zaya_status zaya_ckpt_load_config(const char *path, zaya_config *cfg) {
+    if (is_zaya_ckpt(path)) {
+        zaya_ckpt *c;
+        ZAYA_TRY(zaya_ckpt_open_latest(&c, path, 0));
+        const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
+        zaya_status s = sec ? zaya_config_from_json(sec, cfg)
+                            : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section in the manifest", c->dir, ZAYA_CKPT_SECTION_MODEL);
+        if (s != ZAYA_OK) zaya_error_context(s, "%s", c->dir);
+        zaya_ckpt_close(c);
+        return s;
+    }
+    char p[1200];
+    snprintf(p, sizeof p, "%s/config.json", path);
+    return zaya_config_load(p, cfg);
+}
+
+static zaya_status load_from_ckpt(zaya_ckpt *c, const zaya_tensor_info *tensors, int n, float *block) {
+    for (int i = 0; i < n; i++) {
+        const zaya_tensor_info *t = &tensors[i];
+        const zaya_ckpt_entry *e = zaya_ckpt_find(c, t->name);
+        if (!e) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is missing", c->dir, t->name);
+        if (!e->model || e->ndim != t->ndim || memcmp(e->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim))
+            return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': kind or shape differs from the model (config mismatch?)",
+                                  c->dir, t->name);
+        ZAYA_TRY(zaya_ckpt_read_f32(c, t->name, 0, t->numel, block + t->offset));
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_load_model(const char *path, zaya_model *m) {
+    zaya_status s;
+    if (is_zaya_ckpt(path)) {
+        zaya_ckpt *c;
+        ZAYA_TRY(zaya_ckpt_open_latest(&c, path, 1));
+        s = load_from_ckpt(c, m->tensors, m->ntensors, m->params);
+        zaya_ckpt_close(c);
+    } else {
+        s = hf_load_block(path, &m->cfg, m->tensors, m->ntensors, m->params, NULL);
+    }
+    if (s == ZAYA_OK) zaya_model_sync_weights(m);
+    return s;
+}
+
+static zaya_status copy_file(const char *src, const char *dst) {
+    char *data;
+    size_t len;
+    ZAYA_TRY(zaya_read_file(src, &data, &len));
+    zaya_status s = zaya_write_file_atomic(dst, data, len);
+    free(data);
+    return s;
+}
+
+zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards_out) {
+    zaya_hf_export_opts opt = o ? *o : (zaya_hf_export_opts){ZAYA_ST_F32, 0, NULL};
+    if (opt.shard_bytes <= 0) opt.shard_bytes = 5ll << 30;
+    if (opt.dtype != ZAYA_ST_F32 && opt.dtype != ZAYA_ST_BF16) return zaya_error_set(ZAYA_EINVAL, "export dtype must be f32 or bf16");
+    zaya_ckpt *c;
+    ZAYA_TRY(zaya_ckpt_open_latest(&c, ckpt, 1));
+    zaya_config cfg;
+    const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
+    zaya_status s = sec ? zaya_config_from_json(sec, &cfg) : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    zaya_tensor_info *t = NULL;
+    int n = 0;
+    int64_t nf = 0;
+    if (s == ZAYA_OK) s = zaya_layout_build_public(&cfg, &t, &n, &nf);
+    if (s == ZAYA_OK) s = zaya_mkdir_p(out_dir);
+    /* group tensors into shards in layout order */
+    int *shard_of = s == ZAYA_OK ? calloc((size_t)n, sizeof *shard_of) : NULL;
+    int nshards = 0;
+    int64_t total = 0;
+    if (s == ZAYA_OK) {
+        int64_t cur = 0;
+        nshards = 1;
+        for (int i = 0; i < n; i++) {
+            int64_t b = t[i].numel * zaya_st_dtype_size(opt.dtype);
+            if (cur > 0 && cur + b > opt.shard_bytes) {
+                nshards++;
+                cur = 0;
+            }
+            shard_of[i] = nshards - 1;
+            cur += b;
+            total += b;
+        }
+    }
+    cJSON *index = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(index, "metadata"), "total_size", (double)total);
+    cJSON *wmap = cJSON_AddObjectToObject(index, "weight_map");
+    for (int k = 0, i0 = 0; k < nshards && s == ZAYA_OK; k++) {
+        int i1 = i0;
+        int64_t floats = 0;
+        while (i1 < n && shard_of[i1] == k) floats += t[i1++].numel;
+        float *buf = zaya_malloc((size_t)(floats ? floats : 1) * sizeof(float));
+        char fname[96], path[1200];
+        snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", k + 1, nshards);
+        snprintf(path, sizeof path, "%s/%s", out_dir, fname);
+        zaya_st_writer *w = NULL;
+        if (!buf) s = zaya_error_set(ZAYA_ENOMEM, "export buffer of %lld floats", (long long)floats);
+        if (s == ZAYA_OK) s = zaya_st_writer_init(&w, path, 1);
+        if (s == ZAYA_OK) zaya_st_writer_meta(w, "format", "pt");
+        int64_t at = 0;
+        for (int i = i0; i < i1 && s == ZAYA_OK; i++) {
+            const zaya_ckpt_entry *e = zaya_ckpt_find(c, t[i].name);
+            if (!e || e->numel != t[i].numel) {
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' missing or of another size than its config says", c->dir, t[i].name);
+                break;
+            }
+            s = zaya_ckpt_read_f32(c, t[i].name, 0, t[i].numel, buf + at);
+            if (s == ZAYA_OK) s = zaya_st_writer_add(w, t[i].name, opt.dtype, t[i].ndim, t[i].shape, buf + at, ZAYA_ST_F32);
+            at += t[i].numel;
+            cJSON_AddStringToObject(wmap, t[i].name, fname);
+        }
+        if (w && s == ZAYA_OK) s = zaya_st_writer_finish(w, NULL, NULL, NULL);
+        else zaya_st_writer_abort(w);
+        zaya_free(buf);
+        i0 = i1;
+    }
+    char path[1200];
+    if (s == ZAYA_OK) {
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", out_dir);
+        s = zaya_json_write_file(path, index, 1);
+    }
+    if (s == ZAYA_OK) {
+        cJSON *cj = zaya_config_to_json(&cfg);
+        cJSON_AddStringToObject(cj, "dtype", opt.dtype == ZAYA_ST_BF16 ? "bfloat16" : "float32");
+        snprintf(path, sizeof path, "%s/config.json", out_dir);
+        s = zaya_json_write_file(path, cj, 1);
+        cJSON_Delete(cj);
+    }
+    if (s == ZAYA_OK && opt.tokenizer) {
+        snprintf(path, sizeof path, "%s/tokenizer.json", out_dir);
+        s = copy_file(opt.tokenizer, path);
+        char side[1200];
+        snprintf(side, sizeof side, "%s", opt.tokenizer);
+        char *slash = strrchr(side, '/');
+        snprintf(slash ? slash + 1 : side, sizeof side - (size_t)(slash ? slash + 1 - side : 0), "tokenizer_config.json");
+        struct stat sb;
+        if (s == ZAYA_OK && stat(side, &sb) == 0) {
+            snprintf(path, sizeof path, "%s/tokenizer_config.json", out_dir);
+            s = copy_file(side, path);
+        }
+    }
+    cJSON_Delete(index);
+    free(shard_of);
+    free(t);
+    zaya_ckpt_close(c);
+    if (nshards_out) *nshards_out = nshards;
+    return s;
+}
+
+zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, char *step_dir, size_t cap) {
+    zaya_config cfg;
+    char p[1200];
+    snprintf(p, sizeof p, "%s/config.json", hf_dir_path);
+    ZAYA_TRY(zaya_config_load(p, &cfg));
+    zaya_tensor_info *t = NULL;
+    int n = 0;
+    int64_t nf = 0;
+    ZAYA_TRY(zaya_layout_build_public(&cfg, &t, &n, &nf));
+    float *block = zaya_calloc((size_t)nf, sizeof(float));
+    zaya_status s = block ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "parameter block of %lld floats", (long long)nf);
+    int original = 0;
+    if (s == ZAYA_OK) s = hf_load_block(hf_dir_path, &cfg, t, n, block, &original);
+    zaya_ckpt_writer *w = NULL;
+    zaya_ckpt_options opt = zaya_ckpt_default_options();
+    if (s == ZAYA_OK) s = zaya_ckpt_writer_init(&w, out_root, 0, 0, &opt, NULL);
+    for (int i = 0; i < n && s == ZAYA_OK; i++) s = zaya_ckpt_writer_add_model(w, t[i].name, t[i].ndim, t[i].shape, block + t[i].offset);
+    if (s == ZAYA_OK) {
+        cJSON *cj = zaya_config_to_json(&cfg);
+        s = zaya_ckpt_writer_add_section(w, ZAYA_CKPT_SECTION_MODEL, cj);
+        cJSON_Delete(cj);
+        cJSON *src = cJSON_CreateObject();
+        cJSON_AddStringToObject(src, "source", hf_dir_path);
+        cJSON_AddStringToObject(src, "layout", original ? "original-half-layers" : "hf");
+        if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, "import", src);
+        cJSON_Delete(src);
+    }
+    zaya_ckpt_save_stats st;
+    if (s == ZAYA_OK) {
+        s = zaya_ckpt_writer_commit(w, &st);
+        w = NULL;
+        if (s == ZAYA_OK && step_dir) snprintf(step_dir, cap, "%s", st.dir);
+    }
+    zaya_ckpt_writer_free(w);
+    if (s == ZAYA_OK && exists(hf_dir_path, "tokenizer.json")) {
+        char dst[1200];
+        snprintf(p, sizeof p, "%s/tokenizer.json", hf_dir_path);
+        snprintf(dst, sizeof dst, "%s/tokenizer.json", out_root);
+        s = copy_file(p, dst);
+    }
+    zaya_free(block);
+    free(t);
+    return s;
+}

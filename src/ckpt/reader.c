@@ -1,0 +1,334 @@
+/* Checkpoint reader: manifest, file and piece validation, checksums, range reads, fallback to the
+ * newest good checkpoint. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "ckpt/internal.h"
+#include "zaya/bf16.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/log.h"
+
+void zaya_ckpt_close(zaya_ckpt *c) {
+    if (!c) return;
+    for (int i = 0; i < c->nfiles; i++) {
+        zaya_st_close(&c->files[i]);
+        free(c->file_names[i]);
+    }
+    for (int i = 0; i < c->nentries; i++) {
+        for (int j = 0; j < c->entries[i].npieces; j++) free(c->entries[i].pieces[j].key);
+        free(c->entries[i].pieces);
+        free(c->entries[i].name);
+    }
+    free(c->files);
+    free(c->file_names);
+    free(c->entries);
+    cJSON_Delete(c->manifest);
+    free(c);
+}
+
+static int find_file(const zaya_ckpt *c, const char *name) {
+    for (int i = 0; i < c->nfiles; i++)
+        if (!strcmp(c->file_names[i], name)) return i;
+    return -1;
+}
+
+/* A JSON non-negative integer. */
+static int get_u(const cJSON *o, const char *key, int64_t *v) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 9007199254740992.0 ||
+        j->valuedouble != (double)(int64_t)j->valuedouble)
+        return -1;
+    *v = (int64_t)j->valuedouble;
+    return 0;
+}
+
+static zaya_status load_entries(zaya_ckpt *c, const char *mpath) {
+    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(c->manifest, "tensors");
+    if (!cJSON_IsArray(tensors)) return zaya_error_set(ZAYA_EFORMAT, "%s: missing array 'tensors'", mpath);
+    int n = cJSON_GetArraySize(tensors);
+    c->entries = calloc((size_t)n + 1, sizeof *c->entries);
+    if (!c->entries) return zaya_error_set(ZAYA_ENOMEM, "%d tensors", n);
+    int i = 0;
+    for (const cJSON *t = tensors->child; t; t = t->next, i++) {
+        zaya_ckpt_entry *e = &c->entries[i];
+        c->nentries = i + 1;
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(t, "name"), *dt = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(t, "kind"), *sh = cJSON_GetObjectItemCaseSensitive(t, "shape");
+        const cJSON *pcs = cJSON_GetObjectItemCaseSensitive(t, "pieces");
+        if (!cJSON_IsString(nm) || !cJSON_IsString(dt) || !cJSON_IsString(kind) || !cJSON_IsArray(sh) || !cJSON_IsArray(pcs))
+            return zaya_error_set(ZAYA_EFORMAT, "%s: tensors[%d] lacks name, kind, dtype, shape or pieces", mpath, i);
+        e->name = strdup(nm->valuestring);
+        e->model = !strcmp(kind->valuestring, "model");
+        if (zaya_st_dtype_parse(dt->valuestring, &e->dtype))
+            return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': unknown dtype '%s'", mpath, e->name, dt->valuestring);
+        e->ndim = cJSON_GetArraySize(sh);
+        if (e->ndim > ZAYA_ST_MAX_DIMS) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': too many dimensions", mpath, e->name);
+        e->numel = 1;
+        int d = 0;
+        for (const cJSON *x = sh->child; x; x = x->next, d++) {
+            if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e15)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': bad shape", mpath, e->name);
+            e->shape[d] = (int64_t)x->valuedouble;
+            e->numel *= e->shape[d];
+        }
+        e->npieces = cJSON_GetArraySize(pcs);
+        e->pieces = calloc((size_t)e->npieces + 1, sizeof *e->pieces);
+        if (!e->pieces) return zaya_error_set(ZAYA_ENOMEM, "pieces");
+        int64_t at = 0;
+        int j = 0;
+        int esz = zaya_st_dtype_size(e->dtype);
+        for (const cJSON *p = pcs->child; p; p = p->next, j++) {
+            zaya_ckpt_piece *q = &e->pieces[j];
+            const cJSON *file = cJSON_GetObjectItemCaseSensitive(p, "file"), *key = cJSON_GetObjectItemCaseSensitive(p, "key");
+            const cJSON *xx = cJSON_GetObjectItemCaseSensitive(p, "xxh3");
+            int64_t rank, off;
+            if (!cJSON_IsString(file) || !cJSON_IsString(key) || !cJSON_IsString(xx) || get_u(p, "start", &q->start) ||
+                get_u(p, "count", &q->count) || get_u(p, "offset", &off) || get_u(p, "rank", &rank))
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': piece %d is malformed", mpath, e->name, j);
+            q->rank = (int)rank;
+            q->offset = (uint64_t)off;
+            q->key = strdup(key->valuestring);
+            char *endp;
+            q->xxh3 = strtoull(xx->valuestring, &endp, 16);
+            if (*endp || strlen(xx->valuestring) != 16)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': piece %d: bad xxh3 '%s'", mpath, e->name, j, xx->valuestring);
+            if (q->start != at)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': piece %d starts at element %lld, expected %lld", mpath,
+                                      e->name, j, (long long)q->start, (long long)at);
+            at += q->count;
+            q->file = find_file(c, file->valuestring);
+            if (q->file < 0)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': file '%s' is not in the file table", mpath, e->name,
+                                      file->valuestring);
+            const zaya_st_file *f = &c->files[q->file];
+            const zaya_st_tensor *st = zaya_st_find(f, q->key);
+            if (!st) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' (key '%s') is missing", f->path, e->name, q->key);
+            if (st->dtype != e->dtype || st->numel != q->count || st->file_offset != q->offset)
+                return zaya_error_set(ZAYA_EFORMAT,
+                                      "%s: tensor '%s': stored as %s x %lld at offset %" PRIu64 ", manifest says %s x %lld at %" PRIu64,
+                                      f->path, q->key, zaya_st_dtype_name(st->dtype), (long long)st->numel, st->file_offset,
+                                      zaya_st_dtype_name(e->dtype), (long long)q->count, q->offset);
+            if (e->model) {
+                if (st->ndim != e->ndim || memcmp(st->shape, e->shape, sizeof(int64_t) * (size_t)e->ndim))
+                    return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': shape differs from the manifest", f->path, q->key);
+            }
+            (void)esz;
+        }
+        if (at != e->numel)
+            return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': pieces hold %lld of %lld elements (incomplete)", mpath,
+                                  e->name, (long long)at, (long long)e->numel);
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_open(zaya_ckpt **out, const char *dir, int verify) {
+    *out = NULL;
+    zaya_ckpt *c = calloc(1, sizeof *c);
+    if (!c) return zaya_error_set(ZAYA_ENOMEM, "checkpoint");
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    char mpath[700];
+    zaya_status s = zaya_path_join(mpath, sizeof mpath, dir, "manifest.json");
+    if (s == ZAYA_OK) {
+        struct stat sb;
+        if (stat(mpath, &sb) != 0) s = zaya_error_set(ZAYA_EIO, "missing manifest '%s' (not a checkpoint directory?)", mpath);
+    }
+    if (s == ZAYA_OK) s = zaya_json_load_file(mpath, &c->manifest);
+    const char *fmt = NULL;
+    int version = 0, world = 0;
+    if (s == ZAYA_OK) s = zaya_json_get_str(c->manifest, "format", &fmt, 1);
+    if (s == ZAYA_OK && strcmp(fmt, ZAYA_CKPT_FORMAT))
+        s = zaya_error_set(ZAYA_EFORMAT, "format '%s' is not '%s'", fmt, ZAYA_CKPT_FORMAT);
+    if (s == ZAYA_OK) s = zaya_json_get_int(c->manifest, "format_version", &version, 1);
+    if (s == ZAYA_OK && version != ZAYA_CKPT_VERSION)
+        s = zaya_error_set(ZAYA_EUNSUPPORTED, "format_version %d (this build reads %d)", version, ZAYA_CKPT_VERSION);
+    if (s == ZAYA_OK) s = zaya_json_get_i64(c->manifest, "step", &c->step, 1);
+    if (s == ZAYA_OK) s = zaya_json_get_i64(c->manifest, "tokens", &c->tokens, 1);
+    if (s == ZAYA_OK) s = zaya_json_get_int(c->manifest, "world_size", &world, 1);
+    if (s == ZAYA_OK && world < 1) s = zaya_error_set(ZAYA_EFORMAT, "world_size %d", world);
+    c->world = world;
+    const cJSON *files = s == ZAYA_OK ? cJSON_GetObjectItemCaseSensitive(c->manifest, "files") : NULL;
+    if (s == ZAYA_OK && !cJSON_IsArray(files)) s = zaya_error_set(ZAYA_EFORMAT, "missing array 'files'");
+    if (s != ZAYA_OK) {
+        zaya_error_context(s, "%s", mpath);
+        zaya_ckpt_close(c);
+        return s;
+    }
+    int nf = cJSON_GetArraySize(files);
+    c->files = calloc((size_t)nf + 1, sizeof *c->files);
+    c->file_names = calloc((size_t)nf + 1, sizeof *c->file_names);
+    for (const cJSON *f = files->child; f && s == ZAYA_OK; f = f->next) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(f, "name");
+        int64_t bytes;
+        if (!cJSON_IsString(nm) || strchr(nm->valuestring, '/') || get_u(f, "bytes", &bytes)) {
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: files[%d] is malformed", mpath, c->nfiles);
+            break;
+        }
+        char path[800];
+        s = zaya_path_join(path, sizeof path, dir, nm->valuestring);
+        if (s == ZAYA_OK) s = zaya_st_open(&c->files[c->nfiles], path);
+        if (s != ZAYA_OK) break;
+        c->file_names[c->nfiles++] = strdup(nm->valuestring);
+        if ((int64_t)c->files[c->nfiles - 1].size != bytes)
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: %zu bytes, manifest says %lld (truncated?)", path,
+                               c->files[c->nfiles - 1].size, (long long)bytes);
+    }
+    if (s == ZAYA_OK) s = load_entries(c, mpath);
+    if (s == ZAYA_OK && verify) s = zaya_ckpt_verify(c);
+    if (s != ZAYA_OK) {
+        zaya_ckpt_close(c);
+        return s;
+    }
+    *out = c;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_verify(const zaya_ckpt *c) {
+    for (int i = 0; i < c->nentries; i++) {
+        const zaya_ckpt_entry *e = &c->entries[i];
+        for (int j = 0; j < e->npieces; j++) {
+            const zaya_ckpt_piece *p = &e->pieces[j];
+            const zaya_st_file *f = &c->files[p->file];
+            uint64_t h = XXH3_64bits((const char *)f->map + p->offset, (size_t)p->count * (size_t)zaya_st_dtype_size(e->dtype));
+            if (h != p->xxh3)
+                return zaya_error_set(ZAYA_EFORMAT,
+                                      "%s: tensor '%s' at offset %" PRIu64 ": checksum %016" PRIx64 " != manifest %016" PRIx64
+                                      " (corrupted data)",
+                                      f->path, p->key, p->offset, h, p->xxh3);
+        }
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_open_latest(zaya_ckpt **out, const char *path, int verify) {
+    char buf[1024];
+    struct stat sb;
+    snprintf(buf, sizeof buf, "%s/manifest.json", path);
+    if (stat(buf, &sb) == 0) return zaya_ckpt_open(out, path, verify);
+    snprintf(buf, sizeof buf, "%s/latest", path);
+    char *txt = NULL, tried[64] = "", why[1200] = "";
+    size_t len;
+    if (zaya_read_file(buf, &txt, &len) == ZAYA_OK) {
+        while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' ')) txt[--len] = '\0';
+        if (ck_parse_step_name(txt) < 0) snprintf(why, sizeof why, "'%s' does not name a step directory", buf);
+        else {
+            snprintf(tried, sizeof tried, "%s", txt);
+            char dir[800];
+            snprintf(dir, sizeof dir, "%s/%s", path, txt);
+            if (zaya_ckpt_open(out, dir, verify) == ZAYA_OK) {
+                free(txt);
+                return ZAYA_OK;
+            }
+            snprintf(why, sizeof why, "%s", zaya_error_message());
+        }
+        free(txt);
+    } else snprintf(why, sizeof why, "%s", zaya_error_message());
+    char **names;
+    int64_t *steps;
+    int n = ck_list_steps(path, &names, &steps);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(names[i], tried)) continue;
+        char dir[800];
+        snprintf(dir, sizeof dir, "%s/%s", path, names[i]);
+        if (zaya_ckpt_open(out, dir, verify) == ZAYA_OK) {
+            ZAYA_WARN("latest checkpoint unusable (%s); falling back to %s", why, dir);
+            ck_free_list(names, steps, n);
+            return ZAYA_OK;
+        }
+        ZAYA_WARN("checkpoint %s unusable: %s", dir, zaya_error_message());
+    }
+    ck_free_list(names, steps, n);
+    return zaya_error_set(ZAYA_EIO, "no loadable checkpoint in '%s' (latest: %s)", path, why);
+}
+
+zaya_status zaya_ckpt_require_world(const zaya_ckpt *c, int world) {
+    if (c->world == world) return ZAYA_OK;
+    return zaya_error_set(ZAYA_EMPI, "%s was saved by %d ranks but this run has %d; convert it first: zaya ckpt reshape %s -o NEW --world-size %d",
+                          c->dir, c->world, world, c->dir, world);
+}
+
+const cJSON *zaya_ckpt_section(const zaya_ckpt *c, const char *name) {
+    return cJSON_GetObjectItemCaseSensitive(c->manifest, name);
+}
+
+const cJSON *zaya_ckpt_rank_section(const zaya_ckpt *c, int rank, const char *name) {
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(c->manifest, "ranks");
+    for (const cJSON *r = ranks ? ranks->child : NULL; r; r = r->next) {
+        const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "rank");
+        if (cJSON_IsNumber(rk) && rk->valueint == rank)
+            return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "sections"), name);
+    }
+    return NULL;
+}
+
+const zaya_ckpt_entry *zaya_ckpt_find(const zaya_ckpt *c, const char *name) {
+    for (int i = 0; i < c->nentries; i++)
+        if (!strcmp(c->entries[i].name, name)) return &c->entries[i];
+    return NULL;
+}
+
+/* Walks the pieces overlapping [start, start+count) and hands each part to fn. */
+static zaya_status read_range(const zaya_ckpt *c, const char *name, int64_t start, int64_t count, void *dst, int to_f32) {
+    const zaya_ckpt_entry *e = zaya_ckpt_find(c, name);
+    if (!e) return zaya_error_set(ZAYA_EINVAL, "%s: no tensor '%s' in the checkpoint", c->dir, name);
+    if (start < 0 || count < 0 || start > e->numel || count > e->numel - start)
+        return zaya_error_set(ZAYA_ERANGE, "%s: tensor '%s': elements [%lld, +%lld) outside %lld", c->dir, name,
+                              (long long)start, (long long)count, (long long)e->numel);
+    int esz = zaya_st_dtype_size(e->dtype);
+    for (int j = 0; j < e->npieces; j++) {
+        const zaya_ckpt_piece *p = &e->pieces[j];
+        int64_t lo = start > p->start ? start : p->start;
+        int64_t hi = start + count < p->start + p->count ? start + count : p->start + p->count;
+        if (lo >= hi) continue;
+        const zaya_st_file *f = &c->files[p->file];
+        if (to_f32) {
+            const zaya_st_tensor *t = zaya_st_find(f, p->key);
+            ZAYA_TRY(zaya_st_read_f32(f, t, lo - p->start, hi - lo, (float *)dst + (lo - start)));
+        } else
+            memcpy((char *)dst + (lo - start) * esz, (const char *)f->map + p->offset + (uint64_t)(lo - p->start) * (uint64_t)esz,
+                   (size_t)(hi - lo) * (size_t)esz);
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_read_f32(const zaya_ckpt *c, const char *name, int64_t start, int64_t count, float *dst) {
+    return read_range(c, name, start, count, dst, 1);
+}
+zaya_status zaya_ckpt_read_raw(const zaya_ckpt *c, const char *name, int64_t start, int64_t count, void *dst) {
+    return read_range(c, name, start, count, dst, 0);
+}
+
+void zaya_ckpt_print_info(const zaya_ckpt *c, FILE *f, int list_tensors) {
+    fprintf(f, "checkpoint  %s\nstep        %lld\ntokens      %lld\nworld size  %d\n", c->dir, (long long)c->step,
+            (long long)c->tokens, c->world);
+    fprintf(f, "sections   ");
+    static const char *const skip[] = {"format", "format_version", "step", "tokens", "world_size", "options",
+                                       "files", "tensors", "ranks", "created_unix", NULL};
+    for (const cJSON *s = c->manifest->child; s; s = s->next) {
+        int k = 0;
+        for (int i = 0; skip[i]; i++) k |= !strcmp(skip[i], s->string);
+        if (!k) fprintf(f, " %s", s->string);
+    }
+    fprintf(f, "\n");
+    uint64_t total = 0, model = 0, state = 0;
+    for (int i = 0; i < c->nfiles; i++) total += c->files[i].size;
+    for (int i = 0; i < c->nentries; i++) {
+        uint64_t b = (uint64_t)c->entries[i].numel * (uint64_t)zaya_st_dtype_size(c->entries[i].dtype);
+        if (c->entries[i].model) model += b;
+        else state += b;
+    }
+    fprintf(f, "files       %d, %.3f GB\nmodel       %.3f GB\nstate       %.3f GB\ntensors     %d\n", c->nfiles, total / 1e9,
+            model / 1e9, state / 1e9, c->nentries);
+    for (int i = 0; i < c->nfiles; i++) fprintf(f, "  %-28s %14zu bytes, %d tensors\n", c->file_names[i], c->files[i].size, c->files[i].ntensors);
+    if (!list_tensors) return;
+    for (int i = 0; i < c->nentries; i++) {
+        const zaya_ckpt_entry *e = &c->entries[i];
+        fprintf(f, "  %-5s %-4s %-64s [", e->model ? "model" : "shard", zaya_st_dtype_name(e->dtype), e->name);
+        for (int d = 0; d < e->ndim; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)e->shape[d]);
+        fprintf(f, "] %d piece%s\n", e->npieces, e->npieces == 1 ? "" : "s");
+    }
+}

@@ -5,3 +5,7 @@ set_tests_properties(train_cli PROPERTIES LABELS train TIMEOUT 600)
 # Data parallel under mpirun: 1/2/4 ranks, ZeRO-1 vs all-reduce, determinism.
 add_test(NAME train_dp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_dp.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_dp PROPERTIES LABELS mpi TIMEOUT 900)
+
+# Checkpoint/resume: bit-exact at world 1 and 2, 2 -> 1 ranks, corrupt-checkpoint fallback, config mismatch.
+add_test(NAME train_resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_resume.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_resume PROPERTIES LABELS mpi TIMEOUT 900)

@@ -54,5 +54,7 @@ struct cJSON;
 zaya_status zaya_config_from_json(const struct cJSON *obj, zaya_config *out);
 struct cJSON *zaya_config_to_json(const zaya_config *c); /* HF layout, model_type "zaya" */
 zaya_status zaya_config_validate(const zaya_config *c);
+/* Same tensors and math (ignores the name, RoPE base and context length, which a run may change). */
+int zaya_config_same_architecture(const zaya_config *a, const zaya_config *b);
 
 #endif

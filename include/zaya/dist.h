@@ -107,6 +107,12 @@ zaya_status zaya_recv(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dt
 zaya_status zaya_sendrecv(const zaya_comm *c, const void *sendbuf, int dst, void *recvbuf, int src, int64_t count,
                           zaya_dist_dtype t, int tag);
 
+/* Control-plane helpers (checkpoint coordination): rank 0 receives every rank's bytes concatenated
+ * in rank order (*all malloc'd, lens[world] filled; other ranks get NULL); and a byte broadcast
+ * from rank 0. */
+zaya_status zaya_gather_bytes(const zaya_comm *c, const void *buf, size_t len, char **all, size_t *lens);
+zaya_status zaya_bcast_bytes(const zaya_comm *c, void *buf, size_t len);
+
 /* ---- non-blocking collectives ----
  * The request lives in caller storage (no allocation per call). Buffers must stay untouched until
  * zaya_dist_wait() returns or zaya_dist_test() reports completion. zaya_dist_test() also drives

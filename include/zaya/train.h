@@ -30,6 +30,11 @@ typedef struct zaya_train_opts {
     int64_t sample_tokens;
     double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
     int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
+    const char *ckpt_dir;  /* checkpoints (default OUT/ckpt); the run resumes from its latest */
+    int64_t save_every;    /* steps between checkpoints (0 = only at the end) */
+    int keep_last, keep_every;
+    int async_save;        /* single process: write checkpoints on a background thread */
+    int no_resume;         /* start fresh even when a checkpoint exists */
     int quiet;
 } zaya_train_opts;
 
@@ -43,6 +48,7 @@ typedef struct zaya_train_result {
     double seconds, tokens_per_s, mfu;
     int world, rank;
     double comm_wait_s, comm_blocking_s, gather_s; /* summed over steps (rank 0) */
+    double checkpoint_stall_s; /* mean training stall per checkpoint save */
 } zaya_train_result;
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);

@@ -12,7 +12,7 @@ int zaya_cmd_train(int argc, char **argv) {
     zaya_train_opts o;
     zaya_train_opts_default(&o);
     const char *dtype = "f32", *optimizer = "muon", *dp = "zero1";
-    int threads = 0;
+    int threads = 0, sync_save = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
         {"run", 'r', ZAYA_FLAG_STRING, &o.run_path, "FILE", "curriculum run file (default: the built-in 3-phase run)"},
@@ -35,6 +35,12 @@ int zaya_cmd_train(int argc, char **argv) {
         {"sample-tokens", 0, ZAYA_FLAG_I64, &o.sample_tokens, "N", "tokens per sample (default 96)"},
         {"peak-gflops", 0, ZAYA_FLAG_DOUBLE, &o.peak_gflops, "X", "matmul peak for MFU (default: measured at start)"},
         {"dp", 0, ZAYA_FLAG_STRING, &dp, "zero1|allreduce", "data parallelism under mpirun: ZeRO-1 or plain all-reduce (default: zero1)"},
+        {"ckpt-dir", 0, ZAYA_FLAG_STRING, &o.ckpt_dir, "DIR", "checkpoint root; training resumes from its latest good checkpoint (default: OUT/ckpt)"},
+        {"save-every", 0, ZAYA_FLAG_I64, &o.save_every, "N", "checkpoint every N steps; always at the end (default: end only)"},
+        {"keep-last", 0, ZAYA_FLAG_INT, &o.keep_last, "K", "keep the newest K checkpoints, 0 = all (default 3)"},
+        {"keep-every", 0, ZAYA_FLAG_INT, &o.keep_every, "M", "also keep checkpoints of steps divisible by M (default: none)"},
+        {"sync-save", 0, ZAYA_FLAG_BOOL, &sync_save, NULL, "write checkpoints synchronously (default: in the background)"},
+        {"no-resume", 0, ZAYA_FLAG_BOOL, &o.no_resume, NULL, "start fresh even if OUT/ckpt holds a checkpoint"},
         {"quiet", 'q', ZAYA_FLAG_BOOL, &o.quiet, NULL, "no step lines (metrics.jsonl is still written)"},
     };
     zaya_cmd_spec spec = {"train", "pretrain a ZAYA1 model through a curriculum run", "[options]",
@@ -55,6 +61,7 @@ int zaya_cmd_train(int argc, char **argv) {
     if (o.max_steps < 0 || o.micro_batch < 0 || o.eval_batches <= 0 || o.log_every <= 0 || o.lr_scale <= 0)
         return zaya_flags_usage_error(&spec, "counts and --lr-scale must be positive");
     o.threads = threads;
+    o.async_save = !sync_save;
     if (!strcmp(dp, "zero1")) o.dp_allreduce = 0;
     else if (!strcmp(dp, "allreduce")) o.dp_allreduce = 1;
     else return zaya_flags_usage_error(&spec, "--dp must be zero1 or allreduce, got '%s'", dp);

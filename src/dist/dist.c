@@ -217,6 +217,60 @@ zaya_status zaya_allgather(const zaya_comm *c, const void *sendbuf, void *recvbu
     return ZAYA_OK;
 }
 
+zaya_status zaya_gather_bytes(const zaya_comm *c, const void *buf, size_t len, char **all, size_t *lens) {
+    if (!c) return zaya_error_set(ZAYA_EINVAL, "byte gather: NULL communicator");
+    if (len > INT_MAX) return zaya_error_set(ZAYA_ERANGE, "byte gather: %zu bytes exceed the int limit", len);
+    *all = NULL;
+    int mine = (int)len, *counts = NULL, *displs = NULL;
+    if (c->rank == 0) {
+        counts = calloc((size_t)c->size, sizeof(int));
+        displs = calloc((size_t)c->size, sizeof(int));
+        if (!counts || !displs) {
+            free(counts);
+            free(displs);
+            return zaya_error_set(ZAYA_ENOMEM, "byte gather");
+        }
+    }
+    int rc = MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, c->comm);
+    if (rc != MPI_SUCCESS) {
+        free(counts);
+        free(displs);
+        return mpi_fail(rc, "byte gather (lengths)", (int64_t)len, ZAYA_DIST_F32);
+    }
+    size_t total = 0;
+    if (c->rank == 0) {
+        for (int r = 0; r < c->size; r++) {
+            displs[r] = (int)total;
+            total += (size_t)counts[r];
+            lens[r] = (size_t)counts[r];
+        }
+        *all = malloc(total ? total : 1);
+        if (!*all || total > INT_MAX) {
+            free(*all);
+            *all = NULL;
+            free(counts);
+            free(displs);
+            return zaya_error_set(ZAYA_ENOMEM, "byte gather: %zu bytes", total);
+        }
+    }
+    rc = MPI_Gatherv(buf, mine, MPI_BYTE, c->rank == 0 ? *all : NULL, counts, displs, MPI_BYTE, 0, c->comm);
+    free(counts);
+    free(displs);
+    if (rc != MPI_SUCCESS) {
+        free(*all);
+        *all = NULL;
+        return mpi_fail(rc, "byte gather", (int64_t)len, ZAYA_DIST_F32);
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_bcast_bytes(const zaya_comm *c, void *buf, size_t len) {
+    if (!c) return zaya_error_set(ZAYA_EINVAL, "byte broadcast: NULL communicator");
+    if (len > INT_MAX) return zaya_error_set(ZAYA_ERANGE, "byte broadcast: %zu bytes exceed the int limit", len);
+    int rc = MPI_Bcast(buf, (int)len, MPI_BYTE, 0, c->comm);
+    return rc == MPI_SUCCESS ? ZAYA_OK : mpi_fail(rc, "byte broadcast", (int64_t)len, ZAYA_DIST_F32);
+}
+
 zaya_status zaya_broadcast(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dtype t, int root) {
     ZAYA_TRY(check_args(c, "broadcast", count, 1, t));
     ZAYA_TRY(check_root(c, "broadcast", root));

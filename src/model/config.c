@@ -261,3 +261,14 @@ cJSON *zaya_config_to_json(const zaya_config *c) {
     cJSON_AddStringToObject(o, "zaya_skip_mode", c->skip_mode == ZAYA_SKIP_ZERO ? "zero" : "identity");
     return o;
 }
+
+int zaya_config_same_architecture(const zaya_config *a, const zaya_config *b) {
+    return a->vocab_size == b->vocab_size && a->hidden_size == b->hidden_size &&
+           a->num_hidden_layers == b->num_hidden_layers && a->num_attention_heads == b->num_attention_heads &&
+           a->num_key_value_heads == b->num_key_value_heads && a->head_dim == b->head_dim &&
+           a->num_experts == b->num_experts && a->num_experts_per_tok == b->num_experts_per_tok &&
+           a->moe_intermediate_size == b->moe_intermediate_size && a->router_hidden_size == b->router_hidden_size &&
+           a->cca_time0 == b->cca_time0 && a->cca_time1 == b->cca_time1 &&
+           a->partial_rotary_factor == b->partial_rotary_factor && a->rms_norm_eps == b->rms_norm_eps &&
+           a->skip_mode == b->skip_mode;
+}

@@ -6,6 +6,7 @@
 
 #include "train/dp.h"
 #include "zaya/balance.h"
+#include "zaya/ckpt.h"
 #include "zaya/curriculum.h"
 #include "zaya/data.h"
 #include "zaya/model.h"
@@ -69,7 +70,17 @@ typedef struct zaya_trainer {
     double peak_gflops;
     FILE *metrics;
     zaya_train_history hist;
+    /* checkpoints */
+    char ckpt_dir[4096];
+    struct zaya_ckpt_writer *ckpt_pending; /* async save in flight */
+    zaya_ckpt_snapshot snapshot;
+    double ckpt_stall_s;
+    int64_t ckpt_saves;
 } zaya_trainer;
+
+zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
+zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
+zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);
 
 zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean);
 zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0);

@@ -34,6 +34,8 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     o->eval_batches = 4;
     o->log_every = 10;
     o->samples = 3;
+    o->keep_last = 3;
+    o->async_save = 1;
     o->sample_tokens = 96;
 }
 
@@ -306,6 +308,8 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
 /* ---------------------------------------------------------------- run */
 
 static void trainer_free(zaya_trainer *t) {
+    zaya_train_checkpoint_wait(t);
+    zaya_ckpt_snapshot_free(&t->snapshot);
     zaya_dp_free(&t->dp);
     zaya_model_free(&t->model);
     zaya_optim_free(&t->opt);
@@ -358,9 +362,21 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     const int64_t L = t->model.cfg.num_hidden_layers, E1 = t->model.cfg.num_experts + 1;
     t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
+    /* Resume from the newest good checkpoint unless told otherwise. */
+    if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
+    else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
+    int64_t tokens = 0;
+    int resumed = 0;
+    if (!o->no_resume) s = zaya_train_checkpoint_resume(t, &tokens, &resumed);
+    if (s != ZAYA_OK) {
+        trainer_free(t);
+        zaya_dist_finalize(t->comm);
+        return s;
+    }
+    const int64_t start = t->step;
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
-    t->metrics = t->rank == 0 ? fopen(path, "w") : fopen("/dev/null", "w");
+    t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
@@ -388,13 +404,15 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_progress_init(&prog, "train", "step", total);
     double run_t0 = zaya_now_s();
     zaya_step_info si;
-    int64_t tokens = 0;
-    for (t->step = 0; t->step < total; t->step++) {
+    memset(&si, 0, sizeof si);
+    for (; t->step < total; t->step++) {
         s = zaya_run_step(&t->run, t->step, &si);
         if (s != ZAYA_OK) break;
-        if (si.phase_start || t->step == 0) {
+        if (si.phase_start || t->step == start) {
             s = plan_phase(t, &si);
             if (s != ZAYA_OK) break;
+        }
+        if (si.phase_start) {
             /* a new phase is a deliberate change of regime: the spike guard starts over */
             zaya_spike_guard_reset(&t->guard_loss);
             zaya_spike_guard_reset(&t->guard_gnorm);
@@ -413,16 +431,25 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         char note[96];
         snprintf(note, sizeof note, "loss %.3f  %.0f tok/s", sm.loss, (double)sm.tokens / sm.seconds);
         if (!o->quiet) zaya_progress_update(&prog, t->step + 1, note);
+        if (o->save_every > 0 && (t->step + 1) % o->save_every == 0 && t->step + 1 < total) {
+            s = zaya_train_checkpoint_save(t, t->step + 1, tokens);
+            if (s != ZAYA_OK) break;
+        }
     }
-    if (s == ZAYA_OK && t->rank == 0) {
+    if (s == ZAYA_OK && t->step > start) s = zaya_train_checkpoint_save(t, t->step, tokens);
+    if (s == ZAYA_OK) s = zaya_train_checkpoint_wait(t);
+    else zaya_train_checkpoint_wait(t);
+    if (s == ZAYA_OK && t->rank == 0 && total > 0) {
         zaya_run_step(&t->run, total - 1, &si);
-        s = zaya_train_eval_and_log(t, &si, run_t0);
+        if (t->step == start) s = plan_phase(t, &si); /* nothing left to train: plan for the evaluation */
+        if (s == ZAYA_OK) s = zaya_train_eval_and_log(t, &si, run_t0);
     }
     if (!o->quiet) zaya_progress_finish(&prog, NULL);
     double seconds = zaya_now_s() - run_t0;
     double blocking = s == ZAYA_OK ? zaya_dp_blocking_comm_seconds(&t->dp) : 0;
     if (s == ZAYA_OK && t->rank == 0) s = zaya_train_report(t, &si);
-    res->steps = t->step;
+    res->checkpoint_stall_s = t->ckpt_saves ? t->ckpt_stall_s / (double)t->ckpt_saves : 0;
+    res->steps = t->step - start; /* in this invocation */
     res->tokens = tokens;
     res->skipped_updates = t->skipped;
     res->seconds = seconds;

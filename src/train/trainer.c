@@ -131,6 +131,7 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
     zaya_optim_config oc;
     zaya_optim_config_default(&oc);
     oc.weight_decay = o->weight_decay;
+    oc.muon_ns_dtype = o->dtype; /* bf16 runs orthogonalize with bf16 GEMM inputs too (f32 accumulation) */
     ZAYA_TRY(zaya_optim_init(&t->opt, &t->plan, &oc, mode == ZAYA_DP_ZERO1 ? t->rank : 0));
     zaya_balancer_config bc;
     zaya_balancer_config_default(&bc);

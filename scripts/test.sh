@@ -7,7 +7,7 @@ jobs="$(nproc)"
 
 echo "== Release build: all tests"
 bash scripts/build.sh Release build
-(cd build && ctest --output-on-failure -j 1 --timeout 900)
+(cd build && ctest --output-on-failure -j 1 --timeout 900 -LE bench)
 
 echo "== Sanitizer build (ASan + UBSan): unit tests"
 bash scripts/build.sh Sanitize build-sanitize

@@ -120,8 +120,6 @@ typedef struct zaya_param_counts {
 } zaya_param_counts;
 zaya_param_counts zaya_model_count_params(const zaya_config *cfg);
 
-#endif
-
 /* Compute and memory accounting (src/model/accounting.c). FLOPs count a multiply-add as 2; the
  * attention term averages the causal key count over a sequence of length T; experts count one
  * expert per token (top-1; tokens routed to the skip class would cost less). Training = 3x forward. */
@@ -134,3 +132,5 @@ typedef struct zaya_model_costs {
     int64_t state_bytes_per_seq; /* conv state + delayed value per block, per sequence */
 } zaya_model_costs;
 zaya_model_costs zaya_model_costs_at(const zaya_config *cfg, int64_t T, int elem_bytes);
+
+#endif

@@ -126,6 +126,7 @@ int64_t zaya_infer_state_bytes_per_seq(const zaya_infer *e) { return e->state_by
 int64_t zaya_infer_total_bytes(const zaya_infer *e) { return e->total_bytes; }
 int64_t zaya_infer_max_len(const zaya_infer *e) { return e->Tmax; }
 int64_t zaya_infer_max_seqs(const zaya_infer *e) { return e->S; }
+int64_t zaya_infer_vocab(const zaya_infer *e) { return e->m->cfg.vocab_size; }
 void zaya_infer_set_gemv(zaya_infer *e, int on) { e->gemv = on; }
 int64_t zaya_infer_len(const zaya_infer *e, int64_t slot) { return e->len[slot]; }
 
@@ -139,6 +140,20 @@ void zaya_infer_reset(zaya_infer *e, int64_t slot) {
         if (e->W > 0) memset(e->conv[l] + slot * e->W * C, 0, (size_t)(e->W * C) * sizeof(float));
         memset(e->vdel[l] + slot * (kvd / 2), 0, (size_t)(kvd / 2) * sizeof(float));
     }
+}
+
+void zaya_infer_copy_slot(zaya_infer *e, int64_t dst, int64_t src) {
+    ZAYA_ASSERT(dst >= 0 && dst < e->S && src >= 0 && src < e->S);
+    if (dst == src) return;
+    const zaya_config *c = &e->m->cfg;
+    const int64_t kvd = c->num_key_value_heads * c->head_dim, C = zaya_config_q_dim(c) + kvd, n = e->len[src];
+    for (int l = 0; l < (int)c->num_hidden_layers; l++) {
+        memcpy(e->kc[l] + dst * e->Tmax * kvd, e->kc[l] + src * e->Tmax * kvd, (size_t)(n * kvd) * sizeof(float));
+        memcpy(e->vc[l] + dst * e->Tmax * kvd, e->vc[l] + src * e->Tmax * kvd, (size_t)(n * kvd) * sizeof(float));
+        if (e->W > 0) memcpy(e->conv[l] + dst * e->W * C, e->conv[l] + src * e->W * C, (size_t)(e->W * C) * sizeof(float));
+        memcpy(e->vdel[l] + dst * (kvd / 2), e->vdel[l] + src * (kvd / 2), (size_t)(kvd / 2) * sizeof(float));
+    }
+    e->len[dst] = n;
 }
 
 /* Runs the rows of e->seg[0..nseg) (ids and positions already in e->ids/e->pos); leaves the final

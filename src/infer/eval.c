@@ -1,0 +1,162 @@
+/* Evaluation through the inference engine: language-modelling loss over token windows, and
+ * multiple-choice log-likelihood scoring with the context computed once per item. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "zaya/alloc.h"
+#include "zaya/infer.h"
+#include "zaya/timer.h"
+
+double zaya_log_prob(const float *logits, int64_t V, int32_t token) {
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t i = 0; i < V; i++) mx = fmax(mx, (double)logits[i]);
+    for (int64_t i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
+    return (double)logits[token] - mx - log(sum);
+}
+
+zaya_status zaya_eval_lm_tokens(zaya_infer *e, const int32_t *ids, int64_t n, int64_t window,
+                                const int64_t *token_bytes, zaya_eval_lm *out) {
+    *out = (zaya_eval_lm){0};
+    if (window < 2 || window > zaya_infer_max_len(e))
+        return zaya_error_set(ZAYA_EINVAL, "evaluation window %lld must be in [2, %lld]", (long long)window,
+                              (long long)zaya_infer_max_len(e));
+    if (n < 2) return zaya_error_set(ZAYA_EINVAL, "%lld tokens: at least 2 are needed to score one", (long long)n);
+    const int64_t S = zaya_infer_max_seqs(e), V = zaya_infer_vocab(e);
+    float *logits = zaya_malloc((size_t)(S * window * V) * sizeof(float));
+    int64_t *slots = malloc((size_t)S * sizeof(int64_t)), *lens = malloc((size_t)S * sizeof(int64_t));
+    if (!logits || !slots || !lens) {
+        zaya_free(logits);
+        free(slots);
+        free(lens);
+        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %lld x %lld logits", (long long)(S * window), (long long)V);
+    }
+    zaya_status st = ZAYA_OK;
+    const double t0 = zaya_now_s();
+    for (int64_t start = 0; start < n && st == ZAYA_OK;) {
+        int64_t nw = 0, first = start;
+        for (; nw < S && start < n; nw++) {
+            slots[nw] = nw;
+            lens[nw] = n - start < window ? n - start : window;
+            zaya_infer_reset(e, nw);
+            start += lens[nw];
+        }
+        st = zaya_infer_step(e, nw, slots, lens, ids + first, logits, 1);
+        int64_t row = 0, pos = first;
+        for (int64_t w = 0; w < nw && st == ZAYA_OK; w++) {
+            for (int64_t t = 0; t + 1 < lens[w]; t++) {
+                const int32_t target = ids[pos + t + 1];
+                out->nll -= zaya_log_prob(logits + (row + t) * V, V, target);
+                out->tokens++;
+                if (token_bytes) out->bytes += token_bytes[target];
+            }
+            row += lens[w];
+            pos += lens[w];
+        }
+    }
+    out->seconds = zaya_now_s() - t0;
+    zaya_free(logits);
+    free(slots);
+    free(lens);
+    if (st == ZAYA_OK && out->tokens == 0)
+        return zaya_error_set(ZAYA_EINVAL, "no token could be scored (every window has a single token)");
+    return st;
+}
+
+/* Items are scored in groups whose choices fit in the slots: the contexts of a group are prefilled
+ * together (slot of the item's first choice), copied into the other choices' slots, then every
+ * choice's tokens run in one step with all rows' logits. */
+zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, zaya_mc_result *out) {
+    *out = (zaya_mc_result){0};
+    const int64_t S = zaya_infer_max_seqs(e), V = zaya_infer_vocab(e);
+    int64_t max_choice = 0, max_ctx = 0;
+    for (int64_t i = 0; i < set->n; i++) {
+        const zaya_mc_item *it = &set->items[i];
+        if (it->nchoices > S)
+            return zaya_error_set(ZAYA_EINVAL, "line %lld: %d choices, the engine has %lld slots", (long long)it->line,
+                                  it->nchoices, (long long)S);
+        max_ctx = it->nctx > max_ctx ? it->nctx : max_ctx;
+        for (int c = 0; c < it->nchoices; c++) max_choice = it->nchoice[c] > max_choice ? it->nchoice[c] : max_choice;
+    }
+    float *logits = zaya_malloc((size_t)(S * (max_choice + 1) * V) * sizeof(float));
+    float *ctx_logits = zaya_malloc((size_t)(S * V) * sizeof(float));
+    int64_t *slots = malloc((size_t)S * sizeof(int64_t)), *lens = malloc((size_t)S * sizeof(int64_t));
+    int32_t *flat = malloc((size_t)(S * (max_ctx + max_choice + 1)) * sizeof(int32_t));
+    double *sc = malloc((size_t)S * sizeof(double));
+    zaya_status st = ZAYA_OK;
+    if (!logits || !ctx_logits || !slots || !lens || !flat || !sc) {
+        st = zaya_error_set(ZAYA_ENOMEM, "cannot allocate multiple-choice buffers");
+        goto done;
+    }
+    const double t0 = zaya_now_s();
+    int64_t score_at = 0;
+    for (int64_t i0 = 0; i0 < set->n && st == ZAYA_OK;) {
+        /* group [i0, i1): contexts in slots base[i], choices in base[i] .. base[i]+nchoices-1 */
+        int64_t i1 = i0, used = 0, nf = 0;
+        while (i1 < set->n && used + set->items[i1].nchoices <= S) {
+            const zaya_mc_item *it = &set->items[i1];
+            slots[i1 - i0] = used;
+            lens[i1 - i0] = it->nctx;
+            for (int64_t t = 0; t < it->nctx; t++) flat[nf++] = it->ctx[t];
+            zaya_infer_reset(e, used);
+            used += it->nchoices;
+            i1++;
+        }
+        const int64_t ng = i1 - i0;
+        st = zaya_infer_step(e, ng, slots, lens, flat, ctx_logits, 0);
+        if (st != ZAYA_OK) break;
+        /* copy each context into its item's other choice slots (item ranges never overlap a base) */
+        int64_t k = 0;
+        nf = 0;
+        for (int64_t g = 0; g < ng; g++) {
+            const zaya_mc_item *it = &set->items[i0 + g];
+            for (int c = 0; c < it->nchoices; c++, k++) {
+                zaya_infer_copy_slot(e, k, slots[g]);
+                for (int64_t t = 0; t < it->nchoice[c]; t++) flat[nf++] = it->choice[c][t];
+            }
+        }
+        k = 0;
+        for (int64_t g = 0; g < ng; g++) {
+            const zaya_mc_item *it = &set->items[i0 + g];
+            for (int c = 0; c < it->nchoices; c++, k++) {
+                lens[k] = it->nchoice[c];
+                sc[k] = zaya_log_prob(ctx_logits + g * V, V, it->choice[c][0]);
+            }
+        }
+        for (int64_t j = 0; j < k; j++) slots[j] = j;
+        st = zaya_infer_step(e, k, slots, lens, flat, logits, 1);
+        if (st != ZAYA_OK) break;
+        int64_t row = 0;
+        k = 0;
+        for (int64_t g = 0; g < ng; g++) {
+            const zaya_mc_item *it = &set->items[i0 + g];
+            int best = 0, best_norm = 0;
+            double bv = -INFINITY, bn = -INFINITY;
+            for (int c = 0; c < it->nchoices; c++, k++) {
+                for (int64_t t = 0; t + 1 < it->nchoice[c]; t++)
+                    sc[k] += zaya_log_prob(logits + (row + t) * V, V, it->choice[c][t + 1]);
+                row += it->nchoice[c];
+                const double norm = sc[k] / (double)(it->choice_bytes[c] > 0 ? it->choice_bytes[c] : 1);
+                if (sc[k] > bv) bv = sc[k], best = c;
+                if (norm > bn) bn = norm, best_norm = c;
+                if (scores) scores[score_at++] = sc[k];
+            }
+            out->correct += best == it->label;
+            out->correct_norm += best_norm == it->label;
+            out->n++;
+        }
+        i0 = i1;
+    }
+    out->seconds = zaya_now_s() - t0;
+    if (out->n > 0) {
+        out->acc = (double)out->correct / (double)out->n;
+        out->acc_norm = (double)out->correct_norm / (double)out->n;
+    }
+done:
+    zaya_free(logits);
+    zaya_free(ctx_logits);
+    free(slots);
+    free(lens);
+    free(flat);
+    free(sc);
+    return st;
+}

@@ -55,7 +55,7 @@ static void test_lm(void) {
     CHECK(zaya_tokenizer_encode(tok, corpus, strlen(corpus), &ids, &n, &cap) == ZAYA_OK, "encode");
     const int64_t window = 13, V = model.cfg.vocab_size;
     zaya_infer *e = NULL;
-    zaya_infer_opts o = {.max_seqs = 3, .max_len = 24, .gemv = 1};
+    zaya_infer_opts o = {.max_seqs = 3, .max_len = 24, .max_step_tokens = 15, .gemv = 1}; /* chunks of 5 */
     CHECK(zaya_infer_init(&e, &model, &o) == ZAYA_OK, "engine");
     int64_t *tb = calloc((size_t)V, sizeof(int64_t));
     for (int32_t i = 0; i < V; i++) zaya_tokenizer_token_bytes(tok, i, (size_t *)&tb[i]);

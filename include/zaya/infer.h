@@ -38,6 +38,7 @@ int64_t zaya_infer_total_bytes(const zaya_infer *e);
 int64_t zaya_infer_max_len(const zaya_infer *e);
 int64_t zaya_infer_max_seqs(const zaya_infer *e);
 int64_t zaya_infer_vocab(const zaya_infer *e);
+int64_t zaya_infer_step_tokens(const zaya_infer *e); /* rows per internal step */
 void zaya_infer_set_gemv(zaya_infer *e, int on);
 
 /* Empties a slot (length 0, state zeroed). */

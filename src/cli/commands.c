@@ -26,6 +26,9 @@ const zaya_command zaya_commands[] = {
     {"tokenizer", "encode", "encode text to token ids", zaya_cmd_tokenizer_encode},
     {"tokenizer", "decode", "decode token ids to text", zaya_cmd_tokenizer_decode},
     {"tokenizer", "bench", "encoding MB/s of zaya vs HF tokenizers", zaya_cmd_tokenizer_bench},
+    {NULL, "generate", "generate text from prompts with the inference engine (streamed)", zaya_cmd_generate},
+    {NULL, "eval", "perplexity, bits per byte and multiple-choice accuracy", zaya_cmd_eval},
+    {"bench", "infer", "prefill and decode tokens/s vs the memory-bandwidth bound", zaya_cmd_bench_infer},
     {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
     {0},
 };

@@ -40,5 +40,8 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv); /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_decode(int argc, char **argv); /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_bench(int argc, char **argv);  /* cmd_tokenizer_bench.c */
 int zaya_cmd_bench_gemm(int argc, char **argv);    /* cmd_bench_gemm.c */
+int zaya_cmd_generate(int argc, char **argv);      /* cmd_generate.c */
+int zaya_cmd_eval(int argc, char **argv);          /* cmd_eval.c */
+int zaya_cmd_bench_infer(int argc, char **argv);   /* cmd_bench_infer.c */
 
 #endif

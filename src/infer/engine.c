@@ -127,6 +127,7 @@ int64_t zaya_infer_total_bytes(const zaya_infer *e) { return e->total_bytes; }
 int64_t zaya_infer_max_len(const zaya_infer *e) { return e->Tmax; }
 int64_t zaya_infer_max_seqs(const zaya_infer *e) { return e->S; }
 int64_t zaya_infer_vocab(const zaya_infer *e) { return e->m->cfg.vocab_size; }
+int64_t zaya_infer_step_tokens(const zaya_infer *e) { return e->cap; }
 void zaya_infer_set_gemv(zaya_infer *e, int on) { e->gemv = on; }
 int64_t zaya_infer_len(const zaya_infer *e, int64_t slot) { return e->len[slot]; }
 

@@ -14,6 +14,10 @@ double zaya_log_prob(const float *logits, int64_t V, int32_t token) {
     return (double)logits[token] - mx - log(sum);
 }
 
+/* Windows run up to max_seqs at a time, in chunks of at most LM_CHUNK rows per window per step, so
+ * the logits buffer stays [max_seqs * LM_CHUNK, V] whatever the window (the cache makes chunks exact). */
+#define LM_CHUNK 256
+
 zaya_status zaya_eval_lm_tokens(zaya_infer *e, const int32_t *ids, int64_t n, int64_t window,
                                 const int64_t *token_bytes, zaya_eval_lm *out) {
     *out = (zaya_eval_lm){0};
@@ -22,43 +26,61 @@ zaya_status zaya_eval_lm_tokens(zaya_infer *e, const int32_t *ids, int64_t n, in
                               (long long)zaya_infer_max_len(e));
     if (n < 2) return zaya_error_set(ZAYA_EINVAL, "%lld tokens: at least 2 are needed to score one", (long long)n);
     const int64_t S = zaya_infer_max_seqs(e), V = zaya_infer_vocab(e);
-    float *logits = zaya_malloc((size_t)(S * window * V) * sizeof(float));
+    int64_t chunk = zaya_infer_step_tokens(e) / S; /* one step per chunk when possible */
+    chunk = chunk < 1 ? 1 : chunk > LM_CHUNK ? LM_CHUNK : chunk;
+    chunk = chunk > window ? window : chunk;
+    float *logits = zaya_malloc((size_t)(S * chunk * V) * sizeof(float));
     int64_t *slots = malloc((size_t)S * sizeof(int64_t)), *lens = malloc((size_t)S * sizeof(int64_t));
-    if (!logits || !slots || !lens) {
-        zaya_free(logits);
-        free(slots);
-        free(lens);
-        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %lld x %lld logits", (long long)(S * window), (long long)V);
-    }
+    int64_t *start = malloc((size_t)S * sizeof(int64_t)), *take = malloc((size_t)S * sizeof(int64_t));
+    int32_t *flat = malloc((size_t)(S * chunk) * sizeof(int32_t));
     zaya_status st = ZAYA_OK;
+    if (!logits || !slots || !lens || !start || !take || !flat) {
+        st = zaya_error_set(ZAYA_ENOMEM, "cannot allocate %lld x %lld logits", (long long)(S * chunk), (long long)V);
+        goto done;
+    }
     const double t0 = zaya_now_s();
-    for (int64_t start = 0; start < n && st == ZAYA_OK;) {
-        int64_t nw = 0, first = start;
-        for (; nw < S && start < n; nw++) {
+    for (int64_t next = 0; next < n && st == ZAYA_OK;) {
+        int64_t nw = 0, longest = 0;
+        for (; nw < S && next < n; nw++) {
             slots[nw] = nw;
-            lens[nw] = n - start < window ? n - start : window;
+            start[nw] = next;
+            lens[nw] = n - next < window ? n - next : window;
+            longest = lens[nw] > longest ? lens[nw] : longest;
             zaya_infer_reset(e, nw);
-            start += lens[nw];
+            next += lens[nw];
         }
-        st = zaya_infer_step(e, nw, slots, lens, ids + first, logits, 1);
-        int64_t row = 0, pos = first;
-        for (int64_t w = 0; w < nw && st == ZAYA_OK; w++) {
-            for (int64_t t = 0; t + 1 < lens[w]; t++) {
-                const int32_t target = ids[pos + t + 1];
-                out->nll -= zaya_log_prob(logits + (row + t) * V, V, target);
-                out->tokens++;
-                if (token_bytes) out->bytes += token_bytes[target];
+        for (int64_t off = 0; off < longest && st == ZAYA_OK; off += chunk) {
+            int64_t nf = 0;
+            for (int64_t w = 0; w < nw; w++) {
+                int64_t left = lens[w] - off;
+                take[w] = left <= 0 ? 0 : left < chunk ? left : chunk;
+                for (int64_t t = 0; t < take[w]; t++) flat[nf++] = ids[start[w] + off + t];
             }
-            row += lens[w];
-            pos += lens[w];
+            st = zaya_infer_step(e, nw, slots, take, flat, logits, 1);
+            int64_t row = 0;
+            for (int64_t w = 0; w < nw && st == ZAYA_OK; w++) {
+                for (int64_t t = 0; t < take[w]; t++) {
+                    const int64_t i = off + t; /* position in the window; row i predicts i + 1 */
+                    if (i + 1 >= lens[w]) continue;
+                    const int32_t target = ids[start[w] + i + 1];
+                    out->nll -= zaya_log_prob(logits + (row + t) * V, V, target);
+                    out->tokens++;
+                    if (token_bytes) out->bytes += token_bytes[target];
+                }
+                row += take[w];
+            }
         }
     }
     out->seconds = zaya_now_s() - t0;
+    if (st == ZAYA_OK && out->tokens == 0)
+        st = zaya_error_set(ZAYA_EINVAL, "no token could be scored (every window has a single token)");
+done:
     zaya_free(logits);
     free(slots);
     free(lens);
-    if (st == ZAYA_OK && out->tokens == 0)
-        return zaya_error_set(ZAYA_EINVAL, "no token could be scored (every window has a single token)");
+    free(start);
+    free(take);
+    free(flat);
     return st;
 }
 

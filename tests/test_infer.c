@@ -174,7 +174,41 @@ static void test_plan(void) {
     zaya_model_free(&m);
 }
 
+/* bf16 weights: decode (own bf16 GEMV, and oneDNN) tracks the bf16 training forward; the rounding of
+ * activations differs only in summation order, so agreement is at bf16 level, not bitwise. */
+static void test_bf16(void) {
+    zaya_config c;
+    small_config(&c, 3, 2, ZAYA_SKIP_IDENTITY, 64);
+    zaya_model m;
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_BF16) == ZAYA_OK, "init");
+    randomize(&m, 3);
+    const int64_t T = 12, V = c.vocab_size;
+    int32_t ids[12];
+    for (int t = 0; t < T; t++) ids[t] = (int32_t)((t * 7 + 5) % V);
+    float *ref = th_alloc(T * V), *lg = th_alloc(T * V);
+    CHECK(zaya_model_plan(&m, 1, T) == ZAYA_OK, "plan");
+    CHECK(zaya_model_logits(&m, ids, NULL, ref) == ZAYA_OK, "logits");
+    for (int gemv = 0; gemv < 2; gemv++) {
+        zaya_infer *e = NULL;
+        zaya_infer_opts o = {.max_seqs = 1, .max_len = T, .gemv = gemv};
+        CHECK(zaya_infer_init(&e, &m, &o) == ZAYA_OK, "engine");
+        int64_t slot = 0, n = 3;
+        CHECK(zaya_infer_step(e, 1, &slot, &n, ids, lg, 1) == ZAYA_OK, "prefill");
+        n = 1;
+        for (int64_t t = 3; t < T; t++) CHECK(zaya_infer_step(e, 1, &slot, &n, ids + t, lg + t * V, 0) == ZAYA_OK, "decode");
+        double worst = 0;
+        for (int64_t t = 0; t < T; t++) worst = fmax(worst, row_err(lg + t * V, ref + t * V, V));
+        CHECK_ERR(gemv ? "bf16 decode, own GEMV" : "bf16 decode, oneDNN", worst, 3e-2);
+        printf("bf16 %-39s max row-relative error %.2e\n", gemv ? "own GEMV" : "oneDNN", worst);
+        zaya_infer_free(e);
+    }
+    free(ref);
+    free(lg);
+    zaya_model_free(&m);
+}
+
 int main(void) {
+    test_bf16();
     test_plan();
     test_equivalence();
     return th_finish("test_infer");

@@ -14,6 +14,7 @@
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/json.h"
+#include "zaya/plot.h"
 #include "zaya/rng.h"
 #include "zaya/threads.h"
 #include "zaya/timer.h"
@@ -77,6 +78,7 @@ typedef struct row {
     char dtype[8], test[16], kernel[8];
     int64_t batch, depth, tokens;
     double mean, sd, bound, frac; /* tok/s; bound and fraction for decode rows (0 otherwise) */
+    double bytes;                 /* bytes read per decode step */
 } row;
 
 typedef struct bench {
@@ -105,6 +107,40 @@ static void stats(const double *x, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0.0;
 }
 
+/* decode.png: decode tokens/s against depth, one line per (dtype, kernel, batch). */
+static void plot_decode(const row *rows, int nrows, const char *out) {
+    enum { MAXS = 32 };
+    double xs[MAXS][MAXL], ys[MAXS][MAXL];
+    char titles[MAXS][48];
+    zaya_plot_series sr[MAXS];
+    int ns = 0;
+    for (int i = 0; i < nrows; i++) {
+        const row *w = &rows[i];
+        if (w->bound <= 0) continue;
+        char t[48];
+        snprintf(t, sizeof t, "%.7s %.7s b=%lld", w->dtype, w->kernel, (long long)w->batch);
+        int k = 0;
+        while (k < ns && strcmp(titles[k], t)) k++;
+        if (k == ns) {
+            if (ns == MAXS) continue;
+            snprintf(titles[ns], sizeof titles[ns], "%s", t);
+            sr[ns] = (zaya_plot_series){titles[ns], xs[ns], ys[ns], 0};
+            ns++;
+        }
+        if (sr[k].n < MAXL) {
+            xs[k][sr[k].n] = (double)w->depth;
+            ys[k][sr[k].n++] = w->mean;
+        }
+    }
+    char png[1024];
+    zaya_plot_opts po = {"decode throughput", "context depth (tokens)", "tokens/s", 0, 0, 1};
+    if (ns == 0 || zaya_path_join(png, sizeof png, out, "decode.png") != ZAYA_OK) return;
+    if (zaya_plot_lines(png, &po, sr, ns) != ZAYA_OK)
+        fprintf(stderr, "zaya bench infer: warning: no plot: %s\n", zaya_error_message());
+    else
+        printf("plot: %s\n", png);
+}
+
 static int fail(const char *what) {
     fprintf(stderr, "zaya bench infer: error: %s%s%s\n", what ? what : "", what ? ": " : "", zaya_error_message());
     return 1;
@@ -113,7 +149,7 @@ static int fail(const char *what) {
 int zaya_cmd_bench_infer(int argc, char **argv) {
     zaya_cli_model_opts mo = {.config = "zaya1-small", .random_init = 0};
     const char *dtypes = "f32,bf16", *plist = "128", *dlist = "0,512", *blist = "1,4", *out = "results/bench-infer";
-    int64_t ntg = 32, triad_mib = 512;
+    int64_t ntg = 32, triad_mib = 256;
     int reps = 3, threads = 0, gemv_only = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json (default: zaya1-small)"},
@@ -124,7 +160,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         {"depth", 'd', ZAYA_FLAG_STRING, &dlist, "LIST", "context already cached before each test (default: 0,512)"},
         {"batch", 'b', ZAYA_FLAG_STRING, &blist, "LIST", "sequences per step (default: 1,4)"},
         {"reps", 'r', ZAYA_FLAG_INT, &reps, "R", "repetitions, mean +- stddev (default: 3)"},
-        {"triad-mib", 0, ZAYA_FLAG_I64, &triad_mib, "MIB", "size of each STREAM triad array (default: 512)"},
+        {"triad-mib", 0, ZAYA_FLAG_I64, &triad_mib, "MIB", "size of each STREAM triad array (default: 256)"},
         {"gemv-only", 0, ZAYA_FLAG_BOOL, &gemv_only, NULL, "decode with the own GEMV only (skip the oneDNN M=1 rows)"},
         ZAYA_FLAG_OUTDIR(&out, "results/bench-infer"),
         ZAYA_FLAG_THREADS(&threads),
@@ -161,8 +197,11 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     for (int i = 0; i < nd; i++) maxd = Dp[i] > maxd ? Dp[i] : maxd;
     for (int i = 0; i < nb; i++) maxb = Bs[i] > maxb ? Bs[i] : maxb;
 
+    /* the bandwidth is measured before, between and after the dtypes; the best is the bound (the
+     * machine may be shared, and a noisy low triad would flatter the fractions) */
     fprintf(stderr, "measuring STREAM triad (%lld MiB arrays, %d threads)...\n", (long long)triad_mib, nth);
-    const double bw = triad_gbps(triad_mib * 1048576 / 8, 5);
+    const int64_t triad_n = triad_mib * 1048576 / 8;
+    double bw = triad_gbps(triad_n, 5), bws[3] = {bw, 0, 0};
     if (bw <= 0) return fail("triad arrays");
 
     row rows[1024];
@@ -242,8 +281,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                     const double experts = E * (1.0 - pow(1.0 - 1.0 / E, (double)B));
                     const double ctx = (double)d + (double)(ntg + 1) / 2.0;
                     const double bytes = active_weight_bytes(&m, experts) + (double)B * ctx * kv_tok;
-                    w->bound = (double)B / (bytes / (bw * 1e9));
-                    w->frac = w->mean / w->bound;
+                    w->bytes = bytes;
                 }
                 zaya_infer_set_gemv(b.e, 1);
             }
@@ -252,11 +290,18 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         zaya_infer_free(b.e);
         zaya_model_free(&m);
         if (st != ZAYA_OK) return fail("benchmark step");
+        bws[1 + (di > 0)] = triad_gbps(triad_n, 5);
+        bw = bws[1 + (di > 0)] > bw ? bws[1 + (di > 0)] : bw;
     }
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].bytes > 0) {
+            rows[i].bound = (double)rows[i].batch / (rows[i].bytes / (bw * 1e9));
+            rows[i].frac = rows[i].mean / rows[i].bound;
+        }
 
     /* table, infer.json, infer.csv */
-    printf("model %s, %d threads, STREAM triad %.1f GB/s (measured now; machine shared, timings noisy)\n\n",
-           mo.checkpoint ? mo.checkpoint : mo.config, nth, bw);
+    printf("model %s, %d threads, STREAM triad %.1f GB/s (best of %.1f / %.1f / %.1f measured before, between, after)\n\n",
+           mo.checkpoint ? mo.checkpoint : mo.config, nth, bw, bws[0], bws[1], bws[2]);
     printf("| dtype | test  | kernel | batch | depth |          t/s | bound t/s | of bound |\n");
     printf("|-------|-------|--------|------:|------:|-------------:|----------:|---------:|\n");
     for (int i = 0; i < nrows; i++) {
@@ -270,6 +315,8 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : mo.config);
     cJSON_AddNumberToObject(root, "threads", nth);
     cJSON_AddNumberToObject(root, "triad_gbps", bw);
+    cJSON *tr = cJSON_AddArrayToObject(root, "triad_samples_gbps");
+    for (int i = 0; i < 3; i++) cJSON_AddItemToArray(tr, cJSON_CreateNumber(bws[i]));
     cJSON_AddNumberToObject(root, "reps", reps);
     char csv[65536];
     size_t o = (size_t)snprintf(csv, sizeof csv, "dtype,test,kernel,batch,depth,tokens,tps_mean,tps_stddev,bound_tps,fraction\n");
@@ -304,5 +351,6 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         code = 0;
     }
     cJSON_Delete(root);
+    if (code == 0) plot_decode(rows, nrows, out);
     return code;
 }

@@ -213,6 +213,9 @@ int zaya_cmd_generate(int argc, char **argv) {
         fail(msg);
         goto done;
     }
+    fprintf(stderr, "engine: %lld B/token KV cache, %lld B/sequence conv + delayed-value state, %.1f MiB planned\n",
+            (long long)zaya_infer_kv_bytes_per_token(e), (long long)zaya_infer_state_bytes_per_seq(e),
+            (double)zaya_infer_total_bytes(e) / 1048576.0);
     int32_t stop_ids[1];
     int32_t eos = zaya_tokenizer_special_id(tok, "eos");
     zaya_gen_opts go = {.max_tokens = max_tokens, .stop_ids = stop_ids, .nstop = 0};

@@ -9,6 +9,7 @@
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/rng.h"
+#include "zaya/shard.h"
 #include "zaya/tokenizer.h"
 
 static const char *corpus =
@@ -81,6 +82,22 @@ static void test_lm(void) {
     CHECK(fabs(r.nll - nll) <= 1e-5 * nll, "nll %.8f want %.8f", r.nll, nll);
     printf("lm: %lld tokens, ppl %.3f, bpb %.4f (reference nll %.6f, engine %.6f)\n", (long long)r.tokens,
            zaya_eval_ppl(&r), zaya_eval_bpb(&r), nll, r.nll);
+    /* the same tokens through a shard give the same result; a shard with a larger vocabulary is refused */
+    char path[300];
+    snprintf(path, sizeof path, "%s/a.ztok", dir);
+    zaya_shard_writer *w = NULL;
+    CHECK(zaya_shard_writer_open(path, (uint64_t)V, 0, ZAYA_SHARD_NO_EOS, 0, &w) == ZAYA_OK, "shard writer");
+    CHECK(zaya_shard_writer_add(w, ids, 40) == ZAYA_OK && zaya_shard_writer_add(w, ids + 40, n - 40) == ZAYA_OK, "add");
+    CHECK(zaya_shard_writer_finish(w) == ZAYA_OK, "finish: %s", zaya_error_message());
+    int32_t *sids = NULL;
+    size_t sn = 0;
+    CHECK(zaya_eval_read_shard(path, V, 0, &sids, &sn) == ZAYA_OK && sn == n, "read shard: %s", zaya_error_message());
+    zaya_eval_lm r2;
+    CHECK(zaya_eval_lm_tokens(e, sids, (int64_t)sn, window, tb, &r2) == ZAYA_OK && r2.nll == r.nll, "shard eval");
+    free(sids);
+    CHECK(zaya_eval_read_shard(path, V, 30, &sids, &sn) == ZAYA_OK && sn == 30, "--max-tokens limit");
+    free(sids);
+    CHECK(zaya_eval_read_shard(path, V - 1, 0, &sids, &sn) == ZAYA_ERANGE && sids == NULL, "vocabulary check");
     zaya_infer_free(e);
     free(tb);
     free(ids);

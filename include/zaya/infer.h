@@ -11,6 +11,7 @@
 #define ZAYA_INFER_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "zaya/model.h"
@@ -121,6 +122,8 @@ typedef struct zaya_eval_lm {
 } zaya_eval_lm;
 zaya_status zaya_eval_lm_tokens(zaya_infer *e, const int32_t *ids, int64_t n, int64_t window,
                                 const int64_t *token_bytes, zaya_eval_lm *out);
+/* Reads the first `limit` ids (0: all) of a token shard, checking its vocabulary fits the model's. */
+zaya_status zaya_eval_read_shard(const char *path, int64_t vocab, int64_t limit, int32_t **ids, size_t *n);
 static inline double zaya_eval_ppl(const zaya_eval_lm *r) { return exp(r->nll / (double)r->tokens); }
 static inline double zaya_eval_bpb(const zaya_eval_lm *r) { return r->nll / log(2.0) / (double)r->bytes; }
 

@@ -21,29 +21,39 @@
 
 #define MAXL 16
 
-/* STREAM triad a = b + s*c over arrays far larger than the last-level cache; best of reps, GB/s with
- * STREAM's byte count (3 x 8 bytes per element, no write-allocate traffic). */
-static double triad_gbps(int64_t n, int reps) {
-    double *a = zaya_malloc((size_t)n * sizeof(double)), *b = zaya_malloc((size_t)n * sizeof(double));
-    double *c = zaya_malloc((size_t)n * sizeof(double));
-    if (!a || !b || !c) {
-        zaya_free(a), zaya_free(b), zaya_free(c);
-        return 0;
-    }
+/* STREAM triad a = b + s*c over arrays far larger than the last-level cache, allocated once; GB/s with
+ * STREAM's byte count (3 x 8 bytes per element, no write-allocate traffic), best of reps. */
+typedef struct triad {
+    double *a, *b, *c;
+    int64_t n;
+} triad;
+
+static int triad_init(triad *t, int64_t n) {
+    t->n = n;
+    t->a = zaya_malloc((size_t)n * sizeof(double));
+    t->b = zaya_malloc((size_t)n * sizeof(double));
+    t->c = zaya_malloc((size_t)n * sizeof(double));
+    if (!t->a || !t->b || !t->c) return -1;
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) a[i] = 1.0, b[i] = 2.0, c[i] = 0.5;
-    double best = 1e30;
+    for (int64_t i = 0; i < n; i++) t->a[i] = 1.0, t->b[i] = 2.0, t->c[i] = 0.5;
+    return 0;
+}
+
+static void triad_free(triad *t) { zaya_free(t->a), zaya_free(t->b), zaya_free(t->c); }
+
+static double triad_gbps(triad *t, int reps) {
+    double best = 1e30, *a = t->a;
+    const double *b = t->b, *c = t->c;
     for (int r = 0; r < reps; r++) {
-        double t = zaya_now_s();
+        double s = zaya_now_s();
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
-        t = zaya_now_s() - t;
-        best = t < best ? t : best;
+        for (int64_t i = 0; i < t->n; i++) a[i] = b[i] + 3.0 * c[i];
+        s = zaya_now_s() - s;
+        best = s < best ? s : best;
     }
-    volatile double sink = a[n / 2];
+    volatile double sink = a[t->n / 2];
     (void)sink;
-    zaya_free(a), zaya_free(b), zaya_free(c);
-    return 3.0 * 8.0 * (double)n / best / 1e9;
+    return 3.0 * 8.0 * (double)t->n / best / 1e9;
 }
 
 static int parse_list(const char *s, int64_t *out, int max) {
@@ -79,6 +89,7 @@ typedef struct row {
     int64_t batch, depth, tokens;
     double mean, sd, bound, frac; /* tok/s; bound and fraction for decode rows (0 otherwise) */
     double bytes;                 /* bytes read per decode step */
+    double frac_sd, bw;           /* spread of the per-repetition fractions; mean triad GB/s beside them */
 } row;
 
 typedef struct bench {
@@ -149,7 +160,7 @@ static int fail(const char *what) {
 int zaya_cmd_bench_infer(int argc, char **argv) {
     zaya_cli_model_opts mo = {.config = "zaya1-small", .random_init = 0};
     const char *dtypes = "f32,bf16", *plist = "128", *dlist = "0,512", *blist = "1,4", *out = "results/bench-infer";
-    int64_t ntg = 32, triad_mib = 256;
+    int64_t ntg = 32, triad_mib = 128;
     int reps = 3, threads = 0, gemv_only = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json (default: zaya1-small)"},
@@ -160,7 +171,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         {"depth", 'd', ZAYA_FLAG_STRING, &dlist, "LIST", "context already cached before each test (default: 0,512)"},
         {"batch", 'b', ZAYA_FLAG_STRING, &blist, "LIST", "sequences per step (default: 1,4)"},
         {"reps", 'r', ZAYA_FLAG_INT, &reps, "R", "repetitions, mean +- stddev (default: 3)"},
-        {"triad-mib", 0, ZAYA_FLAG_I64, &triad_mib, "MIB", "size of each STREAM triad array (default: 256)"},
+        {"triad-mib", 0, ZAYA_FLAG_I64, &triad_mib, "MIB", "size of each STREAM triad array (default: 128)"},
         {"gemv-only", 0, ZAYA_FLAG_BOOL, &gemv_only, NULL, "decode with the own GEMV only (skip the oneDNN M=1 rows)"},
         ZAYA_FLAG_OUTDIR(&out, "results/bench-infer"),
         ZAYA_FLAG_THREADS(&threads),
@@ -200,31 +211,41 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     /* the bandwidth is measured before, between and after the dtypes; the best is the bound (the
      * machine may be shared, and a noisy low triad would flatter the fractions) */
     fprintf(stderr, "measuring STREAM triad (%lld MiB arrays, %d threads)...\n", (long long)triad_mib, nth);
-    const int64_t triad_n = triad_mib * 1048576 / 8;
-    double bw = triad_gbps(triad_n, 5), bws[3] = {bw, 0, 0};
-    if (bw <= 0) return fail("triad arrays");
+    triad tri;
+    if (triad_init(&tri, triad_mib * 1048576 / 8) != 0) {
+        triad_free(&tri);
+        zaya_error_set(ZAYA_ENOMEM, "cannot allocate 3 x %lld MiB triad arrays", (long long)triad_mib);
+        return fail(NULL);
+    }
+    double bw = triad_gbps(&tri, 5), bws[3] = {bw, 0, 0};
+    double *fr = malloc(sizeof(double) * (size_t)reps), *bwr = malloc(sizeof(double) * (size_t)reps);
 
     row rows[1024];
-    int nrows = 0, code = 1;
+    int nrows = 0, code = 1, err = 0;
     for (int di = 0; di < ndt; di++) {
         zaya_model m;
         memset(&m, 0, sizeof m);
         mo.dtype = dts[di];
-        if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) return fail("model");
+        if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+            err = fail("model");
+            break;
+        }
         const zaya_config *c = &m.cfg;
         const int64_t tmax = maxd + (maxp > ntg ? maxp : ntg);
         if (tmax > c->max_position_embeddings) {
             zaya_error_set(ZAYA_ERANGE, "depth %lld + %lld tokens exceeds max_position_embeddings %lld",
                            (long long)maxd, (long long)(tmax - maxd), (long long)c->max_position_embeddings);
             zaya_model_free(&m);
-            return fail(NULL);
+            err = fail(NULL);
+            break;
         }
         bench b = {0};
         zaya_infer_opts io = {.max_seqs = maxb, .max_len = tmax, .max_step_tokens = maxb * (maxp > maxd ? maxp : maxd),
                               .gemv = 1};
         if (zaya_infer_init(&b.e, &m, &io) != ZAYA_OK) {
             zaya_model_free(&m);
-            return fail("engine");
+            err = fail("engine");
+            break;
         }
         b.V = c->vocab_size;
         b.toks = malloc(sizeof(int32_t) * (size_t)(maxb * tmax));
@@ -264,6 +285,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                     for (int r = 0; r < reps && st == ZAYA_OK; r++) {
                         st = fill_depth(&b, B, d);
                         for (int64_t s = 0; s < B; s++) b.n[s] = 1;
+                        bwr[r] = triad_gbps(&tri, 2); /* bandwidth now, next to this sample */
                         double t = zaya_now_s();
                         for (int64_t i = 0; i < ntg && st == ZAYA_OK; i++)
                             st = zaya_infer_step(b.e, B, b.slots, b.n, b.toks + i * B, logits, 0);
@@ -282,6 +304,13 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                     const double ctx = (double)d + (double)(ntg + 1) / 2.0;
                     const double bytes = active_weight_bytes(&m, experts) + (double)B * ctx * kv_tok;
                     w->bytes = bytes;
+                    for (int r = 0; r < reps; r++) fr[r] = samples[r] / ((double)B / (bytes / (bwr[r] * 1e9)));
+                    double fm, bm, bsd;
+                    stats(fr, reps, &fm, &w->frac_sd);
+                    stats(bwr, reps, &bm, &bsd);
+                    w->frac = fm;
+                    w->bw = bm;
+                    w->bound = (double)B / (bytes / (bm * 1e9));
                 }
                 zaya_infer_set_gemv(b.e, 1);
             }
@@ -289,27 +318,34 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         zaya_free(logits);
         zaya_infer_free(b.e);
         zaya_model_free(&m);
-        if (st != ZAYA_OK) return fail("benchmark step");
-        bws[1 + (di > 0)] = triad_gbps(triad_n, 5);
+        if (st != ZAYA_OK) {
+            err = fail("benchmark step");
+            break;
+        }
+        bws[1 + (di > 0)] = triad_gbps(&tri, 5);
         bw = bws[1 + (di > 0)] > bw ? bws[1 + (di > 0)] : bw;
     }
-    for (int i = 0; i < nrows; i++)
-        if (rows[i].bytes > 0) {
-            rows[i].bound = (double)rows[i].batch / (rows[i].bytes / (bw * 1e9));
-            rows[i].frac = rows[i].mean / rows[i].bound;
-        }
+    triad_free(&tri);
+    free(fr), free(bwr);
+    if (err) return err;
 
     /* table, infer.json, infer.csv */
-    printf("model %s, %d threads, STREAM triad %.1f GB/s (best of %.1f / %.1f / %.1f measured before, between, after)\n\n",
+    printf("model %s, %d threads, STREAM triad %.1f GB/s (best of %.1f / %.1f / %.1f measured before, between, after)\n"
+           "decode rows: triad measured next to every repetition; bound at the mean triad, fraction = mean of the\n"
+           "per-repetition fractions\n\n",
            mo.checkpoint ? mo.checkpoint : mo.config, nth, bw, bws[0], bws[1], bws[2]);
-    printf("| dtype | test  | kernel | batch | depth |          t/s | bound t/s | of bound |\n");
-    printf("|-------|-------|--------|------:|------:|-------------:|----------:|---------:|\n");
+    printf("| dtype | test  | kernel | batch | depth |          t/s | triad GB/s | bound t/s |   of bound |\n");
+    printf("|-------|-------|--------|------:|------:|-------------:|-----------:|----------:|-----------:|\n");
     for (int i = 0; i < nrows; i++) {
         const row *w = &rows[i];
-        char bound[16] = "", frac[16] = "";
-        if (w->bound > 0) snprintf(bound, sizeof bound, "%.1f", w->bound), snprintf(frac, sizeof frac, "%.0f%%", 100 * w->frac);
-        printf("| %-5s | %-5s | %-6s | %5lld | %5lld | %7.1f ± %4.1f | %9s | %8s |\n", w->dtype, w->test, w->kernel,
-               (long long)w->batch, (long long)w->depth, w->mean, w->sd, bound, frac);
+        char bound[16] = "", frac[24] = "", tb[16] = "";
+        if (w->bound > 0) {
+            snprintf(bound, sizeof bound, "%.1f", w->bound);
+            snprintf(frac, sizeof frac, "%.0f%% ± %.0f", 100 * w->frac, 100 * w->frac_sd);
+            snprintf(tb, sizeof tb, "%.1f", w->bw);
+        }
+        printf("| %-5s | %-5s | %-6s | %5lld | %5lld | %7.1f ± %4.1f | %10s | %9s | %10s |\n", w->dtype, w->test,
+               w->kernel, (long long)w->batch, (long long)w->depth, w->mean, w->sd, tb, bound, frac);
     }
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "results");
     cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : mo.config);
@@ -319,7 +355,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     for (int i = 0; i < 3; i++) cJSON_AddItemToArray(tr, cJSON_CreateNumber(bws[i]));
     cJSON_AddNumberToObject(root, "reps", reps);
     char csv[65536];
-    size_t o = (size_t)snprintf(csv, sizeof csv, "dtype,test,kernel,batch,depth,tokens,tps_mean,tps_stddev,bound_tps,fraction\n");
+    size_t o = (size_t)snprintf(csv, sizeof csv, "dtype,test,kernel,batch,depth,tokens,tps_mean,tps_stddev,triad_gbps,bound_tps,fraction,fraction_stddev\n");
     for (int i = 0; i < nrows; i++) {
         const row *w = &rows[i];
         cJSON *j = cJSON_CreateObject();
@@ -334,12 +370,14 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         if (w->bound > 0) {
             cJSON_AddNumberToObject(j, "bound_tps", w->bound);
             cJSON_AddNumberToObject(j, "fraction_of_bound", w->frac);
+            cJSON_AddNumberToObject(j, "fraction_stddev", w->frac_sd);
+            cJSON_AddNumberToObject(j, "triad_gbps", w->bw);
         }
         cJSON_AddItemToArray(arr, j);
         if (o < sizeof csv)
-            o += (size_t)snprintf(csv + o, sizeof csv - o, "%s,%s,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.4f\n", w->dtype,
-                                  w->test, w->kernel, (long long)w->batch, (long long)w->depth, (long long)w->tokens,
-                                  w->mean, w->sd, w->bound, w->frac);
+            o += (size_t)snprintf(csv + o, sizeof csv - o, "%s,%s,%s,%lld,%lld,%lld,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f\n",
+                                  w->dtype, w->test, w->kernel, (long long)w->batch, (long long)w->depth,
+                                  (long long)w->tokens, w->mean, w->sd, w->bw, w->bound, w->frac, w->frac_sd);
     }
     char pj[1024], pc[1024];
     if (zaya_path_join(pj, sizeof pj, out, "infer.json") != ZAYA_OK || zaya_json_write_file(pj, root, 1) != ZAYA_OK ||

@@ -11,7 +11,6 @@
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/json.h"
-#include "zaya/shard.h"
 #include "zaya/threads.h"
 #include "zaya/tokenizer.h"
 
@@ -54,23 +53,6 @@ static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok,
     free(text);
     if (s != ZAYA_OK) return zaya_error_context(s, "tokenizing '%s'", path);
     return ZAYA_OK;
-}
-
-static zaya_status read_shard_tokens(const char *path, int64_t vocab, int64_t limit, int32_t **ids, size_t *n) {
-    zaya_shard sh;
-    ZAYA_TRY(zaya_shard_open(path, 1, &sh));
-    zaya_status s = ZAYA_OK;
-    if ((int64_t)sh.hdr.vocab_size > vocab)
-        s = zaya_error_set(ZAYA_ERANGE, "shard '%s' has vocabulary %llu, the model only %lld", path,
-                           (unsigned long long)sh.hdr.vocab_size, (long long)vocab);
-    uint64_t count = sh.hdr.token_count;
-    if (limit > 0 && (uint64_t)limit < count) count = (uint64_t)limit;
-    *ids = s == ZAYA_OK ? malloc(sizeof(int32_t) * (count ? count : 1)) : NULL;
-    if (s == ZAYA_OK && !*ids) s = zaya_error_set(ZAYA_ENOMEM, "cannot hold %llu tokens", (unsigned long long)count);
-    if (s == ZAYA_OK) zaya_shard_read(&sh, 0, count, *ids);
-    *n = (size_t)count;
-    zaya_shard_close(&sh);
-    return s;
 }
 
 int zaya_cmd_eval(int argc, char **argv) {
@@ -150,7 +132,7 @@ int zaya_cmd_eval(int argc, char **argv) {
         goto done;
     }
     /* inputs first: all of them validated before any scoring */
-    if (shard && read_shard_tokens(shard, V, max_tokens, &ids, &nids) != ZAYA_OK) {
+    if (shard && zaya_eval_read_shard(shard, V, max_tokens, &ids, &nids) != ZAYA_OK) {
         fail(NULL);
         goto done;
     }

@@ -5,6 +5,7 @@
 
 #include "zaya/alloc.h"
 #include "zaya/infer.h"
+#include "zaya/shard.h"
 #include "zaya/timer.h"
 
 double zaya_log_prob(const float *logits, int64_t V, int32_t token) {
@@ -12,6 +13,29 @@ double zaya_log_prob(const float *logits, int64_t V, int32_t token) {
     for (int64_t i = 0; i < V; i++) mx = fmax(mx, (double)logits[i]);
     for (int64_t i = 0; i < V; i++) sum += exp((double)logits[i] - mx);
     return (double)logits[token] - mx - log(sum);
+}
+
+zaya_status zaya_eval_read_shard(const char *path, int64_t vocab, int64_t limit, int32_t **ids, size_t *n) {
+    *ids = NULL;
+    *n = 0;
+    zaya_shard sh;
+    ZAYA_TRY(zaya_shard_open(path, 1, &sh));
+    zaya_status s = ZAYA_OK;
+    if ((int64_t)sh.hdr.vocab_size > vocab)
+        s = zaya_error_set(ZAYA_ERANGE, "shard '%s' has vocabulary %llu, the model only %lld", path,
+                           (unsigned long long)sh.hdr.vocab_size, (long long)vocab);
+    uint64_t count = sh.hdr.token_count;
+    if (limit > 0 && (uint64_t)limit < count) count = (uint64_t)limit;
+    if (s == ZAYA_OK) {
+        *ids = malloc(sizeof(int32_t) * (count ? count : 1));
+        if (!*ids) s = zaya_error_set(ZAYA_ENOMEM, "cannot hold %llu tokens", (unsigned long long)count);
+    }
+    if (s == ZAYA_OK) {
+        zaya_shard_read(&sh, 0, count, *ids);
+        *n = (size_t)count;
+    }
+    zaya_shard_close(&sh);
+    return s;
 }
 
 /* Windows run up to max_seqs at a time, in chunks of at most LM_CHUNK rows per window per step, so

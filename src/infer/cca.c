@@ -21,6 +21,26 @@ static void value_shift(zaya_infer *e, int l, int64_t nseg, int64_t kvd) {
     }
 }
 
+/* Grouped conv for a few output rows (decode): the shared kernel repacks every weight slice per call,
+ * which is the right trade for training's thousands of rows but costs more than the product itself
+ * for one row. Same sum, read from the PyTorch layout w [C, cg, k] directly. x [rows + k - 1, C]. */
+static void grouped_rows(float *y, const float *x, const float *w, const float *bias, int64_t rows, int64_t C,
+                         int64_t groups, int64_t k) {
+    const int64_t cg = C / groups;
+    for (int64_t t = 0; t < rows; t++)
+        for (int64_t o = 0; o < C; o++) {
+            const float *wo = w + o * cg * k, *xg = x + t * C + (o / cg) * cg;
+            float acc = bias[o];
+            for (int64_t j = 0; j < k; j++) {
+                float sj = 0.0f;
+#pragma omp simd reduction(+ : sj)
+                for (int64_t i = 0; i < cg; i++) sj += wo[i * k + j] * xg[j * C + i];
+                acc += sj;
+            }
+            y[t * C + o] = acc;
+        }
+}
+
 /* Window of a segment = [its W saved columns | its n new columns]; with no padding the depthwise
  * conv yields n + k1 - 1 rows and the grouped conv n rows, exactly the training conv's rows at these
  * positions (positions before 0 are zero columns, so padded outputs still carry the bias). */
@@ -42,7 +62,12 @@ static void convolve(zaya_infer *e, int l, int64_t nseg, int64_t C) {
     if (same) { /* decode: one call over all sequences */
         const int64_t n = e->seg[0].n;
         zaya_conv1d_depthwise_forward(e->conv0, e->win, P->conv0_w, P->conv0_b, nseg, W + n, C, k0, 0);
-        zaya_conv1d_grouped_forward(e->qkraw, e->conv0, P->conv1_w, P->conv1_b, nseg, n + k1 - 1, C, H, k1, 0);
+        if (n == 1) {
+            for (int64_t s = 0; s < nseg; s++)
+                grouped_rows(e->qkraw + s * C, e->conv0 + s * k1 * C, P->conv1_w, P->conv1_b, 1, C, H, k1);
+        } else {
+            zaya_conv1d_grouped_forward(e->qkraw, e->conv0, P->conv1_w, P->conv1_b, nseg, n + k1 - 1, C, H, k1, 0);
+        }
         return;
     }
     wrow = 0;

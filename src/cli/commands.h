@@ -51,5 +51,8 @@ int zaya_cmd_ckpt_reshape(int argc, char **argv);     /* cmd_ckpt.c */
 int zaya_cmd_ckpt_export_hf(int argc, char **argv);   /* cmd_ckpt.c */
 int zaya_cmd_ckpt_import_hf(int argc, char **argv);   /* cmd_ckpt.c */
 int zaya_cmd_ckpt_bench(int argc, char **argv);       /* cmd_ckpt_bench.c */
+int zaya_cmd_generate(int argc, char **argv);      /* cmd_generate.c */
+int zaya_cmd_eval(int argc, char **argv);          /* cmd_eval.c */
+int zaya_cmd_bench_infer(int argc, char **argv);   /* cmd_bench_infer.c */
 
 #endif

@@ -7,7 +7,7 @@
 #include "model/internal.h"
 
 /* qk rows are [q head 0 .. q head Hq-1 | k head 0 .. k head Hkv-1], head_dim channels each. */
-static void qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N) {
+void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N) {
     const int64_t hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, G = Hq / Hkv;
     const int64_t C = (Hq + Hkv) * hd;
 #pragma omp parallel for schedule(static) if (N > 64)
@@ -113,7 +113,7 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
 
     zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
     zaya_conv1d_grouped_forward(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
-    qk_mean_skip_forward(c, A->qk_raw, A->qk_pre, N);
+    zaya_cca_qk_mean_skip_forward(c, A->qk_raw, A->qk_pre, N);
 
     set_qk_mult(m, P->temp);
     zaya_l2norm_forward(A->qk, A->inv_norm, A->qk_raw, m->work->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);

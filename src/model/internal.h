@@ -102,6 +102,9 @@ void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate
 
 /* Blocks (src/model/cca.c, src/model/moe.c). */
 void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out);
+/* Row-wise QK-mean skip terms: qk_raw[n] += (q_i + k_j)/2 for q heads, (mean_i q_i + k_j)/2 for k heads
+ * (also used by the inference engine, src/infer/). */
+void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N);
 void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn);
 void zaya_moe_forward(zaya_model *m, int l, const float *r_prev);
 void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz);

@@ -1,0 +1,241 @@
+/* zaya eval: perplexity and bits per byte on a token shard or a text file, and multiple-choice tasks
+ * from JSONL scored by log-likelihood (acc and byte-length-normalised acc_norm). Every input is
+ * read and validated before anything is scored; a failure reports no result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/infer_model.h"
+#include "zaya/fs.h"
+#include "zaya/infer.h"
+#include "zaya/json.h"
+#include "zaya/threads.h"
+#include "zaya/tokenizer.h"
+
+#define MAX_TASKS 32
+
+static int fail(const char *what) {
+    fprintf(stderr, "zaya eval: error: %s%s%s\n", what ? what : "", what ? ": " : "", zaya_error_message());
+    return 1;
+}
+
+/* Removes every `--task FILE` / `--task=FILE` from argv (repeatable flag). */
+static int take_tasks(int *argc, char **argv, const char **out, int *n) {
+    int w = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            while (i < *argc) argv[w++] = argv[i++];
+            break;
+        }
+        if (!strcmp(a, "--task") || !strncmp(a, "--task=", 7)) {
+            const char *v = a[6] == '=' ? a + 7 : (i + 1 < *argc ? argv[++i] : NULL);
+            if (!v) return -1;
+            if (*n >= MAX_TASKS) return -2;
+            out[(*n)++] = v;
+            continue;
+        }
+        argv[w++] = argv[i];
+    }
+    *argc = w;
+    return 0;
+}
+
+static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok, int32_t **ids, size_t *n) {
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    *ids = NULL;
+    *n = 0;
+    ZAYA_TRY(zaya_read_file(path, &text, &len));
+    zaya_status s = zaya_tokenizer_encode(tok, text, len, ids, n, &cap);
+    free(text);
+    if (s != ZAYA_OK) return zaya_error_context(s, "tokenizing '%s'", path);
+    return ZAYA_OK;
+}
+
+int zaya_cmd_eval(int argc, char **argv) {
+    zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
+    const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval", *dummy = NULL;
+    int64_t window = 0, batch = 4, max_tokens = 0;
+    int threads = 0;
+    zaya_flag flags[] = {
+        {"checkpoint", 0, ZAYA_FLAG_STRING, &mo.checkpoint, "PATH", "model checkpoint"},
+        {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json, with --random-init"},
+        {"random-init", 0, ZAYA_FLAG_I64, &mo.random_init, "SEED", "random weights from SEED (smoke tests)"},
+        {"dtype", 0, ZAYA_FLAG_STRING, &mo.dtype, "T", "f32 or bf16 weights (default: f32)"},
+        {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (needed for --text, --task, bpb)"},
+        {"shard", 0, ZAYA_FLAG_STRING, &shard, "FILE", "token shard (.ztok) for perplexity"},
+        {"text", 0, ZAYA_FLAG_STRING, &text, "FILE", "text file for perplexity and bits per byte"},
+        {"task", 0, ZAYA_FLAG_STRING, &dummy, "JSONL", "multiple-choice task {context, choices, label}; repeatable"},
+        {"ctx", 0, ZAYA_FLAG_I64, &window, "N", "perplexity window (default: max_position_embeddings)"},
+        {"max-tokens", 0, ZAYA_FLAG_I64, &max_tokens, "N", "evaluate at most N tokens of the shard/text (default: all)"},
+        {"batch", 'b', ZAYA_FLAG_I64, &batch, "B", "sequences scored at once (default: 4)"},
+        ZAYA_FLAG_OUTDIR(&out, "results/eval"),
+        ZAYA_FLAG_THREADS(&threads),
+    };
+    zaya_cmd_spec spec = {"eval", "perplexity / bits per byte and multiple-choice accuracy", "[options]",
+                          "acc picks the choice with the largest summed log-likelihood given the context; acc_norm "
+                          "divides it by the choice's length in bytes (lm-eval-harness). Writes eval.json.",
+                          flags, (int)(sizeof flags / sizeof flags[0])};
+    const char *tasks[MAX_TASKS];
+    int nt = 0;
+    int tr = take_tasks(&argc, argv, tasks, &nt);
+    if (tr == -1) return zaya_flags_usage_error(&spec, "--task needs a value");
+    if (tr == -2) return zaya_flags_usage_error(&spec, "at most %d --task files", MAX_TASKS);
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+    if (!shard && !text && nt == 0) return zaya_flags_usage_error(&spec, "nothing to evaluate: give --shard, --text or --task");
+    if (shard && text) return zaya_flags_usage_error(&spec, "give --shard or --text, not both");
+    if ((text || nt) && !tok_path) return zaya_flags_usage_error(&spec, "--text and --task need --tokenizer");
+    if (batch < 1 || window < 0 || max_tokens < 0) return zaya_flags_usage_error(&spec, "--batch must be >= 1, --ctx and --max-tokens >= 0");
+    zaya_threads_init(threads);
+
+    int code = 1;
+    zaya_tokenizer *tok = NULL;
+    zaya_model m;
+    memset(&m, 0, sizeof m);
+    zaya_infer *e = NULL;
+    int32_t *ids = NULL;
+    size_t nids = 0;
+    int64_t *tb = NULL;
+    zaya_mc_set sets[MAX_TASKS];
+    memset(sets, 0, sizeof sets);
+    zaya_mc_result mres[MAX_TASKS];
+    cJSON *root = NULL;
+    char msg[600];
+
+    if (tok_path && zaya_tokenizer_load(tok_path, &tok) != ZAYA_OK) {
+        snprintf(msg, sizeof msg, "tokenizer '%s'", tok_path);
+        fail(msg);
+        goto done;
+    }
+    if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+        fail(NULL);
+        goto done;
+    }
+    const int64_t V = m.cfg.vocab_size, ctx = m.cfg.max_position_embeddings;
+    if (tok && zaya_tokenizer_vocab_size(tok) > V) {
+        zaya_error_set(ZAYA_ERANGE, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
+                       (long long)zaya_tokenizer_vocab_size(tok), (long long)V);
+        fail(NULL);
+        goto done;
+    }
+    if (window == 0) window = ctx;
+    if (window < 2 || window > ctx) {
+        zaya_error_set(ZAYA_ERANGE, "--ctx %lld must be in [2, %lld] (the model's context)", (long long)window,
+                       (long long)ctx);
+        fail(NULL);
+        goto done;
+    }
+    /* inputs first: all of them validated before any scoring */
+    if (shard && zaya_eval_read_shard(shard, V, max_tokens, &ids, &nids) != ZAYA_OK) {
+        fail(NULL);
+        goto done;
+    }
+    if (text && read_text_tokens(text, tok, &ids, &nids) != ZAYA_OK) {
+        fail(NULL);
+        goto done;
+    }
+    if (text && max_tokens > 0 && (size_t)max_tokens < nids) nids = (size_t)max_tokens;
+    if ((shard || text) && nids < 2) {
+        zaya_error_set(ZAYA_EINVAL, "'%s' has %zu tokens: at least 2 are needed", shard ? shard : text, nids);
+        fail(NULL);
+        goto done;
+    }
+    int64_t max_choices = 1;
+    for (int k = 0; k < nt; k++) {
+        if (zaya_mc_load(tasks[k], tok, ctx, &sets[k]) != ZAYA_OK) {
+            fail(NULL);
+            goto done;
+        }
+        for (int64_t i = 0; i < sets[k].n; i++)
+            max_choices = sets[k].items[i].nchoices > max_choices ? sets[k].items[i].nchoices : max_choices;
+    }
+    if (tok) {
+        tb = calloc((size_t)V, sizeof(int64_t));
+        for (int32_t i = 0; tb && i < zaya_tokenizer_vocab_size(tok); i++) {
+            size_t n = 0;
+            zaya_tokenizer_token_bytes(tok, i, &n);
+            tb[i] = (int64_t)n;
+        }
+    }
+    zaya_infer_opts io = {.max_seqs = batch > max_choices ? batch : max_choices, .max_len = ctx > window ? ctx : window,
+                          .max_step_tokens = 1024, .gemv = 1};
+    if (zaya_infer_init(&e, &m, &io) != ZAYA_OK) {
+        fail(NULL);
+        goto done;
+    }
+    zaya_eval_lm lm = {0};
+    if ((shard || text) && zaya_eval_lm_tokens(e, ids, (int64_t)nids, window, tb, &lm) != ZAYA_OK) {
+        fail("perplexity");
+        goto done;
+    }
+    for (int k = 0; k < nt; k++)
+        if (zaya_eval_mc(e, &sets[k], NULL, &mres[k]) != ZAYA_OK) {
+            snprintf(msg, sizeof msg, "task '%s'", tasks[k]);
+            fail(msg);
+            goto done;
+        }
+
+    /* results: table and eval.json */
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : m.cfg.name);
+    cJSON_AddStringToObject(root, "dtype", mo.dtype);
+    printf("%-32s %12s %12s %12s %10s\n", "input", "tokens", "ppl", "bpb", "tok/s");
+    if (shard || text) {
+        const int have_bytes = tb && lm.bytes > 0;
+        char bpb[32] = "-";
+        if (have_bytes) snprintf(bpb, sizeof bpb, "%.5f", zaya_eval_bpb(&lm));
+        printf("%-32s %12lld %12.4f %12s %10.1f\n", shard ? shard : text, (long long)lm.tokens, zaya_eval_ppl(&lm), bpb,
+               (double)nids / lm.seconds);
+        cJSON *j = cJSON_AddObjectToObject(root, "lm");
+        cJSON_AddStringToObject(j, "input", shard ? shard : text);
+        cJSON_AddNumberToObject(j, "window", (double)window);
+        cJSON_AddNumberToObject(j, "tokens", (double)lm.tokens);
+        cJSON_AddNumberToObject(j, "nll", lm.nll);
+        cJSON_AddNumberToObject(j, "ppl", zaya_eval_ppl(&lm));
+        if (have_bytes) {
+            cJSON_AddNumberToObject(j, "bytes", (double)lm.bytes);
+            cJSON_AddNumberToObject(j, "bpb", zaya_eval_bpb(&lm));
+        } else {
+            cJSON_AddNullToObject(j, "bpb");
+        }
+        cJSON_AddNumberToObject(j, "seconds", lm.seconds);
+    }
+    if (nt) {
+        printf("\n%-32s %8s %10s %10s %10s\n", "task", "items", "acc", "acc_norm", "seconds");
+        cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
+        for (int k = 0; k < nt; k++) {
+            printf("%-32s %8lld %10.4f %10.4f %10.2f\n", tasks[k], (long long)mres[k].n, mres[k].acc, mres[k].acc_norm,
+                   mres[k].seconds);
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "task", tasks[k]);
+            cJSON_AddNumberToObject(j, "items", (double)mres[k].n);
+            cJSON_AddNumberToObject(j, "acc", mres[k].acc);
+            cJSON_AddNumberToObject(j, "acc_norm", mres[k].acc_norm);
+            cJSON_AddNumberToObject(j, "seconds", mres[k].seconds);
+            cJSON_AddItemToArray(arr, j);
+        }
+    }
+    char path[1024];
+    if (zaya_mkdir_p(out) != ZAYA_OK || zaya_path_join(path, sizeof path, out, "eval.json") != ZAYA_OK ||
+        zaya_json_write_file(path, root, 1) != ZAYA_OK) {
+        fail("writing results");
+        goto done;
+    }
+    printf("\nresults: %s\n", path);
+    code = 0;
+done:
+    cJSON_Delete(root);
+    for (int k = 0; k < nt; k++) zaya_mc_free(&sets[k]);
+    free(tb);
+    free(ids);
+    zaya_infer_free(e);
+    zaya_model_free(&m);
+    zaya_tokenizer_free(tok);
+    return code;
+}

@@ -1,0 +1,261 @@
+/* zaya generate: text generation with the inference engine, streamed to stdout as tokens arrive. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/infer_model.h"
+#include "zaya/infer.h"
+#include "zaya/threads.h"
+#include "zaya/tokenizer.h"
+
+#define MAX_PROMPTS 64
+#define MAX_STOPS 16
+
+/* Per-sequence text of the completion; bytes that could start a stop string are held back until
+ * they are known not to. */
+typedef struct gen_text {
+    char *buf;
+    size_t len, cap, printed;
+    int done;
+} gen_text;
+
+typedef struct gen_ctx {
+    const zaya_tokenizer *tok;
+    int n;
+    gen_text *t;
+    const char **stops;
+    int nstops;
+    size_t hold; /* longest stop string - 1 */
+    int stream;  /* print sequence 0 as it grows */
+} gen_ctx;
+
+static void flush_upto(gen_ctx *c, int64_t s, size_t upto) {
+    gen_text *t = &c->t[s];
+    if (c->stream && upto > t->printed) {
+        fwrite(t->buf + t->printed, 1, upto - t->printed, stdout);
+        fflush(stdout);
+    }
+    if (upto > t->printed) t->printed = upto;
+}
+
+static int on_token(void *p, int64_t s, int32_t id) {
+    gen_ctx *c = p;
+    gen_text *t = &c->t[s];
+    size_t n = 0;
+    const uint8_t *b = zaya_tokenizer_token_bytes(c->tok, id, &n);
+    if (!b) return 1;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = (t->len + n + 1) * 2;
+        char *g = realloc(t->buf, cap);
+        if (!g) return 1;
+        t->buf = g, t->cap = cap;
+    }
+    memcpy(t->buf + t->len, b, n);
+    t->len += n;
+    t->buf[t->len] = '\0';
+    /* a stop string ends the sequence; only text before it is kept */
+    size_t from = t->printed > c->hold ? t->printed - c->hold : 0;
+    for (int k = 0; k < c->nstops; k++) {
+        const char *hit = strstr(t->buf + from, c->stops[k]);
+        if (hit) {
+            t->len = (size_t)(hit - t->buf);
+            t->buf[t->len] = '\0';
+            flush_upto(c, s, t->len);
+            t->done = 1;
+            return 1;
+        }
+    }
+    flush_upto(c, s, t->len > c->hold ? t->len - c->hold : 0);
+    return 0;
+}
+
+/* --prompt and --stop may repeat: they are taken out of argv before the flag parser runs. */
+static int take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n) {
+    size_t nl = strlen(name);
+    int w = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            while (i < *argc) argv[w++] = argv[i++];
+            break;
+        }
+        if (!strncmp(a, "--", 2) && !strncmp(a + 2, name, nl) && (a[2 + nl] == '\0' || a[2 + nl] == '=')) {
+            const char *v = a[2 + nl] == '=' ? a + 3 + nl : (i + 1 < *argc ? argv[++i] : NULL);
+            if (!v) return -1;
+            if (*n >= max) return -2;
+            out[(*n)++] = v;
+            continue;
+        }
+        argv[w++] = argv[i];
+    }
+    *argc = w;
+    return 0;
+}
+
+static int fail(const char *msg) {
+    fprintf(stderr, "zaya generate: error: %s\n", msg);
+    return 1;
+}
+
+int zaya_cmd_generate(int argc, char **argv) {
+    const char *tok_path = NULL, *dummy = NULL;
+    zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
+    int64_t max_tokens = 128, top_k = 0, seed = 0;
+    double temperature = 0.8, top_p = 1.0;
+    int threads = 0, ignore_eos = 0, no_gemv = 0;
+    zaya_flag flags[] = {
+        {"prompt", 'p', ZAYA_FLAG_STRING, &dummy, "TEXT", "prompt text; repeat for a batch (required)"},
+        {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (required)"},
+        {"checkpoint", 0, ZAYA_FLAG_STRING, &mo.checkpoint, "PATH", "model checkpoint"},
+        {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json, with --random-init"},
+        {"random-init", 0, ZAYA_FLAG_I64, &mo.random_init, "SEED", "random weights from SEED (smoke tests)"},
+        {"dtype", 0, ZAYA_FLAG_STRING, &mo.dtype, "T", "f32 or bf16 weights (default: f32)"},
+        {"max-tokens", 'n', ZAYA_FLAG_I64, &max_tokens, "N", "tokens to generate per prompt (default: 128)"},
+        {"temperature", 0, ZAYA_FLAG_DOUBLE, &temperature, "T", "sampling temperature, 0 = greedy (default: 0.8)"},
+        {"top-k", 0, ZAYA_FLAG_I64, &top_k, "K", "keep the K most likely tokens, 0 = off (default: 0)"},
+        {"top-p", 0, ZAYA_FLAG_DOUBLE, &top_p, "P", "nucleus sampling mass, 1 = off (default: 1)"},
+        {"seed", 's', ZAYA_FLAG_I64, &seed, "S", "sampling seed (default: 0)"},
+        {"stop", 0, ZAYA_FLAG_STRING, &dummy, "STR", "stop when the completion contains STR; repeatable"},
+        {"ignore-eos", 0, ZAYA_FLAG_BOOL, &ignore_eos, NULL, "do not stop at the tokenizer's eos token"},
+        {"no-gemv", 0, ZAYA_FLAG_BOOL, &no_gemv, NULL, "use oneDNN for single-row projections too"},
+        ZAYA_FLAG_THREADS(&threads),
+    };
+    zaya_cmd_spec spec = {"generate", "generate text from prompts (streamed to stdout)", "[options]",
+                          "With one prompt the completion streams as it is produced; with several, each is printed "
+                          "when it ends. Timing of prefill and decode goes to stderr.",
+                          flags, (int)(sizeof flags / sizeof flags[0])};
+    const char *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
+    int np = 0, ns = 0;
+    int r1 = take_repeated(&argc, argv, "prompt", prompts, MAX_PROMPTS, &np);
+    int r2 = take_repeated(&argc, argv, "stop", stops, MAX_STOPS, &ns);
+    if (r1 == -1 || r2 == -1) return zaya_flags_usage_error(&spec, "--%s needs a value", r1 == -1 ? "prompt" : "stop");
+    if (r1 == -2 || r2 == -2) return zaya_flags_usage_error(&spec, "at most %d prompts and %d stop strings", MAX_PROMPTS, MAX_STOPS);
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+    if (np == 0) return zaya_flags_usage_error(&spec, "--prompt is required");
+    if (!tok_path) return zaya_flags_usage_error(&spec, "--tokenizer is required");
+    if (max_tokens < 0) return zaya_flags_usage_error(&spec, "--max-tokens must be >= 0");
+    if (temperature < 0 || top_p < 0 || top_k < 0)
+        return zaya_flags_usage_error(&spec, "--temperature, --top-k and --top-p must be >= 0");
+    for (int k = 0; k < ns; k++)
+        if (!stops[k][0]) return zaya_flags_usage_error(&spec, "--stop needs a non-empty string");
+    zaya_threads_init(threads);
+
+    char msg[1024];
+    zaya_tokenizer *tok = NULL;
+    if (zaya_tokenizer_load(tok_path, &tok) != ZAYA_OK) {
+        snprintf(msg, sizeof msg, "tokenizer '%s': %s", tok_path, zaya_error_message());
+        return fail(msg);
+    }
+    zaya_model m;
+    memset(&m, 0, sizeof m);
+    int code = 1;
+    zaya_infer *e = NULL;
+    zaya_sampler smp = {0};
+    int32_t *ids[MAX_PROMPTS] = {0}, *out[MAX_PROMPTS] = {0};
+    int64_t plen[MAX_PROMPTS], olen[MAX_PROMPTS];
+    gen_text texts[MAX_PROMPTS];
+    memset(texts, 0, sizeof texts);
+    if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+        snprintf(msg, sizeof msg, "%s", zaya_error_message());
+        fail(msg);
+        goto done;
+    }
+    if (zaya_tokenizer_vocab_size(tok) > m.cfg.vocab_size) {
+        snprintf(msg, sizeof msg, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
+                 (long long)zaya_tokenizer_vocab_size(tok), (long long)m.cfg.vocab_size);
+        fail(msg);
+        goto done;
+    }
+    const int64_t ctx = m.cfg.max_position_embeddings;
+    int64_t longest = 0;
+    const int32_t bos = zaya_tokenizer_special_id(tok, "bos");
+    for (int i = 0; i < np; i++) {
+        size_t n = 0, cap = 0;
+        if (bos >= 0) { /* documents start with bos when the tokenizer defines one */
+            ids[i] = malloc(sizeof(int32_t) * 16);
+            cap = 16;
+            if (ids[i]) ids[i][n++] = bos;
+        }
+        if (zaya_tokenizer_encode(tok, prompts[i], strlen(prompts[i]), &ids[i], &n, &cap) != ZAYA_OK) {
+            snprintf(msg, sizeof msg, "prompt %d: %s", i + 1, zaya_error_message());
+            fail(msg);
+            goto done;
+        }
+        if (n == 0) {
+            snprintf(msg, sizeof msg, "prompt %d is empty (and the tokenizer has no bos token to start from)", i + 1);
+            fail(msg);
+            goto done;
+        }
+        if ((int64_t)n > ctx) {
+            snprintf(msg, sizeof msg, "prompt %d has %zu tokens, longer than the model's context "
+                     "(max_position_embeddings = %lld)", i + 1, n, (long long)ctx);
+            fail(msg);
+            goto done;
+        }
+        plen[i] = (int64_t)n;
+        longest = plen[i] > longest ? plen[i] : longest;
+        out[i] = malloc(sizeof(int32_t) * (size_t)(max_tokens > 0 ? max_tokens : 1));
+        if (!out[i]) {
+            fail("out of memory");
+            goto done;
+        }
+    }
+    zaya_infer_opts io = {.max_seqs = np, .max_len = longest + max_tokens < ctx ? longest + max_tokens : ctx,
+                          .max_step_tokens = 512, .gemv = !no_gemv};
+    zaya_sampler_opts so = {temperature, top_k, top_p, (uint64_t)seed};
+    if (zaya_infer_init(&e, &m, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, m.cfg.vocab_size) != ZAYA_OK) {
+        snprintf(msg, sizeof msg, "%s", zaya_error_message());
+        fail(msg);
+        goto done;
+    }
+    fprintf(stderr, "engine: %lld B/token KV cache, %lld B/sequence conv + delayed-value state, %.1f MiB planned\n",
+            (long long)zaya_infer_kv_bytes_per_token(e), (long long)zaya_infer_state_bytes_per_seq(e),
+            (double)zaya_infer_total_bytes(e) / 1048576.0);
+    int32_t stop_ids[1];
+    int32_t eos = zaya_tokenizer_special_id(tok, "eos");
+    zaya_gen_opts go = {.max_tokens = max_tokens, .stop_ids = stop_ids, .nstop = 0};
+    if (eos >= 0 && !ignore_eos) stop_ids[go.nstop++] = eos;
+    gen_ctx gc = {tok, np, texts, stops, ns, 0, np == 1};
+    for (int k = 0; k < ns; k++)
+        if (strlen(stops[k]) - 1 > gc.hold) gc.hold = strlen(stops[k]) - 1;
+    if (np == 1) {
+        fputs(prompts[0], stdout);
+        fflush(stdout);
+    }
+    zaya_gen_stats st;
+    if (zaya_infer_generate(e, &smp, np, (const int32_t *const *)ids, plen, &go, on_token, &gc, out, olen, &st) !=
+        ZAYA_OK) {
+        snprintf(msg, sizeof msg, "%s", zaya_error_message());
+        fail(msg);
+        goto done;
+    }
+    for (int i = 0; i < np; i++) {
+        if (np == 1) {
+            flush_upto(&gc, 0, texts[0].len);
+            fputc('\n', stdout);
+        } else {
+            printf("--- [%d] ---\n%s%.*s\n", i + 1, prompts[i], (int)texts[i].len, texts[i].buf ? texts[i].buf : "");
+        }
+    }
+    fflush(stdout);
+    fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tok/s); decode: %lld tokens in %.3f s (%.1f tok/s)\n",
+            (long long)st.prefill_tokens, st.prefill_s, st.prefill_s > 0 ? (double)st.prefill_tokens / st.prefill_s : 0.0,
+            (long long)st.decode_tokens, st.decode_s, st.decode_s > 0 ? (double)st.decode_tokens / st.decode_s : 0.0);
+    code = 0;
+done:
+    for (int i = 0; i < np; i++) {
+        free(ids[i]);
+        free(out[i]);
+        free(texts[i].buf);
+    }
+    zaya_sampler_free(&smp);
+    zaya_infer_free(e);
+    zaya_model_free(&m);
+    zaya_tokenizer_free(tok);
+    return code;
+}

@@ -1,0 +1,94 @@
+/* Projections of the inference engine: y[n, out] = x[n, in] W^T with W [out, in] from the model's
+ * parameter block (f32) or its bf16 shadow. Few rows (decode) are bound by reading W once from
+ * memory: a tight row-blocked GEMV reads each weight row once for all rows of x. Otherwise oneDNN. */
+#include "infer/internal.h"
+#include "zaya/bf16.h"
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define HAVE_DPBF16 1
+/* bf16 dot product with f32 accumulation, 32 products per instruction (AVX512-BF16). */
+static float dot_bf16(const uint16_t *w, const uint16_t *x, int64_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x + i));
+        a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(w + i + 32), (__m512bh)_mm512_loadu_si512(x + i + 32));
+    }
+    for (; i + 32 <= n; i += 32)
+        a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(x + i));
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; i < n; i++) s += zaya_bf16_to_f32(w[i]) * zaya_bf16_to_f32(x[i]);
+    return s;
+}
+#endif
+
+#ifndef HAVE_DPBF16
+static inline float bf16_at(const uint16_t *w, int64_t i) {
+    uint32_t u = (uint32_t)w[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+#endif
+
+/* n <= ZAYA_INFER_GEMV_ROWS rows; x already rounded to bf16 values when W is bf16 (as oneDNN does). */
+static void gemv_f32(float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out) {
+#pragma omp parallel for schedule(static) if (out * in > 65536)
+    for (int64_t o = 0; o < out; o++) {
+        const float *w = W + o * in;
+        for (int64_t r = 0; r < n; r++) {
+            const float *xr = x + r * in;
+            float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+            for (int64_t i = 0; i < in; i++) acc += w[i] * xr[i];
+            y[r * out + o] = acc;
+        }
+    }
+}
+
+/* xb: x in bf16; xf: the same values as f32 (portable path). */
+static void gemv_bf16(float *y, const uint16_t *xb, const float *xf, const uint16_t *W, int64_t n, int64_t in,
+                      int64_t out) {
+#pragma omp parallel for schedule(static) if (out * in > 65536)
+    for (int64_t o = 0; o < out; o++) {
+        const uint16_t *w = W + o * in;
+        for (int64_t r = 0; r < n; r++) {
+#ifdef HAVE_DPBF16
+            (void)xf;
+            y[r * out + o] = dot_bf16(w, xb + r * in, in);
+#else
+            (void)xb;
+            const float *xr = xf + r * in;
+            float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+            for (int64_t i = 0; i < in; i++) acc += bf16_at(w, i) * xr[i];
+            y[r * out + o] = acc;
+#endif
+        }
+    }
+}
+
+void zaya_infer_lin(zaya_infer *e, float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out) {
+    if (n == 0) return;
+    const zaya_model *m = e->m;
+    const int small = e->gemv && n <= ZAYA_INFER_GEMV_ROWS;
+    if (m->dtype == ZAYA_DTYPE_F32) {
+        if (small) gemv_f32(y, x, W, n, in, out);
+        else zaya_matmul_f32(0, 1, n, out, in, x, W, y, 0.0f);
+        return;
+    }
+    ZAYA_ASSERT(W >= m->params && W < m->params + m->nfloats && n * in <= e->bf_cap);
+    const uint16_t *Wb = m->params_bf16 + (W - m->params);
+    if (small) {
+        /* round the activations as the bf16 matmul would */
+        for (int64_t i = 0; i < n * in; i++) {
+            e->bf[i] = zaya_f32_to_bf16(x[i]);
+            e->xr[i] = zaya_bf16_to_f32(e->bf[i]);
+        }
+        gemv_bf16(y, e->bf, e->xr, Wb, n, in, out);
+    } else {
+        zaya_f32_to_bf16_n(e->bf, x, (size_t)(n * in));
+        zaya_matmul_bf16(0, 1, n, out, in, e->bf, Wb, y, 0.0f);
+    }
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# zaya generate / eval / bench infer through the real binary.
+#   infer_cli.sh ZAYA WORKDIR          streaming, stops, batches, eval results and every error exit (unit)
+#   infer_cli.sh ZAYA WORKDIR bench    zaya bench infer on zaya1-small, f32 and bf16 (bench)
+set -u
+zaya="$1"
+work="$2"
+mode="${3:-unit}"
+rm -rf "$work" && mkdir -p "$work" || exit 1
+fail=0
+expect() { # expect CODE PATTERN -- cmd...
+  local code="$1" pat="$2"; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
+    echo "FAIL: '$*' -> rc=$rc (want $code), output lacks '$pat':"; echo "$out" | head -5; fail=$((fail+1))
+  else echo "ok: $*"; fi
+}
+
+if [ "$mode" = bench ]; then
+  "$zaya" bench infer -c zaya1-small -p 128 -n 32 -d 0,512 -b 1,4 -r 3 -o "$work/bench" || fail=$((fail+1))
+  [ -f "$work/bench/infer.json" ] && [ -f "$work/bench/infer.csv" ] || { echo "FAIL: results missing"; fail=$((fail+1)); }
+  echo "infer_bench: $fail failed"
+  [ "$fail" = 0 ]
+  exit
+fi
+
+for i in $(seq 1 100); do echo "the quick brown fox $i jumps over the lazy dog, and the dog sleeps."; done > "$work/text.txt"
+"$zaya" tokenizer train --vocab-size 400 --eos '<|eos|>' -o "$work/tok" "$work/text.txt" > /dev/null || fail=$((fail+1))
+tok="$work/tok/tokenizer.json"
+cat > "$work/config.json" <<'JSON'
+{"model_type": "zaya", "vocab_size": 400, "hidden_size": 40, "num_hidden_layers": 2, "num_attention_heads": 2,
+ "num_key_value_heads": 1, "head_dim": 16, "num_experts": 2, "moe_intermediate_size": 24, "router_hidden_size": 8,
+ "max_position_embeddings": 48, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 0}
+JSON
+cfg=(--config "$work/config.json" --random-init 7)
+
+# generation: streamed prompt + completion, greedy is reproducible, seeds reproduce, batches print each
+expect 0 "^the quick" -- "$zaya" generate "${cfg[@]}" -t "$tok" --prompt "the quick" --max-tokens 8 --temperature 0
+a=$("$zaya" generate "${cfg[@]}" -t "$tok" --prompt "the dog" -n 12 --seed 5 --top-k 20 --top-p 0.9 2>/dev/null)
+b=$("$zaya" generate "${cfg[@]}" -t "$tok" --prompt "the dog" -n 12 --seed 5 --top-k 20 --top-p 0.9 2>/dev/null)
+[ -n "$a" ] && [ "$a" = "$b" ] && echo "ok: seeded generation reproduces" || { echo "FAIL: seeded runs differ"; fail=$((fail+1)); }
+expect 0 "--- \[2\] ---" -- "$zaya" generate "${cfg[@]}" -t "$tok" --prompt "a" --prompt "the fox" -n 4 --dtype bf16
+expect 0 "decode:" -- "$zaya" generate "${cfg[@]}" -t "$tok" --prompt "the" -n 3 --stop "x" --stop "zz"
+# a stop string: the completion ends before it (greedy output of this model, then cut at its 3rd char)
+full=$("$zaya" generate "${cfg[@]}" -t "$tok" --prompt "fox" -n 10 --temperature 0 --ignore-eos 2>/dev/null)
+comp="${full#fox}"
+if [ ${#comp} -ge 4 ]; then
+  stop="${comp:2:2}"
+  cut=$("$zaya" generate "${cfg[@]}" -t "$tok" --prompt "fox" -n 10 --temperature 0 --ignore-eos --stop "$stop" 2>/dev/null)
+  want="fox${comp%%"$stop"*}"
+  [ "$cut" = "$want" ] && echo "ok: stop string" || { echo "FAIL: stop string '$stop': got '$cut' want '$want'"; fail=$((fail+1)); }
+fi
+
+# generate errors
+expect 2 "--prompt is required" -- "$zaya" generate "${cfg[@]}" -t "$tok"
+expect 2 "--tokenizer is required" -- "$zaya" generate "${cfg[@]}" --prompt hi
+expect 1 "zaya generate: error: tokenizer '$work/none.json'" -- "$zaya" generate "${cfg[@]}" -t "$work/none.json" --prompt hi
+expect 1 "longer than the model's context (max_position_embeddings = 48)" -- "$zaya" generate "${cfg[@]}" -t "$tok" --prompt "$(head -c 2000 "$work/text.txt")"
+expect 1 "$work/ckpt" -- "$zaya" generate --checkpoint "$work/ckpt" -t "$tok" --prompt hi
+expect 1 "give --checkpoint PATH, or --config SPEC --random-init SEED" -- "$zaya" generate -t "$tok" --prompt hi
+expect 0 "hi" -- "$zaya" generate --config zaya1-tiny --random-init 1 -t "$tok" --prompt hi -n 2
+
+# eval: perplexity on text, multiple choice
+cat > "$work/mc.jsonl" <<'JSONL'
+{"context": "the quick brown", "choices": [" fox", " dog"], "label": 0}
+{"context": "the dog", "choices": [" sleeps", " jumps", " runs"], "label": 0}
+
+{"context": "the lazy", "choices": [" dog", " fox"], "label": 0}
+JSONL
+expect 0 "results: $work/ev/eval.json" -- "$zaya" eval "${cfg[@]}" -t "$tok" --text "$work/text.txt" --ctx 32 --task "$work/mc.jsonl" -o "$work/ev"
+grep -q '"bpb"' "$work/ev/eval.json" && grep -q '"acc_norm"' "$work/ev/eval.json" && echo "ok: eval.json" ||
+  { echo "FAIL: eval.json content"; fail=$((fail+1)); }
+# eval errors: line numbers, exit 1, no result printed or written
+printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '{"context": "a", "choices": [" b"' > "$work/bad1.jsonl"
+printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '' '{"context": "a", "choices": [" b", " c"], "label": 2}' > "$work/bad2.jsonl"
+printf '{"context": "%s", "choices": [" b"], "label": 0}\n' "$(head -c 1500 "$work/text.txt" | tr '\n' ' ')" > "$work/bad3.jsonl"
+for bad in bad1:2 bad2:3 bad3:1; do
+  f="${bad%%:*}"; line="${bad##*:}"
+  out=$("$zaya" eval "${cfg[@]}" -t "$tok" --text "$work/text.txt" --task "$work/$f.jsonl" -o "$work/ev_$f" 2>&1); rc=$?
+  if [ $rc = 1 ] && grep -q "$f.jsonl:$line" <<<"$out" && ! grep -q "ppl" <<<"$out" && [ ! -e "$work/ev_$f/eval.json" ]; then
+    echo "ok: eval error $f line $line"
+  else echo "FAIL: eval $f: rc=$rc: $out"; fail=$((fail+1)); fi
+done
+expect 1 "label 2 is out of range for 2 choices" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/bad2.jsonl" -o "$work/x"
+expect 1 "longer than the model's context 48" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/bad3.jsonl" -o "$work/x"
+expect 2 "nothing to evaluate" -- "$zaya" eval "${cfg[@]}"
+expect 2 "need --tokenizer" -- "$zaya" eval "${cfg[@]}" --text "$work/text.txt"
+expect 1 "cannot open" -- "$zaya" eval "${cfg[@]}" -t "$tok" --text "$work/none.txt" -o "$work/x"
+
+# bench infer: a quick run writes the table, json and csv
+expect 0 "of bound" -- "$zaya" bench infer --config "$work/config.json" -p 8 -n 4 -d 0,8 -b 1,2 -r 1 --triad-mib 8 -o "$work/bi"
+[ -f "$work/bi/infer.json" ] && [ -f "$work/bi/infer.csv" ] && echo "ok: bench files" || { echo "FAIL: bench files"; fail=$((fail+1)); }
+expect 2 "comma-separated integers" -- "$zaya" bench infer -p x
+echo "infer_cli: $fail failed"
+[ "$fail" = 0 ]

@@ -23,6 +23,7 @@ typedef struct zaya_train_opts {
     double clip;           /* global grad-norm clip (0 = none) */
     double spike_z;        /* robust z-score above which an update is skipped (0 = off) */
     double balance_lr;     /* step size of the balancing-bias controller */
+    int64_t balance_warmup;/* steps over which that step size ramps up linearly from 0 */
     int64_t eval_every;    /* steps between validation passes (0 = only at start and end) */
     int64_t eval_batches;  /* batches per source per validation pass */
     int64_t log_every;

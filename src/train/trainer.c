@@ -27,9 +27,11 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     o->weight_decay = 0.1;
     o->clip = 1.0;
     o->spike_z = 6.0;
-    /* Early in training the router's probabilities differ by ~1e-3; a larger bias step makes the
-     * controller bang-bang between experts (all tokens to one expert, then to another). */
-    o->balance_lr = 1e-4;
+    /* At init the router's probabilities differ by ~1e-3: a bias step that large makes the controller
+     * bang-bang between experts (all tokens to one, then to another). The gain therefore ramps up as
+     * the router's scores spread out. */
+    o->balance_lr = 1e-3;
+    o->balance_warmup = 200;
     o->eval_every = 100;
     o->eval_batches = 4;
     o->log_every = 10;
@@ -260,6 +262,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
         zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
+        double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
+        t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
         zaya_balancer_update(&t->balancer, t->route_counts, m->params);
         zaya_model_sync_weights(m);
     } else {

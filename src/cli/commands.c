@@ -29,6 +29,9 @@ const zaya_command zaya_commands[] = {
     {"bench", "coll", "collective bandwidth and correctness under mpirun (nccl-tests style)", zaya_cmd_bench_coll},
     {"bench", "mem", "memory bandwidth: STREAM kernels, thread sweep, working-set sweep", zaya_cmd_bench_mem},
     {"bench", "gemm", "GEMM throughput vs the measured oneDNN peak; sweeps or a model's GEMMs", zaya_cmd_bench_gemm},
+    {"bench", "kernels", "every CPU kernel at ZAYA1 shapes vs the measured matmul peak and STREAM triad", zaya_cmd_bench_kernels},
+    {"bench", "model", "ZAYA1 forward/backward time, tokens/s and MFU vs PyTorch eager", zaya_cmd_bench_model},
+    {"bench", "all", "short run of mem, gemm and coll; writes the machine profile.json", zaya_cmd_bench_all},
     {0},
 };
 

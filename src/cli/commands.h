@@ -42,5 +42,8 @@ int zaya_cmd_tokenizer_bench(int argc, char **argv);  /* cmd_tokenizer_bench.c *
 int zaya_cmd_bench_coll(int argc, char **argv);    /* cmd_bench_coll.c */
 int zaya_cmd_bench_mem(int argc, char **argv);     /* cmd_bench_mem.c */
 int zaya_cmd_bench_gemm(int argc, char **argv);    /* cmd_bench_gemm.c */
+int zaya_cmd_bench_kernels(int argc, char **argv); /* cmd_bench_kernels.c */
+int zaya_cmd_bench_model(int argc, char **argv);   /* cmd_bench_model.c */
+int zaya_cmd_bench_all(int argc, char **argv);     /* cmd_bench_all.c */
 
 #endif

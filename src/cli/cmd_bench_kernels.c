@@ -27,7 +27,7 @@
 
 /* One shape set: the dimensions of a ZAYA block at a batch of B sequences of T tokens. */
 typedef struct kshape {
-    char label[24];
+    char label[32];
     int64_t B, T, n; /* n = B*T rows */
     int64_t D, Hq, Hkv, hd, rot, F, E, V, k0, k1;
     int64_t vocab_rows; /* embedding table rows (capped: only the gathered rows are touched) */
@@ -242,7 +242,7 @@ static zaya_status triad_call(void *ctx) {
 /* ---- results ---- */
 
 typedef struct krow {
-    char set[24], name[40], shape[48], unit[8], peer[12];
+    char set[32], name[40], shape[48], unit[8], peer[12];
     double best_s, value, peer_value, fraction; /* value: GFLOP/s or GB/s */
     double wrapper_gflops, direct_gflops;       /* matmul rows only */
     int in_cache;                               /* memory-bound row whose bytes fit in the LLC */
@@ -290,8 +290,8 @@ static void set_shapes(int quick, kshape *sets, int *nsets) {
         for (int64_t T = 512; T <= 1024; T *= 2) {
             kshape *s = &sets[k++];
             *s = sets[1];
-            snprintf(s->label, sizeof s->label, "8b-T%lld", (long long)T);
-            s->T = T, s->n = T, s->attn_only = 1;
+            snprintf(s->label, sizeof s->label, "8b-T%d", (int)T);
+            s->B = 1, s->T = T, s->n = T, s->attn_only = 1;
             s->xent_rows = imax(1, (4 * s->n * s->D) / s->V);
         }
     *nsets = k;
@@ -316,7 +316,7 @@ static zaya_status run_matmuls(const kshape *s, zaya_dtype dt, double peak, cons
         krow *r = &rows[(*nrows)++];
         memset(r, 0, sizeof *r);
         r->matmul = 1;
-        snprintf(r->set, sizeof r->set, "%.23s", s->label);
+        snprintf(r->set, sizeof r->set, "%.31s", s->label);
         snprintf(r->name, sizeof r->name, "matmul %s %s", dt == ZAYA_DTYPE_BF16 ? "bf16" : "f32", g[i].name);
         snprintf(r->shape, sizeof r->shape, "%lldx%lldx%lld%s%s", (long long)g[i].m, (long long)g[i].nn,
                  (long long)g[i].k, g[i].ta ? " tA" : "", g[i].tb ? " tB" : "");
@@ -482,7 +482,7 @@ int zaya_cmd_bench_kernels(int argc, char **argv) {
             if (st != ZAYA_OK) break;
             krow *r = &rows[nrows++];
             memset(r, 0, sizeof *r);
-            snprintf(r->set, sizeof r->set, "%.23s", s->label);
+            snprintf(r->set, sizeof r->set, "%.31s", s->label);
             snprintf(r->name, sizeof r->name, "%s", k_names[id]);
             snprintf(r->shape, sizeof r->shape, "%s", c.shape);
             r->best_s = ks.best_s;

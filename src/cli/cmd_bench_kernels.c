@@ -398,7 +398,9 @@ static const char *g_details =
     "the peak (best oneDNN matmul called directly at square n, f32 and bf16 separately, measured now);\n"
     "each kernel's samples alternate with samples of oneDNN at the peak shape. Memory-bound rows give\n"
     "GB/s (reads + writes, no write-allocate traffic) and the fraction of a STREAM triad (double arrays\n"
-    ">= 4x the last-level cache) whose samples alternate with the kernel's. Acceptance: the matmul\n"
+    ">= 4x the last-level cache) whose samples alternate with the kernel's; attention_decode (one row per\n"
+    "sequence against its KV cache) counts as memory-bound, and rows whose bytes fit in the LLC are marked\n"
+    "as cache figures. Acceptance: the matmul\n"
     "wrapper >= 95% of oneDNN called directly at the same shapes; memory-bound kernels >= 50% of triad.\n"
     "Writes kernels.json and kernels.csv.";
 

@@ -49,6 +49,14 @@ zaya_status zaya_bench_matmul_compare(const zaya_matmul_desc *d, const zaya_benc
 /* oneDNN alone, called directly. */
 zaya_status zaya_bench_matmul_direct(const zaya_matmul_desc *d, const zaya_bench_opts *opts, zaya_bench_stats *out);
 
+/* oneDNN called directly on one shape, as a zaya_bench_fn: the peer that other measurements are
+ * interleaved with (zaya_bench_time_pair) so that load from other processes hits both alike. */
+typedef struct zaya_bench_matmul_peer zaya_bench_matmul_peer;
+zaya_status zaya_bench_matmul_peer_init(const zaya_matmul_desc *d, zaya_bench_matmul_peer **out);
+zaya_status zaya_bench_matmul_peer_call(void *peer);
+double zaya_bench_matmul_peer_flops(const zaya_bench_matmul_peer *p);
+void zaya_bench_matmul_peer_free(zaya_bench_matmul_peer *p);
+
 /* Best oneDNN matmul rate (GFLOP/s, best sample) over square n in {1024, 1536, 2048}, measured now
  * on the current thread pool. Returns <= 0 on failure (message in zaya_error_message()). */
 double zaya_bench_matmul_peak_gflops(zaya_dtype dtype);

@@ -4,6 +4,7 @@
  * descriptor (ld and stride defaults): its own engine and stream, primitive and memory objects built
  * once, and a loop of bare dnnl_primitive_execute + wait. That is the best a caller of oneDNN can do,
  * so wrapper/direct is the wrapper's cost. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -180,6 +181,38 @@ zaya_status zaya_bench_matmul_compare(const zaya_matmul_desc *d, const zaya_benc
 
 zaya_status zaya_bench_matmul_direct(const zaya_matmul_desc *d, const zaya_bench_opts *opts, zaya_bench_stats *out) {
     return zaya_bench_matmul_compare(d, opts, NULL, out);
+}
+
+struct zaya_bench_matmul_peer {
+    zaya_matmul_desc r;
+    mm_buffers bf;
+    direct_ctx dx;
+};
+
+zaya_status zaya_bench_matmul_peer_init(const zaya_matmul_desc *d, zaya_bench_matmul_peer **out) {
+    *out = NULL;
+    zaya_bench_matmul_peer *p = calloc(1, sizeof *p);
+    if (!p) return zaya_error_set(ZAYA_ENOMEM, "bench: matmul peer");
+    zaya_status s = zaya_matmul_resolve(d, &p->r);
+    if (s == ZAYA_OK) s = buffers_alloc(&p->r, &p->bf);
+    if (s == ZAYA_OK) s = direct_init(&p->dx, &p->r, &p->bf);
+    if (s != ZAYA_OK) {
+        zaya_bench_matmul_peer_free(p);
+        return s;
+    }
+    *out = p;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_bench_matmul_peer_call(void *peer) { return direct_call(&((zaya_bench_matmul_peer *)peer)->dx); }
+
+double zaya_bench_matmul_peer_flops(const zaya_bench_matmul_peer *p) { return zaya_matmul_flops(&p->r); }
+
+void zaya_bench_matmul_peer_free(zaya_bench_matmul_peer *p) {
+    if (!p) return;
+    direct_free(&p->dx);
+    buffers_free(&p->bf);
+    free(p);
 }
 
 zaya_status zaya_bench_matmul_peak(zaya_dtype dtype, const int64_t *sizes, int nsizes, const zaya_bench_opts *opts,

@@ -42,6 +42,9 @@ const zaya_command zaya_commands[] = {
     {"ckpt", "export-hf", "export the model in the Hugging Face layout (safetensors shards + config.json)", zaya_cmd_ckpt_export_hf},
     {"ckpt", "import-hf", "import a Hugging Face directory (HF or original layout) as a checkpoint", zaya_cmd_ckpt_import_hf},
     {"ckpt", "bench", "checkpoint save throughput vs disk write, async stall, naive baseline", zaya_cmd_ckpt_bench},
+    {"bench", "kernels", "every CPU kernel at ZAYA1 shapes vs the measured matmul peak and STREAM triad", zaya_cmd_bench_kernels},
+    {"bench", "model", "ZAYA1 forward/backward time, tokens/s and MFU vs PyTorch eager", zaya_cmd_bench_model},
+    {"bench", "all", "short run of mem, gemm and coll; writes the machine profile.json", zaya_cmd_bench_all},
     {0},
 };
 

@@ -1,0 +1,295 @@
+/* zaya bench model: forward and forward+backward of the ZAYA1 model, tokens/s, achieved GFLOP/s and
+ * MFU against the matmul peak measured in the same run, and the same for the independent PyTorch
+ * reference (tests/ref/zaya_ref.py --bench, PyTorch eager f32) on the same thread count. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "zaya/bench.h"
+#include "zaya/config.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/model.h"
+#include "zaya/progress.h"
+#include "zaya/threads.h"
+
+#ifndef ZAYA_SOURCE_DIR
+#define ZAYA_SOURCE_DIR "."
+#endif
+#define TORCH_PYTHON "/usr/bin/python3"
+
+typedef struct step_ctx {
+    zaya_model *m;
+    const int32_t *ids, *tgt;
+    int backward;
+} step_ctx;
+
+static zaya_status step_call(void *ctx) {
+    step_ctx *s = ctx;
+    float loss = 0;
+    if (s->backward) zaya_model_zero_grad(s->m);
+    ZAYA_TRY(zaya_model_forward(s->m, s->ids, s->tgt, s->backward, &loss));
+    if (s->backward) zaya_model_backward(s->m);
+    return ZAYA_OK;
+}
+
+/* One side's figures. */
+typedef struct mres {
+    char who[16], dtype[8];
+    double fwd_s, fwdbwd_s, peak; /* peak: GFLOP/s of the dtype, 0 when not applicable */
+    int ok;
+} mres;
+
+typedef struct mbench {
+    zaya_config cfg;
+    int64_t B, T;
+    int threads, reps, warmup;
+    double fwd_flops, train_flops; /* per step */
+} mbench;
+
+static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
+    zaya_model m;
+    ZAYA_TRY(zaya_model_init(&m, &mb->cfg, dt));
+    zaya_model_init_weights(&m, 1234);
+    zaya_model_sync_weights(&m);
+    zaya_status st = zaya_model_plan(&m, mb->B, mb->T);
+    int64_t n = mb->B * mb->T;
+    int32_t *ids = malloc((size_t)n * sizeof(int32_t)), *tgt = malloc((size_t)n * sizeof(int32_t));
+    if (st == ZAYA_OK && (!ids || !tgt)) st = zaya_error_set(ZAYA_ENOMEM, "bench model: token buffers");
+    if (st == ZAYA_OK) {
+        for (int64_t i = 0; i < n; i++) {
+            ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)mb->cfg.vocab_size);
+            tgt[i] = (int32_t)((i * 40503u + 7) % (uint64_t)mb->cfg.vocab_size);
+        }
+        zaya_bench_opts o = {mb->warmup, mb->reps, 0, 0};
+        zaya_bench_stats f, fb;
+        step_ctx sf = {&m, ids, tgt, 0}, sb = {&m, ids, tgt, 1};
+        st = zaya_bench_time(step_call, &sf, &o, &f);
+        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sb, &o, &fb);
+        if (st == ZAYA_OK) r->fwd_s = f.best_s, r->fwdbwd_s = fb.best_s, r->ok = 1;
+    }
+    free(ids), free(tgt);
+    zaya_model_free(&m);
+    return st;
+}
+
+/* Runs the PyTorch reference; on any failure leaves r->ok = 0 and writes a note. */
+static void run_torch(const mbench *mb, const char *script, const char *tmpdir, mres *r, char *note, size_t cap) {
+    r->ok = 0;
+    if (access(TORCH_PYTHON, X_OK) != 0) {
+        snprintf(note, cap, "%s not found: reporting zaya only", TORCH_PYTHON);
+        return;
+    }
+    if (access(script, R_OK) != 0) {
+        snprintf(note, cap, "PyTorch reference %s not found (use --torch-script): reporting zaya only", script);
+        return;
+    }
+    char cfgpath[4096];
+    cJSON *cj = zaya_config_to_json(&mb->cfg);
+    if (!cj || zaya_path_join(cfgpath, sizeof cfgpath, tmpdir, "bench_model_config.json") != ZAYA_OK ||
+        zaya_json_write_file(cfgpath, cj, 1) != ZAYA_OK) {
+        cJSON_Delete(cj);
+        snprintf(note, cap, "cannot write the config for PyTorch: %s", zaya_error_message());
+        return;
+    }
+    cJSON_Delete(cj);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --bench '%s' %lld %lld %d %d %d 2>&1", TORCH_PYTHON, script, cfgpath,
+             (long long)mb->B, (long long)mb->T, mb->reps, mb->warmup, mb->threads);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        snprintf(note, cap, "cannot start %s", TORCH_PYTHON);
+        return;
+    }
+    char line[4096], last[4096] = "", json[4096] = "";
+    while (fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (line[0] == '{') snprintf(json, sizeof json, "%s", line);
+        else if (line[0]) snprintf(last, sizeof last, "%s", line);
+    }
+    int rc = pclose(p);
+    remove(cfgpath);
+    cJSON *o = json[0] ? cJSON_Parse(json) : NULL;
+    double f = 0, fb = 0;
+    if (rc != 0 || !o || zaya_json_get_f64(o, "forward_s", &f, 1) != ZAYA_OK ||
+        zaya_json_get_f64(o, "fwdbwd_s", &fb, 1) != ZAYA_OK || f <= 0 || fb <= 0) {
+        snprintf(note, cap, "PyTorch reference failed (%s): reporting zaya only", last[0] ? last : "no output");
+    } else {
+        r->fwd_s = f, r->fwdbwd_s = fb, r->ok = 1;
+    }
+    cJSON_Delete(o);
+}
+
+static void print_res(const mbench *mb, const mres *r) {
+    double tok = (double)(mb->B * mb->T);
+    double gf = mb->fwd_flops / r->fwd_s * 1e-9, gt = mb->train_flops / r->fwdbwd_s * 1e-9;
+    printf("%-7s %-5s %10.2f %12.0f %9.1f %10.2f %12.0f %9.1f", r->who, r->dtype, r->fwd_s * 1e3, tok / r->fwd_s, gf,
+           r->fwdbwd_s * 1e3, tok / r->fwdbwd_s, gt);
+    if (r->peak > 0) printf(" %6.1f%% %6.1f%%\n", 100 * gf / r->peak, 100 * gt / r->peak);
+    else printf(" %7s %7s\n", "-", "-");
+    fflush(stdout);
+}
+
+static cJSON *res_json(const mbench *mb, const mres *r) {
+    double tok = (double)(mb->B * mb->T);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "impl", r->who);
+    cJSON_AddStringToObject(o, "dtype", r->dtype);
+    cJSON_AddNumberToObject(o, "forward_s", r->fwd_s);
+    cJSON_AddNumberToObject(o, "fwdbwd_s", r->fwdbwd_s);
+    cJSON_AddNumberToObject(o, "forward_tokens_per_s", tok / r->fwd_s);
+    cJSON_AddNumberToObject(o, "fwdbwd_tokens_per_s", tok / r->fwdbwd_s);
+    cJSON_AddNumberToObject(o, "forward_gflops", mb->fwd_flops / r->fwd_s * 1e-9);
+    cJSON_AddNumberToObject(o, "fwdbwd_gflops", mb->train_flops / r->fwdbwd_s * 1e-9);
+    if (r->peak > 0) {
+        cJSON_AddNumberToObject(o, "peak_gflops", r->peak);
+        cJSON_AddNumberToObject(o, "forward_mfu", mb->fwd_flops / r->fwd_s * 1e-9 / r->peak);
+        cJSON_AddNumberToObject(o, "fwdbwd_mfu", mb->train_flops / r->fwdbwd_s * 1e-9 / r->peak);
+    }
+    return o;
+}
+
+static const char *g_details =
+    "Times zaya_model_forward (with the loss) and forward + backward (zero_grad, forward, backward) on\n"
+    "deterministic weights (zaya_model_init_weights) and synthetic tokens; best of -n samples after a\n"
+    "warm-up. FLOPs come from zaya_model_costs_at (training = 3x forward); MFU divides by the oneDNN\n"
+    "matmul peak of the same dtype measured at the start of this run. The PyTorch reference\n"
+    "(tests/ref/zaya_ref.py --bench, eager f32, same architecture, same thread count) runs as a\n"
+    "subprocess of " TORCH_PYTHON "; without it only zaya is reported. Ratios are torch time / zaya time\n"
+    "(> 1: zaya faster). Writes model.json and model.csv.";
+
+int zaya_cmd_bench_model(int argc, char **argv) {
+    mbench mb = {0};
+    const char *config = "zaya1-tiny", *dtype_s = "both", *outdir = "out/bench-model";
+    const char *script = ZAYA_SOURCE_DIR "/tests/ref/zaya_ref.py";
+    int64_t B = 8, T = 256;
+    int reps = 3, no_torch = 0, threads = 0;
+    zaya_flag flags[] = {
+        {"config", 'c', ZAYA_FLAG_STRING, &config, "C", "preset (zaya1-tiny, zaya1-small, zaya1-8b) or config.json (default zaya1-tiny)"},
+        {"batch", 'b', ZAYA_FLAG_I64, &B, "B", "sequences per step (default 8)"},
+        {"seq", 't', ZAYA_FLAG_I64, &T, "T", "tokens per sequence (default 256)"},
+        {"dtype", 0, ZAYA_FLAG_STRING, &dtype_s, "D", "f32, bf16 or both (default both)"},
+        {"iters", 'n', ZAYA_FLAG_INT, &reps, "N", "timed samples, best reported (default 3)"},
+        {"no-torch", 0, ZAYA_FLAG_BOOL, &no_torch, NULL, "skip the PyTorch reference"},
+        {"torch-script", 0, ZAYA_FLAG_STRING, &script, "PATH", "the reference script (default: the source tree's tests/ref/zaya_ref.py)"},
+        ZAYA_FLAG_THREADS(&threads),
+        ZAYA_FLAG_OUTDIR(&outdir, "out/bench-model"),
+    };
+    zaya_cmd_spec spec = {"bench model", "ZAYA1 forward/backward time, tokens/s, GFLOP/s and MFU vs PyTorch eager",
+                          "[options]", g_details, flags, (int)(sizeof flags / sizeof flags[0])};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+    if (B < 1 || B > 4096) return zaya_flags_usage_error(&spec, "--batch must be in 1..4096 (got %lld)", (long long)B);
+    if (T < 1 || T > 1 << 20) return zaya_flags_usage_error(&spec, "--seq must be >= 1 (got %lld)", (long long)T);
+    if (reps < 1 || reps > 1000) return zaya_flags_usage_error(&spec, "--iters must be in 1..1000 (got %d)", reps);
+    if (threads < 0) return zaya_flags_usage_error(&spec, "--threads must be >= 0 (got %d)", threads);
+    int want[2] = {!strcmp(dtype_s, "f32") || !strcmp(dtype_s, "both"), !strcmp(dtype_s, "bf16") || !strcmp(dtype_s, "both")};
+    if (!want[0] && !want[1]) return zaya_flags_usage_error(&spec, "--dtype: unknown dtype '%s' (f32, bf16 or both)", dtype_s);
+    if (zaya_config_resolve(config, &mb.cfg) != ZAYA_OK) {
+        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    if (T > mb.cfg.max_position_embeddings) {
+        fprintf(stderr, "zaya bench model: error: --seq %lld exceeds max_position_embeddings %lld of %s\n", (long long)T,
+                (long long)mb.cfg.max_position_embeddings, config);
+        return 1;
+    }
+    mb.B = B, mb.T = T, mb.reps = reps, mb.warmup = 1;
+    mb.threads = zaya_threads_init(threads);
+    zaya_model_costs c = zaya_model_costs_at(&mb.cfg, T, 4);
+    mb.fwd_flops = c.forward_flops * (double)(B * T);
+    mb.train_flops = c.training_flops * (double)(B * T);
+
+    zaya_status st = zaya_mkdir_p(outdir);
+    mres res[3];
+    int nres = 0;
+    double peak[2] = {0, 0};
+    char note[4200] = "";
+    zaya_progress prog;
+    zaya_progress_init(&prog, "bench model", "part", (want[0] + want[1]) * 2 + !no_torch);
+    int64_t done = 0;
+    static const int64_t psz[] = {1024, 1536};
+    zaya_bench_opts po = {1, 3, 0, 0};
+    for (int d = 0; d < 2 && st == ZAYA_OK; d++) {
+        if (!want[d]) continue;
+        st = zaya_bench_matmul_peak((zaya_dtype)d, psz, 2, &po, &peak[d], NULL);
+        zaya_progress_update(&prog, ++done, d ? "bf16 peak" : "f32 peak");
+        if (st != ZAYA_OK) break;
+        mres *r = &res[nres++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->who, sizeof r->who, "zaya"), snprintf(r->dtype, sizeof r->dtype, "%s", d ? "bf16" : "f32");
+        r->peak = peak[d];
+        st = run_zaya(&mb, (zaya_dtype)d, r);
+        zaya_progress_update(&prog, ++done, d ? "zaya bf16" : "zaya f32");
+    }
+    mres tr = {.who = "torch", .dtype = "f32"};
+    if (st == ZAYA_OK && !no_torch) {
+        run_torch(&mb, script, outdir, &tr, note, sizeof note);
+        tr.peak = peak[0];
+        zaya_progress_update(&prog, ++done, "torch f32");
+        if (tr.ok) res[nres++] = tr;
+    }
+    if (st != ZAYA_OK) {
+        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    zaya_progress_finish(&prog, NULL);
+    printf("# zaya bench model: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.cfg.name,
+           (long long)B, (long long)T, (long long)(B * T), mb.threads, reps);
+    printf("# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
+           mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
+    printf("%-7s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
+           "f+b ms", "f+b tok/s", "f+b GF/s", "fwd MFU", "f+b MFU");
+    for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
+    if (note[0]) printf("# note: %s\n", note);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "zaya-bench-model");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "config", mb.cfg.name);
+    cJSON_AddNumberToObject(root, "batch", (double)B);
+    cJSON_AddNumberToObject(root, "seq", (double)T);
+    cJSON_AddNumberToObject(root, "threads", mb.threads);
+    cJSON_AddNumberToObject(root, "iters", reps);
+    cJSON_AddNumberToObject(root, "forward_flops", mb.fwd_flops);
+    cJSON_AddNumberToObject(root, "fwdbwd_flops", mb.train_flops);
+    cJSON *arr = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < nres; i++) cJSON_AddItemToArray(arr, res_json(&mb, &res[i]));
+    if (note[0]) cJSON_AddStringToObject(root, "note", note);
+    cJSON *ratios = cJSON_AddArrayToObject(root, "torch_over_zaya");
+    char csv[4096];
+    size_t len = (size_t)snprintf(csv, sizeof csv, "impl,dtype,forward_s,fwdbwd_s,forward_tokens_per_s,fwdbwd_tokens_per_s\n");
+    for (int i = 0; i < nres && len < sizeof csv; i++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%s,%s,%.9g,%.9g,%.6g,%.6g\n", res[i].who, res[i].dtype,
+                                res[i].fwd_s, res[i].fwdbwd_s, (double)(B * T) / res[i].fwd_s,
+                                (double)(B * T) / res[i].fwdbwd_s);
+    if (tr.ok) {
+        printf("# speed-up over PyTorch eager f32 (torch time / zaya time; target >= 2x):\n");
+        for (int i = 0; i < nres; i++) {
+            if (strcmp(res[i].who, "zaya")) continue;
+            double rf = tr.fwd_s / res[i].fwd_s, rb = tr.fwdbwd_s / res[i].fwdbwd_s;
+            printf("#   zaya %-4s vs torch f32: forward %.2fx, forward+backward %.2fx\n", res[i].dtype, rf, rb);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "zaya_dtype", res[i].dtype);
+            cJSON_AddNumberToObject(o, "forward", rf);
+            cJSON_AddNumberToObject(o, "fwdbwd", rb);
+            cJSON_AddItemToArray(ratios, o);
+        }
+    }
+    char path[4096];
+    st = zaya_path_join(path, sizeof path, outdir, "model.json");
+    if (st == ZAYA_OK) st = zaya_json_write_file(path, root, 1);
+    if (st == ZAYA_OK) st = zaya_path_join(path, sizeof path, outdir, "model.csv");
+    if (st == ZAYA_OK) st = zaya_write_file_atomic(path, csv, strlen(csv));
+    cJSON_Delete(root);
+    if (st != ZAYA_OK) {
+        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    printf("# results written to %s (model.json, model.csv)\n", outdir);
+    return 0;
+}

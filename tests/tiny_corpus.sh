@@ -14,7 +14,7 @@ mkdir -p "$dir"
 cat > "$dir/run.json" <<JSON
 {"name": "tiny", "seed": 7, "data_dir": "$dir/data", "seq_multiple": 8, "batch_multiple": 4,
  "phases": [
-  {"name": "a", "tokens": 12288, "sources": {"prose": 0.7, "code": 0.3}, "seq_len": 32, "batch": 8,
+  {"name": "a", "tokens": 12288, "sources": {"prose": 0.7, "code": 0.3}, "seq_len": 32, "batch": {"from": 4, "to": 8, "ramp_tokens": 2048},
    "rope_theta": 10000, "lr": {"peak": 0.01, "final": 0.005, "warmup_tokens": 1024, "decay": "cosine"}},
   {"name": "b", "tokens": 4096, "sources": {"prose": 0.4, "code": 0.6}, "seq_len": 64, "batch": 4,
    "rope_theta": 40000, "lr": {"peak": 0.005, "final": 0.001, "decay": "cosine"}}

@@ -18,7 +18,8 @@ common=(--config "$dir/config.json" --run "$dir/run.json" --eval-every 20 --eval
 check "three runs succeed" '[ $rc1 = 0 ] && [ $rc2 = 0 ] && [ $rc3 = 0 ]'
 [ $rc1 = 0 ] || tail -20 "$dir/t1.log"
 losses() { python3 -c "import json,sys; print(' '.join(str(json.loads(l)['loss']) for l in open(sys.argv[1]) if '\"loss\"' in l))" "$1"; }
-check "every step logged (48 + 16 steps)" '[ "$(losses $dir/t1/metrics.jsonl | wc -w)" = 64 ]'
+steps=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total_steps'])" "$dir/t1/run.json" 2>/dev/null)
+check "every step of the resolved run logged ($steps, batch ramp included)" '[ -n "$steps" ] && [ "$(losses $dir/t1/metrics.jsonl | wc -w)" = "$steps" ]'
 check "bit-identical losses across thread counts" '[ "$(losses $dir/t1/metrics.jsonl)" = "$(losses $dir/t2/metrics.jsonl)" ]'
 check "bit-identical losses across repeats" '[ "$(losses $dir/t2/metrics.jsonl)" = "$(losses $dir/t3/metrics.jsonl)" ]'
 check "validation loss falls" 'python3 -c "

@@ -64,6 +64,7 @@ typedef struct zaya_trainer {
     double *layer_max_share; /* [layers] of the current step */
     int64_t step, skipped;
     int64_t micro, accum; /* micro-batch size and micro-batches per step */
+    int64_t planned_batch; /* global batch the buffers and the model plan were made for */
     int32_t *batch, *inputs, *targets;
     size_t batch_cap;
     int64_t *route_counts; /* summed over the micro-batches of a step */

@@ -157,6 +157,7 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
     ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta));
     t->micro = micro;
     t->accum = local / micro;
+    t->planned_batch = si->global_batch;
     size_t need = (size_t)(local * (si->seq_len + 1));
     if (need > t->batch_cap) {
         free(t->batch);
@@ -413,7 +414,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     for (; t->step < total; t->step++) {
         s = zaya_run_step(&t->run, t->step, &si);
         if (s != ZAYA_OK) break;
-        if (si.phase_start || t->step == start) {
+        /* Phase starts change length and mixture; a batch ramp changes the batch within a phase. */
+        if (si.phase_start || t->step == start || si.global_batch != t->planned_batch || si.seq_len != t->model.T) {
             s = plan_phase(t, &si);
             if (s != ZAYA_OK) break;
         }

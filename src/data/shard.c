@@ -107,7 +107,7 @@ zaya_status zaya_shard_writer_open(const char *path, uint64_t vocab_size, uint32
     w->hdr.vocab_size = vocab_size;
     w->hdr.tokens_offset = ZAYA_SHARD_HEADER_SIZE;
     w->hdr.tokenizer_hash = tokenizer_hash;
-    uint8_t zero[ZAYA_SHARD_HEADER_SIZE] = {0}; /* placeholder, rewritten by finish */
+    uint8_t zero[ZAYA_SHARD_HEADER_SIZE] = {0}; /* header space, filled in by finish once counts are known */
     if (fwrite(zero, 1, sizeof zero, w->f) != sizeof zero) {
         zaya_status s = zaya_error_set(ZAYA_EIO, "writing '%s' failed: %s", w->tmp, strerror(errno));
         zaya_shard_writer_abort(w);

@@ -1,6 +1,7 @@
 /* zaya bench model: forward and forward+backward of the ZAYA1 model, tokens/s, achieved GFLOP/s and
  * MFU against the matmul peak measured in the same run, and the same for the independent PyTorch
  * reference (tests/ref/zaya_ref.py --bench, PyTorch eager f32) on the same thread count. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/model.h"
+#include "zaya/optim.h"
 #include "zaya/progress.h"
 #include "zaya/threads.h"
 
@@ -25,6 +27,7 @@ typedef struct step_ctx {
     zaya_model *m;
     const int32_t *ids, *tgt;
     int backward;
+    zaya_optim *opt; /* bench train: a whole training step (clipped Muon + AdamW update) */
 } step_ctx;
 
 static zaya_status step_call(void *ctx) {
@@ -33,6 +36,12 @@ static zaya_status step_call(void *ctx) {
     if (s->backward) zaya_model_zero_grad(s->m);
     ZAYA_TRY(zaya_model_forward(s->m, s->ids, s->tgt, s->backward, &loss));
     if (s->backward) zaya_model_backward(s->m);
+    if (s->backward && s->opt) {
+        double sq = 0;
+        ZAYA_TRY(zaya_optim_grad_sqnorm_local(s->opt, s->m->grads, &sq));
+        zaya_optim_step(s->opt, s->m->params, s->m->grads, 1e-4, zaya_optim_clip_scale(sqrt(sq), 1.0));
+        zaya_model_sync_weights(s->m);
+    }
     return ZAYA_OK;
 }
 
@@ -44,6 +53,8 @@ typedef struct mres {
 } mres;
 
 typedef struct mbench {
+    int train; /* 1: `bench train` (steps include the optimizer) */
+    const char *name; /* "bench model" or "bench train" */
     zaya_config cfg;
     int64_t B, T;
     int threads, reps, warmup;
@@ -66,10 +77,25 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
         }
         zaya_bench_opts o = {mb->warmup, mb->reps, 0, 0};
         zaya_bench_stats f, fb;
-        step_ctx sf = {&m, ids, tgt, 0}, sb = {&m, ids, tgt, 1};
-        st = zaya_bench_time(step_call, &sf, &o, &f);
+        zaya_optim_plan plan;
+        zaya_optim opt;
+        memset(&plan, 0, sizeof plan);
+        memset(&opt, 0, sizeof opt);
+        if (mb->train) {
+            zaya_optim_config oc;
+            zaya_optim_config_default(&oc);
+            oc.muon_ns_dtype = dt;
+            st = zaya_optim_plan_build(m.tensors, m.ntensors, 1, 0, &plan);
+            if (st == ZAYA_OK) st = zaya_optim_init(&opt, &plan, &oc, 0);
+        }
+        step_ctx sf = {&m, ids, tgt, 0, NULL}, sb = {&m, ids, tgt, 1, mb->train ? &opt : NULL};
+        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sf, &o, &f);
         if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sb, &o, &fb);
         if (st == ZAYA_OK) r->fwd_s = f.best_s, r->fwdbwd_s = fb.best_s, r->ok = 1;
+        if (mb->train) {
+            zaya_optim_free(&opt);
+            zaya_optim_plan_free(&plan);
+        }
     }
     free(ids), free(tgt);
     zaya_model_free(&m);
@@ -97,8 +123,8 @@ static void run_torch(const mbench *mb, const char *script, const char *tmpdir, 
     }
     cJSON_Delete(cj);
     char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --bench '%s' %lld %lld %d %d %d 2>&1", TORCH_PYTHON, script, cfgpath,
-             (long long)mb->B, (long long)mb->T, mb->reps, mb->warmup, mb->threads);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --bench '%s' %lld %lld %d %d %d%s 2>&1", TORCH_PYTHON, script, cfgpath,
+             (long long)mb->B, (long long)mb->T, mb->reps, mb->warmup, mb->threads, mb->train ? " train" : "");
     FILE *p = popen(cmd, "r");
     if (!p) {
         snprintf(note, cap, "cannot start %s", TORCH_PYTHON);
@@ -152,6 +178,13 @@ static cJSON *res_json(const mbench *mb, const mres *r) {
     return o;
 }
 
+static const char *g_details_train =
+    "Like `zaya bench model`, but the second measurement is a whole training step: zero_grad, forward,\n"
+    "backward, global gradient norm, clipped Muon (hidden matrices, every expert separately, Newton-Schulz\n"
+    "in the model's dtype) + AdamW update and the bf16 shadow refresh. The PyTorch reference runs the same\n"
+    "step (torch.optim.AdamW and Muon from its formula, eager f32). MFU counts model FLOPs only (the\n"
+    "optimizer's Newton-Schulz FLOPs are overhead). Writes train.json and train.csv.";
+
 static const char *g_details =
     "Times zaya_model_forward (with the loss) and forward + backward (zero_grad, forward, backward) on\n"
     "deterministic weights (zaya_model_init_weights) and synthetic tokens; best of -n samples after a\n"
@@ -161,9 +194,11 @@ static const char *g_details =
     "subprocess of " TORCH_PYTHON "; without it only zaya is reported. Ratios are torch time / zaya time\n"
     "(> 1: zaya faster). Writes model.json and model.csv.";
 
-int zaya_cmd_bench_model(int argc, char **argv) {
+static int bench_model_or_train(int argc, char **argv, int train) {
     mbench mb = {0};
-    const char *config = "zaya1-tiny", *dtype_s = "both", *outdir = "out/bench-model";
+    mb.train = train;
+    mb.name = train ? "bench train" : "bench model";
+    const char *config = "zaya1-tiny", *dtype_s = "both", *outdir = train ? "out/bench-train" : "out/bench-model";
     const char *script = ZAYA_SOURCE_DIR "/tests/ref/zaya_ref.py";
     int64_t B = 8, T = 256;
     int reps = 3, no_torch = 0, threads = 0;
@@ -176,10 +211,12 @@ int zaya_cmd_bench_model(int argc, char **argv) {
         {"no-torch", 0, ZAYA_FLAG_BOOL, &no_torch, NULL, "skip the PyTorch reference"},
         {"torch-script", 0, ZAYA_FLAG_STRING, &script, "PATH", "the reference script (default: the source tree's tests/ref/zaya_ref.py)"},
         ZAYA_FLAG_THREADS(&threads),
-        ZAYA_FLAG_OUTDIR(&outdir, "out/bench-model"),
+        {"out", 'o', ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-model or out/bench-train)"},
     };
-    zaya_cmd_spec spec = {"bench model", "ZAYA1 forward/backward time, tokens/s, GFLOP/s and MFU vs PyTorch eager",
-                          "[options]", g_details, flags, (int)(sizeof flags / sizeof flags[0])};
+    zaya_cmd_spec spec = {mb.name,
+                          train ? "training steps (forward, backward, clipped Muon + AdamW update) vs PyTorch eager"
+                                : "ZAYA1 forward/backward time, tokens/s, GFLOP/s and MFU vs PyTorch eager",
+                          "[options]", train ? g_details_train : g_details, flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
@@ -191,11 +228,11 @@ int zaya_cmd_bench_model(int argc, char **argv) {
     int want[2] = {!strcmp(dtype_s, "f32") || !strcmp(dtype_s, "both"), !strcmp(dtype_s, "bf16") || !strcmp(dtype_s, "both")};
     if (!want[0] && !want[1]) return zaya_flags_usage_error(&spec, "--dtype: unknown dtype '%s' (f32, bf16 or both)", dtype_s);
     if (zaya_config_resolve(config, &mb.cfg) != ZAYA_OK) {
-        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
         return 1;
     }
     if (T > mb.cfg.max_position_embeddings) {
-        fprintf(stderr, "zaya bench model: error: --seq %lld exceeds max_position_embeddings %lld of %s\n", (long long)T,
+        fprintf(stderr, "zaya %s: error: --seq %lld exceeds max_position_embeddings %lld of %s\n", mb.name, (long long)T,
                 (long long)mb.cfg.max_position_embeddings, config);
         return 1;
     }
@@ -211,7 +248,7 @@ int zaya_cmd_bench_model(int argc, char **argv) {
     double peak[2] = {0, 0};
     char note[4200] = "";
     zaya_progress prog;
-    zaya_progress_init(&prog, "bench model", "part", (want[0] + want[1]) * 2 + !no_torch);
+    zaya_progress_init(&prog, mb.name, "part", (want[0] + want[1]) * 2 + !no_torch);
     int64_t done = 0;
     static const int64_t psz[] = {1024, 1536};
     zaya_bench_opts po = {1, 3, 0, 0};
@@ -235,12 +272,13 @@ int zaya_cmd_bench_model(int argc, char **argv) {
         if (tr.ok) res[nres++] = tr;
     }
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
         return 1;
     }
     zaya_progress_finish(&prog, NULL);
-    printf("# zaya bench model: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.cfg.name,
+    printf("# zaya %s: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.name, mb.cfg.name,
            (long long)B, (long long)T, (long long)(B * T), mb.threads, reps);
+    if (train) printf("# \"f+b\" columns are whole training steps (forward, backward, optimizer update)\n");
     printf("# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
            mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
     printf("%-7s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
@@ -248,7 +286,7 @@ int zaya_cmd_bench_model(int argc, char **argv) {
     for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
     if (note[0]) printf("# note: %s\n", note);
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "zaya-bench-model");
+    cJSON_AddStringToObject(root, "format", train ? "zaya-bench-train" : "zaya-bench-model");
     cJSON_AddNumberToObject(root, "version", 1);
     cJSON_AddStringToObject(root, "config", mb.cfg.name);
     cJSON_AddNumberToObject(root, "batch", (double)B);
@@ -281,15 +319,18 @@ int zaya_cmd_bench_model(int argc, char **argv) {
         }
     }
     char path[4096];
-    st = zaya_path_join(path, sizeof path, outdir, "model.json");
+    st = zaya_path_join(path, sizeof path, outdir, train ? "train.json" : "model.json");
     if (st == ZAYA_OK) st = zaya_json_write_file(path, root, 1);
-    if (st == ZAYA_OK) st = zaya_path_join(path, sizeof path, outdir, "model.csv");
+    if (st == ZAYA_OK) st = zaya_path_join(path, sizeof path, outdir, train ? "train.csv" : "model.csv");
     if (st == ZAYA_OK) st = zaya_write_file_atomic(path, csv, strlen(csv));
     cJSON_Delete(root);
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya bench model: error: %s\n", zaya_error_message());
+        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
         return 1;
     }
-    printf("# results written to %s (model.json, model.csv)\n", outdir);
+    printf("# results written to %s (%s)\n", outdir, train ? "train.json, train.csv" : "model.json, model.csv");
     return 0;
 }
+
+int zaya_cmd_bench_model(int argc, char **argv) { return bench_model_or_train(argc, argv, 0); }
+int zaya_cmd_bench_train(int argc, char **argv) { return bench_model_or_train(argc, argv, 1); }

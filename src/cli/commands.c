@@ -44,6 +44,7 @@ const zaya_command zaya_commands[] = {
     {"ckpt", "bench", "checkpoint save throughput vs disk write, async stall, naive baseline", zaya_cmd_ckpt_bench},
     {"bench", "kernels", "every CPU kernel at ZAYA1 shapes vs the measured matmul peak and STREAM triad", zaya_cmd_bench_kernels},
     {"bench", "model", "ZAYA1 forward/backward time, tokens/s and MFU vs PyTorch eager", zaya_cmd_bench_model},
+    {"bench", "train", "training steps incl. the optimizer: tokens/s and MFU vs PyTorch eager", zaya_cmd_bench_train},
     {"bench", "all", "short run of mem, gemm and coll; writes the machine profile.json", zaya_cmd_bench_all},
     {0},
 };

@@ -55,6 +55,7 @@ int zaya_cmd_generate(int argc, char **argv);      /* cmd_generate.c */
 int zaya_cmd_eval(int argc, char **argv);          /* cmd_eval.c */
 int zaya_cmd_bench_infer(int argc, char **argv);   /* cmd_bench_infer.c */
 int zaya_cmd_bench_kernels(int argc, char **argv); /* cmd_bench_kernels.c */
+int zaya_cmd_bench_train(int argc, char **argv);   /* cmd_bench_model.c */
 int zaya_cmd_bench_model(int argc, char **argv);   /* cmd_bench_model.c */
 int zaya_cmd_bench_all(int argc, char **argv);     /* cmd_bench_all.c */
 

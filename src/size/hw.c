@@ -97,10 +97,14 @@ static zaya_status read_gemm(const cJSON *arr, zaya_hw *hw) {
 }
 
 static zaya_status read_coll(const cJSON *obj, zaya_hw *hw) {
-    static const char *names[ZAYA_COLL_N] = {"allreduce", "reduce_scatter", "all_gather", "broadcast"};
+    /* The profile writer (docs/profile-format.md) names them as `zaya bench coll` does; the
+     * underscored spellings are accepted too. */
+    static const char *names[ZAYA_COLL_N] = {"allreduce", "reducescatter", "allgather", "broadcast"};
+    static const char *alias[ZAYA_COLL_N] = {"all_reduce", "reduce_scatter", "all_gather", "bcast"};
     if (!cJSON_IsObject(obj)) return zaya_error_set(ZAYA_EFORMAT, "key 'collectives' must be an object");
     for (int c = 0; c < ZAYA_COLL_N; c++) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, names[c]);
+        if (!arr) arr = cJSON_GetObjectItemCaseSensitive(obj, alias[c]);
         if (!arr || cJSON_IsNull(arr)) continue;
         if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "collectives.%s must be a list", names[c]);
         int n = cJSON_GetArraySize(arr);

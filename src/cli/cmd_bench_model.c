@@ -49,6 +49,7 @@ static zaya_status step_call(void *ctx) {
 typedef struct mres {
     char who[16], dtype[8];
     double fwd_s, fwdbwd_s, peak; /* peak: GFLOP/s of the dtype, 0 when not applicable */
+    double skip;                  /* zaya: fraction of token-blocks routed to the skip class */
     int ok;
 } mres;
 
@@ -96,6 +97,11 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
             zaya_optim_free(&opt);
             zaya_optim_plan_free(&plan);
         }
+        /* FLOPs count one expert per token; tokens routed to the skip class do less work. */
+        const int64_t E1 = mb->cfg.num_experts + 1, L = mb->cfg.num_hidden_layers;
+        double skipped = 0;
+        for (int64_t l = 0; l < L && st == ZAYA_OK; l++) skipped += (double)m.route_counts[l * E1 + E1 - 1];
+        r->skip = skipped / (double)(L * n);
     }
     free(ids), free(tgt);
     zaya_model_free(&m);
@@ -170,6 +176,7 @@ static cJSON *res_json(const mbench *mb, const mres *r) {
     cJSON_AddNumberToObject(o, "fwdbwd_tokens_per_s", tok / r->fwdbwd_s);
     cJSON_AddNumberToObject(o, "forward_gflops", mb->fwd_flops / r->fwd_s * 1e-9);
     cJSON_AddNumberToObject(o, "fwdbwd_gflops", mb->train_flops / r->fwdbwd_s * 1e-9);
+    if (!strcmp(r->who, "zaya")) cJSON_AddNumberToObject(o, "skip_fraction", r->skip);
     if (r->peak > 0) {
         cJSON_AddNumberToObject(o, "peak_gflops", r->peak);
         cJSON_AddNumberToObject(o, "forward_mfu", mb->fwd_flops / r->fwd_s * 1e-9 / r->peak);
@@ -284,6 +291,10 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     printf("%-7s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
            "f+b ms", "f+b tok/s", "f+b GF/s", "fwd MFU", "f+b MFU");
     for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
+    for (int i = 0; i < nres; i++)
+        if (!strcmp(res[i].who, "zaya"))
+            printf("# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)\n",
+                   res[i].dtype, 100 * res[i].skip);
     if (note[0]) printf("# note: %s\n", note);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", train ? "zaya-bench-train" : "zaya-bench-model");

@@ -321,7 +321,7 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         for (int i = 0; i < nres; i++) {
             if (strcmp(res[i].who, "zaya")) continue;
             double rf = tr.fwd_s / res[i].fwd_s, rb = tr.fwdbwd_s / res[i].fwdbwd_s;
-            printf("#   zaya %-4s vs torch f32: forward %.2fx, forward+backward %.2fx\n", res[i].dtype, rf, rb);
+            printf("#   zaya %-4s vs torch f32: forward %.2fx, %s %.2fx\n", res[i].dtype, rf, train ? "training step" : "forward+backward", rb);
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "zaya_dtype", res[i].dtype);
             cJSON_AddNumberToObject(o, "forward", rf);

@@ -185,8 +185,19 @@ def shapes(cfg):
     return out
 
 
-def bench(config_path, B, T, iters, warmup, threads):
-    """Times PyTorch eager f32 forward and forward+backward of the same architecture."""
+def newton_schulz5(g):
+    a, b, c = 3.4445, -4.7750, 2.0315
+    x = g.T if g.shape[0] > g.shape[1] else g
+    x = x / (x.norm() + 1e-7)
+    for _ in range(5):
+        A = x @ x.T
+        x = a * x + (b * A + c * (A @ A)) @ x
+    return x.T if g.shape[0] > g.shape[1] else x
+
+
+def bench(config_path, B, T, iters, warmup, threads, train=False):
+    """Times PyTorch eager f32 forward and forward+backward (train: plus the clipped Muon + AdamW update,
+    as zaya's training step does) of the same architecture."""
     import time
     torch.set_num_threads(threads)
     cfg = load_config(config_path)
@@ -203,6 +214,23 @@ def bench(config_path, B, T, iters, warmup, threads):
     model = Ref(cfg, params, record=False)
     ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
     tgt = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+    muon_names = [n for n, p in params.items() if p.dim() >= 2 and "embed" not in n and "conv" not in n]
+    adam_params = [p for n, p in params.items() if p.requires_grad and n not in muon_names]
+    adam = torch.optim.AdamW(adam_params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    momentum = {n: torch.zeros_like(params[n]) for n in muon_names}
+
+    def optimizer_step():
+        trainable = [p for p in params.values() if p.requires_grad]
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        adam.step()
+        with torch.no_grad():
+            for n in muon_names:
+                p, buf = params[n], momentum[n]
+                mats = [(p, buf, p.grad)] if p.dim() == 2 else [(p[e], buf[e], p.grad[e]) for e in range(p.shape[0])]
+                for w, m, g in mats:
+                    m.lerp_(g, 0.05)
+                    o = newton_schulz5(g.lerp(m, 0.95))
+                    w.mul_(1 - 1e-4 * 0.1).add_(o, alpha=-1e-4 * 0.2 * math.sqrt(max(w.shape[0], w.shape[1])))
 
     def step(backward):
         logits, _ = model.forward(ids)
@@ -211,6 +239,8 @@ def bench(config_path, B, T, iters, warmup, threads):
             for p in params.values():
                 p.grad = None
             loss.backward()
+            if train:
+                optimizer_step()
         return loss
 
     res = {}
@@ -260,6 +290,7 @@ if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--bench":
         # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS (f32 parameters and activations)
         torch.set_default_dtype(torch.float32)
-        bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]))
+        bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]),
+              train=len(sys.argv) > 8 and sys.argv[8] == "train")
     else:
         main(sys.argv[1])

@@ -11,14 +11,14 @@
 int zaya_cmd_train(int argc, char **argv) {
     zaya_train_opts o;
     zaya_train_opts_default(&o);
-    const char *dtype = "f32", *optimizer = "muon", *dp = "zero1";
+    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1";
     int threads = 0, sync_save = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
         {"run", 'r', ZAYA_FLAG_STRING, &o.run_path, "FILE", "curriculum run file (default: the built-in 3-phase run)"},
         {"data", 'd', ZAYA_FLAG_STRING, &o.data_dir, "DIR", "shards + tokenizer.json (default: build the built-in corpus in OUT/data)"},
         ZAYA_FLAG_OUTDIR(&o.out_dir, "out/train"),
-        {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "f32|bf16", "matmul input precision; master weights stay f32 (default: f32)"},
+        {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "f32|bf16", "GEMM operand precision (f32 accumulation); master weights, optimizer state and statistics stay f32 (default: bf16)"},
         ZAYA_FLAG_THREADS(&threads),
         {"max-steps", 0, ZAYA_FLAG_I64, &o.max_steps, "N", "stop after N steps (default: the whole run)"},
         {"micro-batch", 0, ZAYA_FLAG_I64, &o.micro_batch, "N", "sequences per forward/backward; gradients accumulate (default: whole batch)"},

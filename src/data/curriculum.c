@@ -20,7 +20,7 @@ const char zaya_run_default_json[] =
     "  \"seq_multiple\": 8,\n"
     "  \"batch_multiple\": 4,\n"
     "  \"phases\": [\n"
-    "    {\"name\": \"broad\", \"tokens\": 1048576, \"sources\": {\"prose\": 0.85, \"code\": 0.15},\n"
+    "    {\"name\": \"broad\", \"tokens\": 786432, \"sources\": {\"prose\": 0.85, \"code\": 0.15},\n"
     "     \"seq_len\": 128, \"batch\": {\"from\": 16, \"to\": 32, \"ramp_tokens\": 131072}, \"rope_theta\": 10000,\n"
     "     \"lr\": {\"peak\": 0.004, \"final\": 0.004, \"warmup_tokens\": 65536, \"decay\": \"wsd\", \"decay_fraction\": 0}},\n"
     "    {\"name\": \"code-upweight\", \"tokens\": 393216, \"sources\": {\"prose\": 0.45, \"code\": 0.55},\n"

@@ -21,7 +21,7 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->config = "zaya1-tiny";
     o->out_dir = "out/train";
-    o->dtype = ZAYA_DTYPE_F32;
+    o->dtype = ZAYA_DTYPE_BF16; /* bf16 GEMM operands, f32 master weights, optimizer state and statistics */
     o->optimizer_muon = 1;
     o->lr_scale = 1.0;
     o->weight_decay = 0.1;

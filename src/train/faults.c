@@ -161,6 +161,15 @@ void zaya_ft_resumed(zaya_trainer *t, int found) {
         snprintf(d, sizeof d, "latest names step-%08lld, unreadable: fell back to step-%08lld", (long long)named,
                  (long long)t->step);
         zaya_hb_event("ckpt_fallback", named, d);
+        /* Move the unusable checkpoint aside (kept for inspection) and point latest at the one in use:
+         * this run will write that step again, and a crash before it must not find the bad one. */
+        char bad[4300], aside[4300], latest[4300], name[32];
+        snprintf(bad, sizeof bad, "%s/step-%08lld", t->ckpt_dir, (long long)named);
+        snprintf(aside, sizeof aside, "%s/unusable-step-%08lld-%d", t->ckpt_dir, (long long)named, (int)getpid());
+        snprintf(latest, sizeof latest, "%s/latest", t->ckpt_dir);
+        int n = snprintf(name, sizeof name, "step-%08lld\n", (long long)t->step);
+        if (rename(bad, aside) == 0) ZAYA_WARN("moved the unusable checkpoint %s to %s", bad, aside);
+        if (zaya_write_file_atomic(latest, name, (size_t)n) != ZAYA_OK) ZAYA_WARN("%s", zaya_error_message());
     }
 }
 
@@ -230,7 +239,8 @@ int zaya_ft_stop_agreed(zaya_trainer *t) {
 }
 
 void zaya_ft_finish(zaya_trainer *t, int completed) {
-    zaya_hb_section(ZAYA_FT_DONE, t->step);
+    /* a failed rank keeps its last section: the supervisor attributes the failure to it */
+    if (completed || preempted) zaya_hb_section(ZAYA_FT_DONE, t->step);
     if (t->rank == 0) zaya_hb_event(preempted ? "preempted" : completed ? "done" : "failed", t->step, "");
     zaya_hb_close();
 }

@@ -461,10 +461,19 @@ static outcome run_attempt(sup *S, incident **fail) {
     int64_t reached = start + r0->steps_done;
     if (exited && !*fail) {
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (forwarded >= 0 && code != 0) { /* we asked it to stop: whatever it managed to save stands */
+            S->res->final_step = reached;
+            if (S->preempted) S->res->useful_s += r0->train_time; /* it saved after its last step */
+            return OUT_PREEMPTED;
+        }
         if (S->preempted || code == ZAYA_SUPERVISE_EXIT_PREEMPTED) {
             S->res->final_step = reached;
+            if (stop_signal) {
+                S->res->useful_s += r0->train_time; /* it saved after its last step */
+                return OUT_PREEMPTED;
+            }
             S->prev_pending = 1;
-            return stop_signal ? OUT_PREEMPTED : OUT_EXTERNAL_PREEMPT;
+            return OUT_EXTERNAL_PREEMPT;
         }
         if (code == 0) {
             S->res->useful_s += r0->train_time;

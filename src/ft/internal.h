@@ -48,6 +48,34 @@ void zaya_ft_monitor_reset(zaya_ft_monitor *m, const char *dir); /* keeps the st
 void zaya_ft_monitor_poll(zaya_ft_monitor *m, double now, zaya_ft_event_fn fn, void *ctx);
 double zaya_ft_monitor_median_step(const zaya_ft_monitor *m);
 
+/* incidents.c: the incident log (JSONL, one line per incident once its figures are known). */
+typedef struct zaya_ft_incident {
+    char kind[32], detail[700];
+    int rank, attempt, pending; /* pending: waits for the restarted job's first step */
+    int64_t step, reached, steps_lost; /* reached: steps completed when the failure hit */
+    double detected_at, latency_s, recovery_s; /* -1: not applicable / not known */
+} zaya_ft_incident;
+
+typedef struct zaya_ft_log {
+    zaya_ft_incident *v;
+    int n, cap;
+    FILE *f;
+} zaya_ft_log;
+
+zaya_status zaya_ft_log_open(zaya_ft_log *l, const char *path);
+void zaya_ft_log_close(zaya_ft_log *l);
+zaya_ft_incident *zaya_ft_log_add(zaya_ft_log *l, const char *kind, int attempt, int rank, int64_t step, double detected_at,
+                                  double latency_s, const char *detail);
+void zaya_ft_log_write(zaya_ft_log *l, const zaya_ft_incident *I);
+void zaya_ft_log_print(const zaya_ft_log *l, const zaya_supervise_result *r, FILE *out);
+zaya_status zaya_ft_write_summary(const zaya_supervise_result *r, const char *out_dir);
+
+/* process.c: processes and files of a job. */
+int zaya_ft_pid_alive(int pid);  /* a zombie counts as dead */
+int zaya_ft_reap_orphans(void);  /* SIGKILL + reap our re-parented orphans; returns how many */
+void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines);
+void zaya_ft_clear_dir(const char *dir);
+
 double zaya_ft_wall_s(void);
 double zaya_ft_median(double *v, int n); /* sorts v */
 

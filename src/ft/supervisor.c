@@ -37,22 +37,15 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     o->poll_s = 0.05;
 }
 
-typedef struct incident {
-    char kind[32], detail[700];
-    int rank, attempt, pending;
-    int64_t step, reached, steps_lost;
-    double detected_at, latency_s, recovery_s;
-} incident;
+typedef zaya_ft_incident incident;
 
 typedef struct sup {
     const zaya_supervise_opts *o;
     zaya_supervise_result *res;
     zaya_ft_monitor *mon;
     char host[64];
-    FILE *log;
-    double t0, wall0;
-    incident *inc;
-    int ninc, cap;
+    zaya_ft_log log;
+    double t0;
     int attempt;
     /* this attempt */
     int64_t resume_step;
@@ -79,50 +72,11 @@ static void say(sup *S, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void incident_write(sup *S, incident *I) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "kind", I->kind);
-    cJSON_AddNumberToObject(j, "attempt", I->attempt);
-    cJSON_AddNumberToObject(j, "rank", I->rank);
-    cJSON_AddNumberToObject(j, "step", (double)I->step);
-    cJSON_AddNumberToObject(j, "detected_at_s", I->detected_at);
-    if (I->latency_s >= 0) cJSON_AddNumberToObject(j, "detection_latency_s", I->latency_s);
-    else cJSON_AddNullToObject(j, "detection_latency_s");
-    if (I->recovery_s >= 0) cJSON_AddNumberToObject(j, "recovery_s", I->recovery_s);
-    else cJSON_AddNullToObject(j, "recovery_s");
-    if (I->steps_lost >= 0) cJSON_AddNumberToObject(j, "steps_lost", (double)I->steps_lost);
-    else cJSON_AddNullToObject(j, "steps_lost");
-    cJSON_AddStringToObject(j, "detail", I->detail);
-    char *txt = cJSON_PrintUnformatted(j);
-    if (txt && S->log) {
-        fprintf(S->log, "%s\n", txt);
-        fflush(S->log);
-    }
-    free(txt);
-    cJSON_Delete(j);
+static incident *incident_add(sup *S, const char *kind, int rank, int64_t step, double latency, const char *detail) {
+    return zaya_ft_log_add(&S->log, kind, S->attempt, rank, step, now_s() - S->t0, latency, detail);
 }
 
-static incident *incident_add(sup *S, const char *kind, int rank, int64_t step, double latency, const char *detail) {
-    if (S->ninc == S->cap) {
-        int cap = S->cap ? 2 * S->cap : 16;
-        incident *n = realloc(S->inc, sizeof *n * (size_t)cap);
-        if (!n) return NULL;
-        S->inc = n;
-        S->cap = cap;
-    }
-    incident *I = &S->inc[S->ninc++];
-    memset(I, 0, sizeof *I);
-    snprintf(I->kind, sizeof I->kind, "%s", kind);
-    snprintf(I->detail, sizeof I->detail, "%s", detail);
-    I->rank = rank;
-    I->step = step;
-    I->attempt = S->attempt;
-    I->detected_at = now_s() - S->t0;
-    I->latency_s = latency;
-    I->recovery_s = -1;
-    I->steps_lost = -1;
-    return I;
-}
+static void incident_write(sup *S, const incident *I) { zaya_ft_log_write(&S->log, I); }
 
 /* Trainer events: numeric faults and fallbacks are incidents of their own; the rest is state. */
 static void on_event(void *ctx, const zaya_ft_event *e) {
@@ -162,8 +116,8 @@ static void complete_pending(sup *S) {
     S->first_step_seen = 1;
     double t = now_s() - S->t0;
     int64_t start = S->resumed ? S->resume_step : 0;
-    for (int i = 0; i < S->ninc; i++) {
-        incident *I = &S->inc[i];
+    for (int i = 0; i < S->log.n; i++) {
+        incident *I = &S->log.v[i];
         if (!I->pending) continue;
         I->pending = 0;
         I->recovery_s = t - I->detected_at;
@@ -178,20 +132,6 @@ static void complete_pending(sup *S) {
     }
 }
 
-static int pid_alive(int pid) {
-    if (pid <= 0) return 1;
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && p[2] == 'Z');
-}
-
 static int local_rank(const sup *S, const zaya_ft_rank *r) { return r->seen && r->pid > 0 && !strcmp(r->host, S->host); }
 
 /* Seconds since the rank last reported progress: by its own clock when it runs on this host (exact),
@@ -204,34 +144,6 @@ static double since_progress(const sup *S, const zaya_ft_rank *r, double now) {
 static void signal_ranks(sup *S, int sig) {
     for (int i = 0; i < S->mon->nranks; i++)
         if (local_rank(S, &S->mon->ranks[i]) && strcmp(S->mon->ranks[i].section, "done")) kill(S->mon->ranks[i].pid, sig);
-}
-
-/* Children the job orphaned were re-parented to us (subreaper): kill and reap them. */
-static int reap_orphans(void) {
-    int found = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        int ppid = 0;
-        char st;
-        if (p && sscanf(p + 2, "%c %d", &st, &ppid) == 2 && ppid == (int)getpid()) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            found++;
-        }
-    }
-    if (d) closedir(d);
-    return found;
 }
 
 /* SIGTERM to the process group and the local ranks, SIGKILL after the grace period. */
@@ -254,7 +166,7 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
         waitpid(pid, status, 0);
     }
     kill(-pid, SIGKILL); /* whatever else is left in the group */
-    for (int i = 0; i < 50 && reap_orphans(); i++) usleep(10000);
+    for (int i = 0; i < 50 && zaya_ft_reap_orphans(); i++) usleep(10000);
     return exited;
 }
 
@@ -300,37 +212,7 @@ static void check_stragglers(sup *S) {
     }
 }
 
-/* Last lines of a job log, for diagnoses. */
-static void log_tail(const char *path, char *out, size_t cap, int lines) {
-    out[0] = 0;
-    char *data = NULL;
-    size_t len = 0;
-    if (zaya_read_file(path, &data, &len) != ZAYA_OK) return;
-    size_t i = len;
-    while (i > 0 && (data[i - 1] == '\n')) i--;
-    size_t end = i;
-    for (int n = 0; i > 0 && n < lines; i--)
-        if (data[i - 1] == '\n' && ++n == lines) break;
-    snprintf(out, cap, "%.*s", (int)(end - i), data + i);
-    for (char *c = out; *c; c++)
-        if (*c == '\n') *c = '|';
-    free(data);
-}
-
 typedef enum { OUT_DONE, OUT_PREEMPTED, OUT_EXTERNAL_PREEMPT, OUT_FAILED } outcome;
-
-static void clear_dir(const char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[4400];
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' || strlen(e->d_name) > 2) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    if (d) closedir(d);
-}
 
 /* One attempt: launch, watch, and (on a failure) terminate. Fills *fail for OUT_FAILED. */
 static outcome run_attempt(sup *S, incident **fail) {
@@ -341,7 +223,7 @@ static outcome run_attempt(sup *S, incident **fail) {
     snprintf(name, sizeof name, "attempt-%03d.log", S->attempt);
     zaya_path_join(logpath, sizeof logpath, o->out_dir, name);
     zaya_mkdir_p(hbdir);
-    clear_dir(hbdir);
+    zaya_ft_clear_dir(hbdir);
     zaya_ft_monitor_reset(S->mon, hbdir);
     S->resumed = S->done = S->preempted = S->first_step_seen = 0;
     S->resume_step = 0;
@@ -403,7 +285,7 @@ static outcome run_attempt(sup *S, incident **fail) {
         /* a rank process that vanished before finishing (faster than waiting for mpirun) */
         for (int i = 0; i < m->nranks; i++) {
             zaya_ft_rank *r = &m->ranks[i];
-            if (!local_rank(S, r) || !strcmp(r->section, "done") || pid_alive(r->pid)) continue;
+            if (!local_rank(S, r) || !strcmp(r->section, "done") || zaya_ft_pid_alive(r->pid)) continue;
             zaya_ft_monitor_poll(S->mon, now, on_event, S); /* it may have just finished */
             if (!strcmp(r->section, "done") || S->preempted) continue;
             snprintf(d, sizeof d, "rank %d (pid %d) died in section '%s' of step %lld", i, r->pid, r->section, (long long)r->step);
@@ -487,7 +369,7 @@ static outcome run_attempt(sup *S, incident **fail) {
                 (rank < 0 || S->mon->ranks[i].last_change < S->mon->ranks[rank].last_change))
                 rank = i;
         char tail[600];
-        log_tail(logpath, tail, sizeof tail, 3);
+        zaya_ft_log_tail(logpath, tail, sizeof tail, 3);
         if (WIFSIGNALED(status))
             snprintf(d, sizeof d, "job killed by signal %d (%s); log: %s", WTERMSIG(status), strsignal(WTERMSIG(status)), tail);
         else snprintf(d, sizeof d, "job exited with status %d; log: %s", code, tail);
@@ -504,44 +386,6 @@ static outcome run_attempt(sup *S, incident **fail) {
     return OUT_FAILED;
 }
 
-static void summarize(sup *S) {
-    zaya_supervise_result *r = S->res;
-    r->wall_s = now_s() - S->t0;
-    r->goodput = r->wall_s > 0 ? r->useful_s / r->wall_s : 0;
-    r->incidents = S->ninc;
-    for (int i = 0; i < S->ninc; i++)
-        if (S->inc[i].pending) incident_write(S, &S->inc[i]); /* never recovered */
-    if (!S->o->quiet) {
-        printf("%-18s %4s %7s %7s %10s %10s %10s\n", "incident", "rank", "attempt", "step", "detect s", "recover s", "steps lost");
-        for (int i = 0; i < S->ninc; i++) {
-            const incident *I = &S->inc[i];
-            char lat[32] = "-", rec[32] = "-", lost[32] = "-";
-            if (I->latency_s >= 0) snprintf(lat, sizeof lat, "%.2f", I->latency_s);
-            if (I->recovery_s >= 0) snprintf(rec, sizeof rec, "%.2f", I->recovery_s);
-            if (I->steps_lost >= 0) snprintf(lost, sizeof lost, "%lld", (long long)I->steps_lost);
-            printf("%-18s %4d %7d %7lld %10s %10s %10s\n", I->kind, I->rank, I->attempt, (long long)I->step, lat, rec, lost);
-        }
-        printf("%s after %d attempt%s, %d incident%s; step %lld; wall %.1f s, useful training %.1f s, goodput %.1f%%\n",
-               r->completed ? "completed" : r->preempted ? "preempted" : "stopped", r->attempts, r->attempts == 1 ? "" : "s",
-               r->incidents, r->incidents == 1 ? "" : "s", (long long)r->final_step, r->wall_s, r->useful_s, 100.0 * r->goodput);
-        fflush(stdout);
-    }
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddBoolToObject(j, "completed", r->completed);
-    cJSON_AddBoolToObject(j, "preempted", r->preempted);
-    cJSON_AddBoolToObject(j, "gave_up", r->gave_up);
-    cJSON_AddNumberToObject(j, "attempts", r->attempts);
-    cJSON_AddNumberToObject(j, "incidents", r->incidents);
-    cJSON_AddNumberToObject(j, "final_step", (double)r->final_step);
-    cJSON_AddNumberToObject(j, "wall_s", r->wall_s);
-    cJSON_AddNumberToObject(j, "useful_training_s", r->useful_s);
-    cJSON_AddNumberToObject(j, "goodput", r->goodput);
-    cJSON_AddStringToObject(j, "diagnosis", r->diagnosis);
-    char path[4096];
-    if (zaya_path_join(path, sizeof path, S->o->out_dir, "summary.json") == ZAYA_OK) zaya_json_write_file(path, j, 1);
-    cJSON_Delete(j);
-}
-
 zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *res) {
     memset(res, 0, sizeof *res);
     if (!o->argv || !o->argv[0]) return zaya_error_set(ZAYA_EINVAL, "no command to supervise");
@@ -554,11 +398,11 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     S.mon = calloc(1, sizeof *S.mon);
     char path[4096];
     ZAYA_TRY(zaya_path_join(path, sizeof path, o->out_dir, "incidents.jsonl"));
-    S.log = fopen(path, "a");
-    if (!S.mon || !S.log) {
+    if (!S.mon) return zaya_error_set(ZAYA_ENOMEM, "supervisor state");
+    zaya_status st = zaya_ft_log_open(&S.log, path);
+    if (st != ZAYA_OK) {
         free(S.mon);
-        if (S.log) fclose(S.log);
-        return zaya_error_set(ZAYA_EIO, "cannot open '%s' for appending", path);
+        return st;
     }
     if (gethostname(S.host, sizeof S.host) != 0) snprintf(S.host, sizeof S.host, "?");
     S.host[sizeof S.host - 1] = 0;
@@ -573,7 +417,7 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
-    int failures = 0, no_progress = 0;
+    int failures = 0, no_progress = 0, external = 0;
     int64_t best = -1;
     int64_t *fail_steps = calloc((size_t)o->max_restarts + 2, sizeof(int64_t));
     for (;;) {
@@ -603,6 +447,11 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
                      "preempted: the job saved a checkpoint at step %lld; run the same command again to resume",
                      (long long)res->final_step);
             say(&S, "%s", res->diagnosis);
+            break;
+        }
+        if (oc == OUT_EXTERNAL_PREEMPT && ++external > o->max_restarts) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "the job was preempted from outside %d times (--max-restarts)", external);
+            res->gave_up = 1;
             break;
         }
         if (oc == OUT_EXTERNAL_PREEMPT) {
@@ -643,13 +492,18 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
             break;
         }
     }
-    summarize(&S);
+    res->wall_s = now_s() - S.t0;
+    res->goodput = res->wall_s > 0 ? res->useful_s / res->wall_s : 0;
+    res->incidents = S.log.n;
+    for (int i = 0; i < S.log.n; i++)
+        if (S.log.v[i].pending) incident_write(&S, &S.log.v[i]); /* never recovered */
+    if (!o->quiet) zaya_ft_log_print(&S.log, res, stdout);
+    zaya_ft_write_summary(res, o->out_dir);
     if (res->gave_up) say(&S, "%s", res->diagnosis);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);
     free(fail_steps);
-    free(S.inc);
     free(S.mon);
-    fclose(S.log);
+    zaya_ft_log_close(&S.log);
     return ZAYA_OK;
 }

@@ -39,8 +39,13 @@ static struct {
 static volatile sig_atomic_t stop_requested;
 static int preempted;
 
+/* The first SIGTERM/SIGINT asks for a checkpoint at the end of the step; a second one means "now". */
 static void on_stop_signal(int sig) {
-    (void)sig;
+    if (stop_requested) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     stop_requested = 1;
 }
 
@@ -184,8 +189,9 @@ void zaya_ft_step_done(zaya_trainer *t, double seconds, double busy, int skipped
 /* Kill-during-save: a watcher SIGKILLs the process once the staging directory of the checkpoint
  * exists, i.e. after the save started and before its rename commits it. */
 static void *kill_watch(void *arg) {
-    char prefix[64];
+    char prefix[64], committed[4200];
     snprintf(prefix, sizeof prefix, "step-%08lld.tmp-", (long long)(intptr_t)arg);
+    snprintf(committed, sizeof committed, "%s/step-%08lld", ft.ckpt_dir, (long long)(intptr_t)arg);
     for (int i = 0; i < 200000; i++) { /* ~20 s at 100 us */
         DIR *d = opendir(ft.ckpt_dir);
         struct dirent *e;
@@ -195,6 +201,10 @@ static void *kill_watch(void *arg) {
                 kill(getpid(), SIGKILL);
             }
         if (d) closedir(d);
+        if (access(committed, F_OK) == 0) { /* the save was faster than our polling: still crash */
+            fprintf(stderr, "zaya train: injected SIGKILL just after the write of checkpoint %s\n", committed);
+            kill(getpid(), SIGKILL);
+        }
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }

@@ -285,7 +285,8 @@ static outcome run_attempt(sup *S, incident **fail) {
         /* a rank process that vanished before finishing (faster than waiting for mpirun) */
         for (int i = 0; i < m->nranks; i++) {
             zaya_ft_rank *r = &m->ranks[i];
-            if (!local_rank(S, r) || !strcmp(r->section, "done") || zaya_ft_pid_alive(r->pid)) continue;
+            /* our direct child is left to waitpid, which also tells how it ended */
+            if (!local_rank(S, r) || r->pid == (int)pid || !strcmp(r->section, "done") || zaya_ft_pid_alive(r->pid)) continue;
             zaya_ft_monitor_poll(S->mon, now, on_event, S); /* it may have just finished */
             if (!strcmp(r->section, "done") || S->preempted) continue;
             snprintf(d, sizeof d, "rank %d (pid %d) died in section '%s' of step %lld", i, r->pid, r->section, (long long)r->step);

@@ -39,6 +39,8 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
 
 typedef zaya_ft_incident incident;
 
+#define ZAYA_FT_HEALTH_ARGS 128
+
 typedef struct sup {
     const zaya_supervise_opts *o;
     zaya_supervise_result *res;
@@ -387,6 +389,57 @@ static outcome run_attempt(sup *S, incident **fail) {
     return OUT_FAILED;
 }
 
+/* The collective half of the health check: the job's launcher prefix (everything before the zaya
+ * executable, e.g. `mpirun -np 4 ...`) runs `zaya bench coll` on a few small all-reduces with an exact
+ * check. Returns 1 when it passed or there is no launcher (one process: nothing to check). */
+static int health_collective(sup *S, char *why, size_t cap) {
+    const zaya_supervise_opts *o = S->o;
+    int k = -1, n = 0;
+    while (o->argv[n]) n++;
+    for (int i = 1; i < n && k < 0; i++) {
+        const char *base = strrchr(o->argv[i], '/');
+        if (!strcmp(base ? base + 1 : o->argv[i], "zaya")) k = i;
+    }
+    if (k < 0) return 1;
+    char out[4096], logpath[4096];
+    zaya_path_join(out, sizeof out, o->out_dir, "health-coll");
+    zaya_path_join(logpath, sizeof logpath, o->out_dir, "health-coll.log");
+    char *argv[ZAYA_FT_HEALTH_ARGS];
+    const char *tail[] = {"bench", "coll", "-b", "8", "-e", "4K", "-n", "1", "-w", "1", "-c", "1", "--bare", "0", "--out", out, NULL};
+    int m = 0;
+    for (int i = 0; i <= k && m < ZAYA_FT_HEALTH_ARGS - 20; i++) argv[m++] = o->argv[i];
+    for (int i = 0; tail[i]; i++) argv[m++] = (char *)tail[i];
+    argv[m] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return snprintf(why, cap, "fork: %s", strerror(errno)), 0;
+    if (pid == 0) {
+        setpgid(0, 0);
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 1), dup2(fd, 2), close(fd);
+        unsetenv("ZAYA_HEARTBEAT_DIR");
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    double t0 = now_s(), limit = fmin(o->hang_cap_s, 120);
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (now_s() - t0 > limit) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            zaya_ft_reap_orphans();
+            return snprintf(why, cap, "collective self-test did not finish within %.0f s (log %.300s)", limit, logpath), 0;
+        }
+        usleep(20000);
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+    char t[400];
+    zaya_ft_log_tail(logpath, t, sizeof t, 2);
+    snprintf(why, cap, "collective self-test (%s ... zaya bench coll) failed: %s", argv[0], t);
+    return 0;
+}
+
 zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *res) {
     memset(res, 0, sizeof *res);
     if (!o->argv || !o->argv[0]) return zaya_error_set(ZAYA_EINVAL, "no command to supervise");
@@ -425,15 +478,17 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
         S.attempt++;
         res->attempts = S.attempt;
         if (o->health_check) {
+            char why[900] = "";
             zaya_status hs = zaya_health_check_gemm();
-            if (hs != ZAYA_OK) {
-                incident *I = incident_add(&S, "health_check", -1, -1, 0, zaya_error_message());
+            if (hs != ZAYA_OK) snprintf(why, sizeof why, "%s", zaya_error_message());
+            if (hs != ZAYA_OK || !health_collective(&S, why, sizeof why)) {
+                incident *I = incident_add(&S, "health_check", -1, -1, 0, why);
                 if (I) incident_write(&S, I);
-                snprintf(res->diagnosis, sizeof res->diagnosis, "health check failed on %s: %s", S.host, zaya_error_message());
+                snprintf(res->diagnosis, sizeof res->diagnosis, "health check failed (supervisor on %s): %s", S.host, why);
                 res->gave_up = 1;
                 break;
             }
-            say(&S, "health check passed (exact-integer GEMM, f32 and bf16)");
+            say(&S, "health check passed (exact-integer GEMM f32 and bf16; collective through the job's launcher)");
         }
         incident *f = NULL;
         outcome oc = run_attempt(&S, &f);

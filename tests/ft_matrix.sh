@@ -106,6 +106,20 @@ row "NaN gradients" nan nonfinite
 run spike 1 ZAYA_FAULT_SPIKE=25; rc=$?
 check "spike: run completed with the skipped batch of step 25 recorded" '[ $rc = 0 ] && [ "$(incident spike loss_spike step)" = 25 ]'
 row "loss spike" spike loss_spike
+# rollback policy: back to the checkpoint before the fault, skip that step: the same weights as the
+# in-place skip above (the skipped step leaves the optimizer, balancer and spike guards untouched)
+SUP+=(--numeric-policy rollback)
+run nanrb 1 ZAYA_FAULT_NAN=10; rc=$?
+check "nan rollback: run completed, rolled back before step 10, same weights as the in-place skip" \
+    '[ $rc = 0 ] && grep -q "rolled back past a numeric fault" "$dir/nanrb/sup/attempt-002.log" && same_files "$dir/nan/train/ckpt/$final" "$dir/nanrb/train/ckpt/$final"'
+row "NaN, rollback" nanrb nonfinite
+SUP+=(--lr-lower 0.5 --lr-lower-steps 4)
+run spikerb 2 ZAYA_FAULT_SPIKE=25; rc=$?
+check "spike rollback (2 ranks, LR x0.5 for 4 steps): run completed with the skip recorded" \
+    '[ $rc = 0 ] && [ "$(incident spikerb loss_spike step)" = 25 ] && grep -q "rolled back past" "$dir/spikerb/sup/attempt-002.log"'
+row "spike, rollback+LR" spikerb loss_spike
+SUP=(--backoff 0.2 --backoff-max 1 --hang-floor $TIMEOUT --hang-cap 60 --grace 2)
+
 run slow 2 ZAYA_FAULT_SLOW=1:0.08; rc=$?
 check "straggler: rank 1 reported, not killed; run completed" '[ $rc = 0 ] && [ "$(incident slow straggler rank)" = 1 ] && ! grep -q "\"crash\"\|\"hang\"" "$dir/slow/sup/incidents.jsonl"'
 row "straggler (2 ranks)" slow straggler

@@ -6,6 +6,8 @@
 #ifndef ZAYA_FT_H
 #define ZAYA_FT_H
 
+#include <stdint.h>
+
 #include "zaya/status.h"
 
 /* Exit status of `zaya supervise` (and of a trainer) that stopped on request after a checkpoint. */
@@ -24,7 +26,11 @@ typedef struct zaya_supervise_opts {
     double preempt_timeout_s;  /* a preempted job must save and exit within this (default 300) */
     double straggler_factor;   /* busy time > factor x median of the other ranks (default 2) */
     double poll_s;             /* heartbeat polling period (default 0.05) */
-    int health_check;          /* GEMM self-test before every (re)start */
+    int health_check;          /* GEMM + collective self-test before every (re)start */
+    int rollback;              /* numeric faults: 0 = record (the trainer skipped the update), 1 = roll back
+                                  to the checkpoint before the fault and skip that step's update */
+    double lr_lower;           /* with rollback: LR factor for lr_lower_steps steps after the fault (1 = off) */
+    int64_t lr_lower_steps;
     int quiet;
 } zaya_supervise_opts;
 

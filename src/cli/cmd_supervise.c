@@ -9,6 +9,7 @@
 int zaya_cmd_supervise(int argc, char **argv) {
     zaya_supervise_opts o;
     zaya_supervise_opts_default(&o);
+    const char *policy = "record";
     zaya_flag flags[] = {
         ZAYA_FLAG_OUTDIR(&o.out_dir, "out/supervise"),
         {"max-restarts", 0, ZAYA_FLAG_INT, &o.max_restarts, "N", "restarts after failures before giving up (default 10)"},
@@ -23,6 +24,9 @@ int zaya_cmd_supervise(int argc, char **argv) {
         {"preempt-timeout", 0, ZAYA_FLAG_DOUBLE, &o.preempt_timeout_s, "S", "time a preempted job has to save and exit (default 300)"},
         {"straggler-factor", 0, ZAYA_FLAG_DOUBLE, &o.straggler_factor, "X", "report a rank whose busy step time exceeds X x the others' median (default 2)"},
         {"poll", 0, ZAYA_FLAG_DOUBLE, &o.poll_s, "S", "heartbeat polling period (default 0.05)"},
+        {"numeric-policy", 0, ZAYA_FLAG_STRING, &policy, "record|rollback", "NaN/Inf and loss spikes: record the trainer's skip, or roll back to the checkpoint before the fault and skip that step (default record)"},
+        {"lr-lower", 0, ZAYA_FLAG_DOUBLE, &o.lr_lower, "X", "with rollback: multiply the LR by X for --lr-lower-steps steps after the fault (default 1)"},
+        {"lr-lower-steps", 0, ZAYA_FLAG_I64, &o.lr_lower_steps, "N", "with rollback: steps of lowered LR (default 0)"},
         {"health-check", 0, ZAYA_FLAG_BOOL, &o.health_check, NULL, "exact-integer GEMM self-test before every (re)start"},
         {"quiet", 'q', ZAYA_FLAG_BOOL, &o.quiet, NULL, "no progress lines or summary table (incidents.jsonl is still written)"},
     };
@@ -42,6 +46,10 @@ int zaya_cmd_supervise(int argc, char **argv) {
         o.hang_floor_s <= 0 || o.hang_cap_s < o.hang_floor_s || o.grace_s < 0 || o.poll_s <= 0 || o.poll_s > 10 ||
         o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0)
         return zaya_flags_usage_error(&spec, "timeouts and counts must be positive, --hang-cap >= --hang-floor, --straggler-factor > 1");
+    if (!strcmp(policy, "rollback")) o.rollback = 1;
+    else if (strcmp(policy, "record")) return zaya_flags_usage_error(&spec, "--numeric-policy must be record or rollback, got '%s'", policy);
+    if (o.lr_lower <= 0 || o.lr_lower > 1 || o.lr_lower_steps < 0)
+        return zaya_flags_usage_error(&spec, "--lr-lower must be in (0, 1] and --lr-lower-steps >= 0");
     char *cmd[ZAYA_MAX_POSITIONAL + 1];
     for (int i = 0; i < args.npos; i++) cmd[i] = args.pos[i];
     cmd[args.npos] = NULL;

@@ -35,6 +35,7 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     o->preempt_timeout_s = 300;
     o->straggler_factor = 2;
     o->poll_s = 0.05;
+    o->lr_lower = 1;
 }
 
 typedef zaya_ft_incident incident;
@@ -56,6 +57,10 @@ typedef struct sup {
     int prev_pending;
     double prev_train_time;
     int64_t prev_start, prev_steps;
+    /* rollback of numeric faults */
+    int64_t skips[64], rollback_to;
+    int nskips;
+    incident *rollback_incident;
 } sup;
 
 static volatile sig_atomic_t stop_signal;
@@ -88,10 +93,19 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
     if (!strcmp(e->kind, "nonfinite") || !strcmp(e->kind, "spike")) {
         incident *I = incident_add(S, !strcmp(e->kind, "spike") ? "loss_spike" : "nonfinite", e->rank, e->step, latency, e->detail);
         if (!I) return;
+        if (S->o->rollback && !S->rollback_incident && S->nskips < 64) {
+            S->rollback_incident = I; /* run_attempt stops the job; the next attempt starts before e->step */
+            S->skips[S->nskips++] = e->step;
+            S->rollback_to = e->step;
+            say(S, "%s at step %lld: %s; rolling back to the checkpoint before it", I->kind, (long long)e->step, e->detail);
+            return;
+        }
         I->recovery_s = 0; /* the trainer skipped the update: nothing to recover, the batch is lost */
         I->steps_lost = 0;
         say(S, "%s at step %lld: %s (recorded; the trainer skipped the batch)", I->kind, (long long)e->step, e->detail);
         incident_write(S, I);
+    } else if (!strcmp(e->kind, "rollback_skip")) {
+        say(S, "step %lld: update skipped after the rollback", (long long)e->step);
     } else if (!strcmp(e->kind, "resumed")) {
         S->resume_step = e->step;
         S->resumed = 1;
@@ -214,7 +228,7 @@ static void check_stragglers(sup *S) {
     }
 }
 
-typedef enum { OUT_DONE, OUT_PREEMPTED, OUT_EXTERNAL_PREEMPT, OUT_FAILED } outcome;
+typedef enum { OUT_DONE, OUT_PREEMPTED, OUT_EXTERNAL_PREEMPT, OUT_FAILED, OUT_ROLLBACK } outcome;
 
 /* One attempt: launch, watch, and (on a failure) terminate. Fills *fail for OUT_FAILED. */
 static outcome run_attempt(sup *S, incident **fail) {
@@ -243,6 +257,23 @@ static outcome run_attempt(sup *S, incident **fail) {
         snprintf(att, sizeof att, "%d", S->attempt);
         setenv("ZAYA_HEARTBEAT_DIR", hbdir, 1);
         setenv("ZAYA_ATTEMPT", att, 1);
+        if (S->nskips) {
+            char list[64 * 24] = "", num[48];
+            for (int i = 0; i < S->nskips; i++) {
+                snprintf(num, sizeof num, "%s%lld", i ? "," : "", (long long)S->skips[i]);
+                strcat(list, num);
+            }
+            setenv("ZAYA_SKIP_STEPS", list, 1);
+            if (o->lr_lower != 1 && o->lr_lower_steps > 0) {
+                snprintf(num, sizeof num, "%g:%lld", o->lr_lower, (long long)o->lr_lower_steps);
+                setenv("ZAYA_LR_LOWER", num, 1);
+            }
+        }
+        if (S->rollback_to >= 0) {
+            char to[24];
+            snprintf(to, sizeof to, "%lld", (long long)S->rollback_to);
+            setenv("ZAYA_ROLLBACK_TO", to, 1);
+        }
         int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -256,6 +287,7 @@ static outcome run_attempt(sup *S, incident **fail) {
         _exit(127);
     }
     setpgid(pid, pid);
+    S->rollback_to = -1; /* only this attempt rolls back */
     say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)pid, logpath);
     int status = 0, exited = 0;
     double forwarded = -1;
@@ -270,6 +302,18 @@ static outcome run_attempt(sup *S, incident **fail) {
         zaya_ft_monitor_poll(S->mon, now, on_event, S);
         complete_pending(S);
         zaya_ft_monitor *m = S->mon;
+        if (S->rollback_incident && forwarded < 0) {
+            incident *I = S->rollback_incident;
+            S->rollback_incident = NULL;
+            I->pending = 1;
+            I->reached = (S->resumed ? S->resume_step : 0) + m->ranks[0].steps_done;
+            S->prev_train_time = m->ranks[0].train_time;
+            S->prev_start = S->resumed ? S->resume_step : 0;
+            S->prev_steps = m->ranks[0].steps_done;
+            S->prev_pending = 1;
+            terminate_job(S, pid, &status);
+            return OUT_ROLLBACK;
+        }
         if (stop_signal && forwarded < 0) {
             say(S, "received %s: asking the job to checkpoint and exit", strsignal(stop_signal));
             forwarded = now;
@@ -471,7 +515,8 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     sigaction(SIGTERM, &sa, &old_term);
     sigaction(SIGINT, &sa, &old_int);
 
-    int failures = 0, no_progress = 0, external = 0;
+    int failures = 0, no_progress = 0, external = 0, rollbacks = 0;
+    S.rollback_to = -1;
     int64_t best = -1;
     int64_t *fail_steps = calloc((size_t)o->max_restarts + 2, sizeof(int64_t));
     for (;;) {
@@ -505,6 +550,13 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
             say(&S, "%s", res->diagnosis);
             break;
         }
+        if (oc == OUT_ROLLBACK && ++rollbacks > o->max_restarts) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "%d numeric-fault rollbacks (--max-restarts): the run keeps diverging",
+                     rollbacks);
+            res->gave_up = 1;
+            break;
+        }
+        if (oc == OUT_ROLLBACK) continue;
         if (oc == OUT_EXTERNAL_PREEMPT && ++external > o->max_restarts) {
             snprintf(res->diagnosis, sizeof res->diagnosis, "the job was preempted from outside %d times (--max-restarts)", external);
             res->gave_up = 1;

@@ -7,7 +7,11 @@
  *   ZAYA_FAULT_SPIKE=S[:FACTOR]     the reduced gradients of step S are multiplied by FACTOR (1000)
  *   ZAYA_FAULT_CORRUPT_CKPT=S       once checkpoint S has landed, one byte of its model file is flipped
  *   ZAYA_FAULT_KILL_SAVE=R:S        rank R SIGKILLs itself while checkpoint S is being written
- *   ZAYA_FAULT_SLOW=R:SECONDS       rank R sleeps SECONDS in the data section of every step */
+ *   ZAYA_FAULT_SLOW=R:SECONDS       rank R sleeps SECONDS in the data section of every step
+ * and the supervisor's rollback of numeric faults:
+ *   ZAYA_ROLLBACK_TO=S              before resuming, checkpoints after step S are moved aside
+ *   ZAYA_SKIP_STEPS=S1,S2,...       the updates of these steps are skipped (their batches consumed)
+ *   ZAYA_LR_LOWER=X:N               the LR is multiplied by X for N steps from each skipped step */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
@@ -34,6 +38,10 @@ static struct {
     int armed; /* this attempt injects faults */
     fault crash, hang, nan, spike, corrupt, kill_save, slow;
     char ckpt_dir[4096];
+    int64_t skip[64];
+    int nskip;
+    double lr_lower;
+    int64_t lr_lower_steps;
 } ft;
 
 static volatile sig_atomic_t stop_requested;
@@ -77,6 +85,56 @@ static void parse_fault(const char *env, fault *f, int with_rank, zaya_ft_sectio
     }
 }
 
+/* Rollback: checkpoints newer than step `to` are moved aside (kept, renamed rolledback-step-N-PID)
+ * and latest names the newest one left, so the resume that follows starts before the fault. Rank 0
+ * does it; the others wait for it before they resume. */
+static void rollback(zaya_trainer *t, int64_t to) {
+    if (t->rank == 0) {
+        int64_t best = -1;
+        DIR *d = opendir(t->ckpt_dir);
+        struct dirent *e;
+        char from[4400], aside[4400];
+        while (d && (e = readdir(d))) {
+            long long n;
+            char extra;
+            if (strlen(e->d_name) != 13 || sscanf(e->d_name, "step-%lld%c", &n, &extra) != 1) continue;
+            if (n > to) {
+                snprintf(from, sizeof from, "%s/%s", t->ckpt_dir, e->d_name);
+                snprintf(aside, sizeof aside, "%s/rolledback-%s-%d", t->ckpt_dir, e->d_name, (int)getpid());
+                if (rename(from, aside) == 0) ZAYA_INFO("rollback before step %lld: moved %s aside", (long long)to, from);
+            } else if (n > best) {
+                best = n;
+            }
+        }
+        if (d) closedir(d);
+        char latest[4400], name[32];
+        snprintf(latest, sizeof latest, "%s/latest", t->ckpt_dir);
+        if (best >= 0) {
+            int n = snprintf(name, sizeof name, "step-%08lld\n", (long long)best);
+            if (zaya_write_file_atomic(latest, name, (size_t)n) != ZAYA_OK) ZAYA_WARN("%s", zaya_error_message());
+        } else {
+            unlink(latest); /* nothing saved before the fault: start over */
+        }
+    }
+    char done = 1;
+    if (t->world > 1) zaya_bcast_bytes(t->comm, &done, 1);
+}
+
+int zaya_ft_skip_forced(zaya_trainer *t) {
+    for (int i = 0; i < ft.nskip; i++)
+        if (ft.skip[i] == t->step) {
+            if (t->rank == 0) ZAYA_WARN("step %lld: update skipped (rolled back past a numeric fault here)", (long long)t->step);
+            return 1;
+        }
+    return 0;
+}
+
+double zaya_ft_lr_factor(const zaya_trainer *t) {
+    for (int i = 0; i < ft.nskip; i++)
+        if (t->step > ft.skip[i] && t->step <= ft.skip[i] + ft.lr_lower_steps) return ft.lr_lower;
+    return 1;
+}
+
 void zaya_ft_init(zaya_trainer *t) {
     memset(&ft, 0, sizeof ft);
     snprintf(ft.ckpt_dir, sizeof ft.ckpt_dir, "%s", t->ckpt_dir);
@@ -96,6 +154,21 @@ void zaya_ft_init(zaya_trainer *t) {
         const char *c = strchr(slow, ':');
         ft.slow.value = c ? atof(c + 1) : 0.5;
     }
+    const char *sk = getenv("ZAYA_SKIP_STEPS");
+    for (const char *p = sk; p && *p && ft.nskip < 64;) {
+        ft.skip[ft.nskip++] = atoll(p);
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    const char *lr = getenv("ZAYA_LR_LOWER");
+    ft.lr_lower = 1;
+    if (lr && *lr) {
+        ft.lr_lower = atof(lr);
+        const char *c = strchr(lr, ':');
+        ft.lr_lower_steps = c ? atoll(c + 1) : 0;
+    }
+    const char *rb = getenv("ZAYA_ROLLBACK_TO");
+    if (rb && *rb) rollback(t, atoll(rb));
     stop_requested = 0;
     preempted = 0;
     struct sigaction sa;
@@ -183,7 +256,8 @@ void zaya_ft_step_done(zaya_trainer *t, double seconds, double busy, int skipped
     if (!skipped || t->rank != 0) return; /* every rank made the same decision: rank 0 reports it */
     char d[160];
     snprintf(d, sizeof d, "loss %.6g grad_norm %.6g: update skipped", loss, grad_norm);
-    zaya_hb_event(isfinite(loss) && isfinite(grad_norm) ? "spike" : "nonfinite", t->step, d);
+    const char *kind = skipped == 2 ? "rollback_skip" : isfinite(loss) && isfinite(grad_norm) ? "spike" : "nonfinite";
+    zaya_hb_event(kind, t->step, d);
 }
 
 /* Kill-during-save: a watcher SIGKILLs the process once the staging directory of the checkpoint

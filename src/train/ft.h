@@ -49,5 +49,8 @@ void zaya_ft_saved(struct zaya_trainer *t, int64_t step);  /* after it was issue
 int zaya_ft_stop_agreed(struct zaya_trainer *t);
 void zaya_ft_finish(struct zaya_trainer *t, int completed);
 int zaya_ft_preempted(void);
+/* Rollback after a numeric fault (ZAYA_SKIP_STEPS, ZAYA_LR_LOWER): skip this step's update / LR factor. */
+int zaya_ft_skip_forced(struct zaya_trainer *t);
+double zaya_ft_lr_factor(const struct zaya_trainer *t);
 
 #endif

@@ -251,7 +251,9 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->route_counts, (int)(L * E1)));
     sm->grad_norm = sqrt(sq);
     sm->skipped = 0;
-    if (nonfinite || !isfinite(sm->loss)) {
+    if (zaya_ft_skip_forced(t)) {
+        sm->skipped = 2; /* the supervisor rolled back past a numeric fault at this step */
+    } else if (nonfinite || !isfinite(sm->loss)) {
         ZAYA_WARN("step %lld: non-finite %s (%s); update skipped", (long long)t->step,
                   isfinite(sm->loss) ? "gradient" : "loss", gs != ZAYA_OK ? zaya_error_message() : "on another rank");
         sm->skipped = 1;
@@ -261,7 +263,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
                   (long long)t->step, sm->loss, sm->grad_norm, t->opts->spike_z);
         sm->skipped = 1;
     }
-    sm->lr = si->lr * t->opts->lr_scale;
+    sm->lr = si->lr * t->opts->lr_scale * zaya_ft_lr_factor(t);
     if (!sm->skipped) {
         zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);

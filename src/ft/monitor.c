@@ -52,8 +52,15 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
     if (zaya_read_file(path, &data, &len) != ZAYA_OK) return;
     cJSON *j = cJSON_ParseWithLength(data, len);
     free(data);
-    if (!j) return; /* a record is replaced by rename: a parse failure means it vanished meanwhile */
+    if (!j) return; /* caught mid-write: read it again at the next poll */
     int rank = -1;
+    int64_t seq_end = -1, seq0 = -2;
+    zaya_json_get_i64(j, "seq", &seq0, 0);
+    zaya_json_get_i64(j, "seq_end", &seq_end, 0);
+    if (seq0 != seq_end) {
+        cJSON_Delete(j);
+        return;
+    }
     zaya_json_get_int(j, "rank", &rank, 0);
     if (rank >= 0 && rank < ZAYA_FT_MAX_RANKS) {
         zaya_ft_rank *r = &m->ranks[rank];

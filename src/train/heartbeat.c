@@ -1,7 +1,9 @@
-/* Heartbeat channel: each rank keeps one small JSON file, DIR/rank-RRRRR.json, rewritten by
- * write-to-temp + rename whenever it enters a section or finishes a step, so a reader never sees a
- * torn record. No fsync: the reader is a live process on the same node (or a shared filesystem),
- * not a crash-recovery log. Numeric and checkpoint events are appended to DIR/events-rRRRRR.jsonl
+/* Heartbeat channel: each rank keeps one small JSON file, DIR/rank-RRRRR.json, overwritten in place
+ * (one pwrite of a fixed-size record on a descriptor kept open: a few microseconds, so it can run at
+ * every section change) whenever it enters a section or finishes a step. The record carries its
+ * sequence number at both ends ("seq" ... "seq_end"); a reader that catches a write half-done sees
+ * them differ (or the JSON broken) and reads again at its next poll. No fsync: the reader is a live
+ * process on the same node (or a shared filesystem), not a crash-recovery log. Numeric and checkpoint events are appended to DIR/events-rRRRRR.jsonl
  * (one line per write(2) with O_APPEND). DIR comes from ZAYA_HEARTBEAT_DIR. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,12 +15,14 @@
 #include "train/ft.h"
 
 static struct {
-    int on, rank, world, attempt, events_fd;
-    char path[4200], tmp[4200], host[64];
+    int on, rank, world, attempt, events_fd, fd;
+    char host[64];
     int64_t seq, step, steps_done;
     zaya_ft_section section;
     double section_t, step_time, busy_time, train_time;
-} hb = {.events_fd = -1};
+} hb = {.events_fd = -1, .fd = -1};
+
+#define HB_RECORD 512 /* fixed size: every write covers the whole previous record */
 
 static const char *const section_names[ZAYA_FT_NSECTIONS] = {"startup",   "data",       "forward", "backward", "communication",
                                                               "optimizer", "checkpoint", "eval",    "done"};
@@ -32,19 +36,20 @@ static double wall_s(void) {
 }
 
 static void hb_write(void) {
-    char buf[512];
+    char buf[HB_RECORD];
+    const long long seq = ++hb.seq;
     int n = snprintf(buf, sizeof buf,
-                     "{\"rank\":%d,\"world\":%d,\"host\":\"%s\",\"pid\":%d,\"attempt\":%d,\"seq\":%lld,\"section\":\"%s\",\"step\":%lld,"
-                     "\"time\":%.6f,\"section_time\":%.6f,\"steps_done\":%lld,\"step_time\":%.6f,\"busy_time\":%.6f,"
-                     "\"train_time\":%.6f}\n",
-                     hb.rank, hb.world, hb.host, (int)getpid(), hb.attempt, (long long)++hb.seq, zaya_ft_section_name(hb.section),
+                     "{\"seq\":%lld,\"rank\":%d,\"world\":%d,\"host\":\"%s\",\"pid\":%d,\"attempt\":%d,\"section\":\"%s\","
+                     "\"step\":%lld,\"time\":%.6f,\"section_time\":%.6f,\"steps_done\":%lld,\"step_time\":%.6f,"
+                     "\"busy_time\":%.6f,\"train_time\":%.6f,\"seq_end\":%lld}",
+                     seq, hb.rank, hb.world, hb.host, (int)getpid(), hb.attempt, zaya_ft_section_name(hb.section),
                      (long long)hb.step, wall_s(), hb.section_t, (long long)hb.steps_done, hb.step_time, hb.busy_time,
-                     hb.train_time);
-    int fd = open(hb.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    ssize_t w = write(fd, buf, (size_t)n);
-    close(fd);
-    if (w == n) rename(hb.tmp, hb.path);
+                     hb.train_time, seq);
+    if (n < 0 || n >= HB_RECORD - 1) return;
+    memset(buf + n, ' ', (size_t)(HB_RECORD - 1 - n));
+    buf[HB_RECORD - 1] = '\n';
+    if (pwrite(hb.fd, buf, HB_RECORD, 0) != HB_RECORD) { /* best effort: the run must not fail over telemetry */
+    }
 }
 
 void zaya_hb_open(int rank, int world) {
@@ -58,9 +63,10 @@ void zaya_hb_open(int rank, int world) {
     hb.host[sizeof hb.host - 1] = 0;
     for (char *c = hb.host; *c; c++)
         if (*c == '"' || *c == '\\') *c = '_';
-    snprintf(hb.path, sizeof hb.path, "%s/rank-%05d.json", dir, rank);
-    snprintf(hb.tmp, sizeof hb.tmp, "%s/.rank-%05d.json.tmp", dir, rank);
-    char ev[4200];
+    char path[4200], ev[4200];
+    snprintf(path, sizeof path, "%s/rank-%05d.json", dir, rank);
+    hb.fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (hb.fd < 0) return;
     snprintf(ev, sizeof ev, "%s/events-r%05d.jsonl", dir, rank);
     hb.events_fd = open(ev, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     hb.on = 1;
@@ -104,6 +110,7 @@ void zaya_hb_event(const char *kind, int64_t step, const char *detail) {
 
 void zaya_hb_close(void) {
     if (hb.events_fd >= 0) close(hb.events_fd);
-    hb.events_fd = -1;
+    if (hb.fd >= 0) close(hb.fd);
+    hb.events_fd = hb.fd = -1;
     hb.on = 0;
 }

@@ -570,6 +570,12 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
         }
         /* a failure */
         int64_t reached = S.prev_start + S.prev_steps;
+        if (reached > res->final_step) res->final_step = reached;
+        if (f && S.mon->nranks == 0 && strstr(f->detail, "exited with status 127")) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "the command could not be started: %s", f->detail);
+            res->gave_up = 1;
+            break;
+        }
         if (reached > best) best = reached, no_progress = 0;
         else no_progress++;
         fail_steps[failures++] = f ? f->step : -1;

@@ -44,6 +44,7 @@ void zaya_train_opts_default(zaya_train_opts *o);
 /* Summary of a finished run. */
 typedef struct zaya_train_result {
     int64_t steps, tokens, skipped_updates;
+    int preempted; /* stopped early on SIGTERM/SIGINT after saving a checkpoint (exit ZAYA_EXIT_PREEMPTED) */
     double first_val_loss, last_val_loss;
     double first_train_loss, last_train_loss;
     double seconds, tokens_per_s, mfu;

@@ -6,6 +6,7 @@
 #include "cli/flags.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "train/ft.h"
 #include "zaya/train.h"
 
 int zaya_cmd_train(int argc, char **argv) {
@@ -71,6 +72,12 @@ int zaya_cmd_train(int argc, char **argv) {
     if (zaya_train_run(&o, &r) != ZAYA_OK) {
         fprintf(stderr, "zaya train: error: %s\n", zaya_error_message());
         return 1;
+    }
+    if (r.preempted) { /* a distinct status: the supervisor (or a batch system) knows to run it again */
+        if (r.rank == 0)
+            printf("preempted after %lld steps: checkpoint saved; run the same command again to resume\n",
+                   (long long)r.steps);
+        return ZAYA_EXIT_PREEMPTED;
     }
     if (r.rank != 0) return 0; /* rank 0 reports for everyone */
     printf("trained %lld steps, %lld tokens in %.1f s (%.0f tokens/s); %lld updates skipped\n", (long long)r.steps,

@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include "train/ft.h"
 #include "train/internal.h"
 #include "zaya/bench.h"
 #include "zaya/fs.h"
@@ -213,6 +214,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     zaya_model *m = &t->model;
     const int64_t T = si->seq_len;
     double t0 = zaya_now_s();
+    zaya_ft_enter(t, ZAYA_FT_DATA);
     ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->rank, t->world, t->batch, NULL));
     zaya_model_zero_grad(m);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
@@ -221,14 +223,18 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     for (int64_t mb = 0; mb < t->accum; mb++) {
         split_micro(t, mb, T);
         float loss = 0;
+        zaya_ft_enter(t, ZAYA_FT_FORWARD);
         ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 1, &loss));
         /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
         if (mb == t->accum - 1) zaya_dp_arm(&t->dp);
+        zaya_ft_enter(t, ZAYA_FT_BACKWARD);
         zaya_model_backward(m);
         loss_sum += loss;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
     }
+    zaya_ft_enter(t, ZAYA_FT_COMM);
     ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
+    zaya_ft_inject_grads(t);
     /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
     if (t->accum > 1) {
         const float inv = 1.0f / (float)t->accum;
@@ -248,7 +254,9 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->route_counts, (int)(L * E1)));
     sm->grad_norm = sqrt(sq);
     sm->skipped = 0;
-    if (nonfinite || !isfinite(sm->loss)) {
+    if (zaya_ft_skip_forced(t)) {
+        sm->skipped = 2; /* the supervisor rolled back past a numeric fault at this step */
+    } else if (nonfinite || !isfinite(sm->loss)) {
         ZAYA_WARN("step %lld: non-finite %s (%s); update skipped", (long long)t->step,
                   isfinite(sm->loss) ? "gradient" : "loss", gs != ZAYA_OK ? zaya_error_message() : "on another rank");
         sm->skipped = 1;
@@ -258,8 +266,9 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
                   (long long)t->step, sm->loss, sm->grad_norm, t->opts->spike_z);
         sm->skipped = 1;
     }
-    sm->lr = si->lr * t->opts->lr_scale;
+    sm->lr = si->lr * t->opts->lr_scale * zaya_ft_lr_factor(t);
     if (!sm->skipped) {
+        zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
         zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
@@ -373,7 +382,9 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
     int64_t tokens = 0;
     int resumed = 0;
+    zaya_ft_init(t);
     if (!o->no_resume) s = zaya_train_checkpoint_resume(t, &tokens, &resumed);
+    if (s == ZAYA_OK) zaya_ft_resumed(t, resumed);
     if (s != ZAYA_OK) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
@@ -426,6 +437,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         }
         int want_eval = t->step == 0 || (o->eval_every > 0 && t->step % o->eval_every == 0) || si.phase_start;
         if (want_eval && t->rank == 0) {
+            zaya_ft_enter(t, ZAYA_FT_EVAL);
             s = zaya_train_eval_and_log(t, &si, run_t0);
             if (s != ZAYA_OK) break;
         }
@@ -433,17 +445,28 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         memset(&sm, 0, sizeof sm);
         s = train_step(t, &si, &sm);
         if (s != ZAYA_OK) break;
+        zaya_ft_step_done(t, sm.seconds, sm.seconds - sm.comm_wait_s - sm.gather_s, sm.skipped, sm.loss, sm.grad_norm);
         tokens += sm.tokens;
         zaya_train_log_step(t, &si, &sm, tokens, run_t0);
         char note[96];
         snprintf(note, sizeof note, "loss %.3f  %.0f tok/s", sm.loss, (double)sm.tokens / sm.seconds);
         if (!o->quiet) zaya_progress_update(&prog, t->step + 1, note);
+        if (zaya_ft_stop_agreed(t)) { /* preemption: the save after the loop keeps this step */
+            t->step++;
+            break;
+        }
         if (o->save_every > 0 && (t->step + 1) % o->save_every == 0 && t->step + 1 < total) {
+            zaya_ft_saving(t, t->step + 1);
             s = zaya_train_checkpoint_save(t, t->step + 1, tokens);
             if (s != ZAYA_OK) break;
+            zaya_ft_saved(t, t->step + 1);
         }
     }
-    if (s == ZAYA_OK && t->step > start) s = zaya_train_checkpoint_save(t, t->step, tokens);
+    if (s == ZAYA_OK && t->step > start) {
+        zaya_ft_saving(t, t->step);
+        s = zaya_train_checkpoint_save(t, t->step, tokens);
+        if (s == ZAYA_OK) zaya_ft_saved(t, t->step);
+    }
     if (s == ZAYA_OK) s = zaya_train_checkpoint_wait(t);
     else zaya_train_checkpoint_wait(t);
     if (s == ZAYA_OK && t->rank == 0 && total > 0) {
@@ -467,6 +490,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     res->gather_s = t->gather_s;
     res->comm_blocking_s = blocking * (double)t->step; /* per-step cost measured once, as a total */
     zaya_train_history_summary(&t->hist, res);
+    res->preempted = zaya_ft_preempted();
+    zaya_ft_finish(t, s == ZAYA_OK);
     trainer_free(t);
     zaya_dist_finalize(t->comm);
     return s;

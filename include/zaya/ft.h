@@ -1,0 +1,52 @@
+/* Automated fault tolerance: `zaya supervise -- CMD...` launches a training job in its own process
+ * group, watches its exit status and the ranks' heartbeats (src/train/heartbeat.c), and recovers
+ * from crashes and hangs by terminating the whole job and restarting it (the trainer resumes from
+ * its last good checkpoint). Numeric faults, loss spikes, stragglers and checkpoint fallbacks are
+ * recorded as incidents. See docs/fault-tolerance.md for the channel, policies and exit codes. */
+#ifndef ZAYA_FT_H
+#define ZAYA_FT_H
+
+#include <stdint.h>
+
+#include "zaya/status.h"
+
+/* Exit status of `zaya supervise` (and of a trainer) that stopped on request after a checkpoint. */
+#define ZAYA_SUPERVISE_EXIT_PREEMPTED 75
+
+typedef struct zaya_supervise_opts {
+    char **argv; /* the job's command, NULL-terminated */
+    const char *out_dir;       /* incidents.jsonl, summary.json, attempt-NNN.log, heartbeat/ */
+    int max_restarts;          /* restarts after failures before giving up (default 10) */
+    int same_step_limit;       /* K failures at the same step in a row stop the run (default 3) */
+    double backoff_s, backoff_max_s; /* restart delay, doubled per failure without progress (1, 30) */
+    double hang_factor;        /* section timeout = hang_factor x median step time ... (default 10) */
+    double hang_floor_s, hang_cap_s; /* ... clamped to [floor, cap] (default 10, 600) */
+    double startup_timeout_s;  /* first heartbeat, eval and checkpoint sections (default: cap) */
+    double grace_s;            /* SIGTERM -> SIGKILL (default 10) */
+    double preempt_timeout_s;  /* a preempted job must save and exit within this (default 300) */
+    double straggler_factor;   /* busy time > factor x median of the other ranks (default 2) */
+    double poll_s;             /* heartbeat polling period (default 0.05) */
+    int health_check;          /* GEMM + collective self-test before every (re)start */
+    int rollback;              /* numeric faults: 0 = record (the trainer skipped the update), 1 = roll back
+                                  to the checkpoint before the fault and skip that step's update */
+    double lr_lower;           /* with rollback: LR factor for lr_lower_steps steps after the fault (1 = off) */
+    int64_t lr_lower_steps;
+    int quiet;
+} zaya_supervise_opts;
+
+typedef struct zaya_supervise_result {
+    int completed, preempted, gave_up;
+    int attempts, incidents;
+    int64_t final_step;
+    double wall_s, useful_s, goodput;
+    char diagnosis[1024];
+} zaya_supervise_result;
+
+void zaya_supervise_opts_default(zaya_supervise_opts *o);
+zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *r);
+
+/* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
+ * matrices whose products and sums are exactly representable, compared with an int64 reference. */
+zaya_status zaya_health_check_gemm(void);
+
+#endif

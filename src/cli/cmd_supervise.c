@@ -1,0 +1,67 @@
+/* zaya supervise: run a training job under automated fault tolerance (docs/fault-tolerance.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "zaya/ft.h"
+
+int zaya_cmd_supervise(int argc, char **argv) {
+    zaya_supervise_opts o;
+    zaya_supervise_opts_default(&o);
+    const char *policy = "record";
+    zaya_flag flags[] = {
+        ZAYA_FLAG_OUTDIR(&o.out_dir, "out/supervise"),
+        {"max-restarts", 0, ZAYA_FLAG_INT, &o.max_restarts, "N", "restarts after failures before giving up (default 10)"},
+        {"same-step-limit", 0, ZAYA_FLAG_INT, &o.same_step_limit, "K", "stop with a diagnosis after K failures in a row at the same step (default 3)"},
+        {"backoff", 0, ZAYA_FLAG_DOUBLE, &o.backoff_s, "S", "restart delay, doubled per failure without progress (default 1)"},
+        {"backoff-max", 0, ZAYA_FLAG_DOUBLE, &o.backoff_max_s, "S", "largest restart delay (default 30)"},
+        {"hang-factor", 0, ZAYA_FLAG_DOUBLE, &o.hang_factor, "X", "section timeout = X x median step time (default 10)"},
+        {"hang-floor", 0, ZAYA_FLAG_DOUBLE, &o.hang_floor_s, "S", "smallest section timeout (default 10)"},
+        {"hang-cap", 0, ZAYA_FLAG_DOUBLE, &o.hang_cap_s, "S", "largest section timeout (default 600)"},
+        {"startup-timeout", 0, ZAYA_FLAG_DOUBLE, &o.startup_timeout_s, "S", "timeout of startup, eval and checkpoint sections (default: --hang-cap)"},
+        {"grace", 0, ZAYA_FLAG_DOUBLE, &o.grace_s, "S", "SIGTERM to SIGKILL when terminating a job (default 10)"},
+        {"preempt-timeout", 0, ZAYA_FLAG_DOUBLE, &o.preempt_timeout_s, "S", "time a preempted job has to save and exit (default 300)"},
+        {"straggler-factor", 0, ZAYA_FLAG_DOUBLE, &o.straggler_factor, "X", "report a rank whose busy step time exceeds X x the others' median (default 2)"},
+        {"poll", 0, ZAYA_FLAG_DOUBLE, &o.poll_s, "S", "heartbeat polling period (default 0.05)"},
+        {"numeric-policy", 0, ZAYA_FLAG_STRING, &policy, "record|rollback", "NaN/Inf and loss spikes: record the trainer's skip, or roll back to the checkpoint before the fault and skip that step (default record)"},
+        {"lr-lower", 0, ZAYA_FLAG_DOUBLE, &o.lr_lower, "X", "with rollback: multiply the LR by X for --lr-lower-steps steps after the fault (default 1)"},
+        {"lr-lower-steps", 0, ZAYA_FLAG_I64, &o.lr_lower_steps, "N", "with rollback: steps of lowered LR (default 0)"},
+        {"health-check", 0, ZAYA_FLAG_BOOL, &o.health_check, NULL, "exact-integer GEMM self-test before every (re)start"},
+        {"quiet", 'q', ZAYA_FLAG_BOOL, &o.quiet, NULL, "no progress lines or summary table (incidents.jsonl is still written)"},
+    };
+    zaya_cmd_spec spec = {"supervise", "run a training job under automated fault tolerance", "[options] -- CMD [ARGS...]",
+                          "Launches CMD (e.g. `mpirun -np 2 zaya train ...` or `zaya train ...`) in its own process group "
+                          "and restarts it from its last good checkpoint after a crash or a hang; records numeric faults, "
+                          "loss spikes, stragglers and checkpoint fallbacks. Writes OUT/incidents.jsonl, OUT/summary.json, "
+                          "OUT/attempt-NNN.log. Exit status: 0 completed, 75 preempted (SIGTERM/SIGINT: the job saved a "
+                          "checkpoint; run again to resume), 1 gave up (diagnosis printed), 2 usage. See "
+                          "docs/fault-tolerance.md.",
+                          flags, (int)(sizeof flags / sizeof flags[0])};
+    zaya_args args;
+    int rc = zaya_flags_parse(&spec, argc, argv, &args);
+    if (rc >= 0) return rc;
+    if (args.npos == 0) return zaya_flags_usage_error(&spec, "missing the command to supervise (after --)");
+    if (o.max_restarts < 0 || o.same_step_limit < 0 || o.backoff_s < 0 || o.backoff_max_s < 0 || o.hang_factor <= 0 ||
+        o.hang_floor_s <= 0 || o.hang_cap_s < o.hang_floor_s || o.grace_s < 0 || o.poll_s <= 0 || o.poll_s > 10 ||
+        o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0)
+        return zaya_flags_usage_error(&spec, "timeouts and counts must be positive, --hang-cap >= --hang-floor, --straggler-factor > 1");
+    if (!strcmp(policy, "rollback")) o.rollback = 1;
+    else if (strcmp(policy, "record")) return zaya_flags_usage_error(&spec, "--numeric-policy must be record or rollback, got '%s'", policy);
+    if (o.lr_lower <= 0 || o.lr_lower > 1 || o.lr_lower_steps < 0)
+        return zaya_flags_usage_error(&spec, "--lr-lower must be in (0, 1] and --lr-lower-steps >= 0");
+    char *cmd[ZAYA_MAX_POSITIONAL + 1];
+    for (int i = 0; i < args.npos; i++) cmd[i] = args.pos[i];
+    cmd[args.npos] = NULL;
+    o.argv = cmd;
+    zaya_supervise_result r;
+    if (zaya_supervise_run(&o, &r) != ZAYA_OK) {
+        fprintf(stderr, "zaya supervise: error: %s\n", zaya_error_message());
+        return 1;
+    }
+    printf("results in %s (incidents.jsonl, summary.json, attempt-NNN.log)\n", o.out_dir);
+    if (r.completed) return 0;
+    if (r.preempted) return ZAYA_SUPERVISE_EXIT_PREEMPTED;
+    fprintf(stderr, "zaya supervise: error: %s\n", r.diagnosis);
+    return 1;
+}

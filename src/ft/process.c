@@ -1,0 +1,85 @@
+/* Processes and files of a supervised job: liveness (zombies count as dead), orphans re-parented to
+ * the supervisor (a child subreaper), the tail of a job log, a heartbeat directory's cleanup. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ft/internal.h"
+#include "zaya/fs.h"
+
+int zaya_ft_pid_alive(int pid) {
+    if (pid <= 0) return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return !(p && p[1] == ' ' && p[2] == 'Z');
+}
+
+/* Children the job orphaned were re-parented to us (subreaper): kill and reap them. */
+int zaya_ft_reap_orphans(void) {
+    int found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *p = strrchr(buf, ')');
+        int ppid = 0;
+        char st;
+        if (p && sscanf(p + 2, "%c %d", &st, &ppid) == 2 && ppid == (int)getpid()) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            found++;
+        }
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* Last lines of a job log, for diagnoses. */
+void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines) {
+    out[0] = 0;
+    char *data = NULL;
+    size_t len = 0;
+    if (zaya_read_file(path, &data, &len) != ZAYA_OK) return;
+    size_t i = len;
+    while (i > 0 && (data[i - 1] == '\n')) i--;
+    size_t end = i;
+    for (int n = 0; i > 0 && n < lines; i--)
+        if (data[i - 1] == '\n' && ++n == lines) break;
+    snprintf(out, cap, "%.*s", (int)(end - i), data + i);
+    for (char *c = out; *c; c++)
+        if (*c == '\n') *c = '|';
+    free(data);
+}
+
+void zaya_ft_clear_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[4400];
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+}
+

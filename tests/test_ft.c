@@ -1,0 +1,72 @@
+/* Fault-tolerance building blocks: the exact-integer GEMM health check, the robust median, and the
+ * supervisor's reading of the heartbeat channel written by the trainer's heartbeat writer (same
+ * process here: the writer is driven through its environment variables). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ft/internal.h"
+#include "testutil.h"
+#include "train/ft.h"
+#include "zaya/fs.h"
+
+typedef struct seen {
+    int n, nonfinite;
+    int64_t step;
+    char detail[600];
+} seen;
+
+static void on_event(void *ctx, const zaya_ft_event *e) {
+    seen *s = ctx;
+    s->n++;
+    if (!strcmp(e->kind, "nonfinite")) {
+        s->nonfinite++;
+        s->step = e->step;
+        snprintf(s->detail, sizeof s->detail, "%s", e->detail);
+    }
+}
+
+int main(void) {
+    CHECK(zaya_health_check_gemm() == ZAYA_OK, "GEMM self-test: %s", zaya_error_message());
+
+    double v[] = {5, 1, 4, 2, 3}, w[] = {4, 1, 3, 2};
+    CHECK(zaya_ft_median(v, 5) == 3, "median of 5 values");
+    CHECK(zaya_ft_median(w, 4) == 2.5, "median of 4 values");
+
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/zaya_test_ft_%d", (int)getpid());
+    CHECK(zaya_mkdir_p(dir) == ZAYA_OK, "mkdir");
+    setenv("ZAYA_HEARTBEAT_DIR", dir, 1);
+    setenv("ZAYA_ATTEMPT", "2", 1);
+    zaya_hb_open(3, 4);
+    zaya_ft_monitor *m = calloc(1, sizeof *m);
+    zaya_ft_monitor_reset(m, dir);
+    seen s = {0};
+    zaya_ft_monitor_poll(m, 1.0, on_event, &s);
+    CHECK(m->nranks == 4 && m->ranks[3].seen && !strcmp(m->ranks[3].section, "startup"), "startup heartbeat of rank 3");
+    CHECK(m->ranks[3].pid == (int)getpid() && m->ranks[3].world == 4, "pid %d world %d", m->ranks[3].pid, m->ranks[3].world);
+    for (int step = 0; step < 4; step++) {
+        zaya_hb_section(ZAYA_FT_FORWARD, step);
+        zaya_hb_step(step, 0.25 * (step + 1), 0.2);
+        zaya_ft_monitor_poll(m, 2.0 + step, on_event, &s);
+    }
+    CHECK(m->ranks[3].steps_done == 4 && m->ranks[3].step == 4, "steps_done %lld step %lld", m->ranks[3].steps_done,
+          (long long)m->ranks[3].step);
+    CHECK(m->nsamples == 4 && zaya_ft_monitor_median_step(m) == 0.625, "step-time samples %d, median %g", m->nsamples,
+          zaya_ft_monitor_median_step(m));
+    CHECK(m->ranks[3].last_change == 5.0, "progress time is the supervisor's clock (%g)", m->ranks[3].last_change);
+    zaya_ft_monitor_poll(m, 9.0, on_event, &s); /* nothing new: progress time unchanged */
+    CHECK(m->ranks[3].last_change == 5.0, "no change without a new record");
+    zaya_hb_event("nonfinite", 7, "loss \"nan\"");
+    zaya_ft_monitor_poll(m, 10.0, on_event, &s);
+    zaya_ft_monitor_poll(m, 11.0, on_event, &s); /* events are delivered once */
+    CHECK(s.nonfinite == 1 && s.step == 7 && !strcmp(s.detail, "loss 'nan'"), "nonfinite event: %d, step %lld, '%s'",
+          s.nonfinite, (long long)s.step, s.detail);
+    zaya_hb_close();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+    free(m);
+    return th_finish("ft");
+}

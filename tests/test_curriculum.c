@@ -64,21 +64,23 @@ static void test_default(void) {
      * phase 2 decays linearly over its last half, phase 3 is a cosine from its peak to final. */
     zaya_step_info si;
     zaya_run_step(&run, 0, &si);
-    CHECK(fabs(si.lr - 0.002 * (8.0 * 128) / 65536) < 1e-12 && si.global_batch == 8, "step 0 lr %g batch %lld", si.lr,
+    const double peak = p[0].lr_peak, mid_lr = p[1].lr_final, end_lr = p[2].lr_final;
+    CHECK(peak == 0.004 && mid_lr == 0.0008 && p[2].lr_peak == mid_lr && end_lr == 0.00008, "default learning rates");
+    CHECK(fabs(si.lr - peak * (16.0 * 128) / 65536) < 1e-12 && si.global_batch == 16, "step 0 lr %g batch %lld", si.lr,
           (long long)si.global_batch);
     zaya_run_step(&run, p[0].first_step + p[0].steps - 1, &si);
-    CHECK(si.lr == 0.002 && si.global_batch == 16, "end of phase 1 lr %g", si.lr);
+    CHECK(si.lr == peak && si.global_batch == 32, "end of phase 1 lr %g", si.lr);
     zaya_run_step(&run, p[1].first_step, &si);
-    CHECK(si.lr == 0.002 && si.phase == 1 && si.phase_start, "phase 2 starts at peak");
+    CHECK(si.lr == peak && si.phase == 1 && si.phase_start, "phase 2 starts at peak");
     int64_t mid = p[1].first_step + p[1].steps * 3 / 4; /* 3/4 through: half way down the decay */
     zaya_run_step(&run, mid, &si);
-    double x = (double)si.phase_tokens_before / (double)p[1].tokens, want = 0.002 + (0.0004 - 0.002) * (x - 0.5) / 0.5;
+    double x = (double)si.phase_tokens_before / (double)p[1].tokens, want = peak + (mid_lr - peak) * (x - 0.5) / 0.5;
     CHECK(fabs(si.lr - want) < 1e-12 && x > 0.5, "phase 2 wsd lr %g want %g", si.lr, want);
     zaya_run_step(&run, p[2].first_step, &si);
-    CHECK(si.lr == 0.0004 && si.seq_len == 512 && si.rope_theta == 100000 && si.global_batch == 4, "phase 3 start");
+    CHECK(si.lr == mid_lr && si.seq_len == 512 && si.rope_theta == 100000 && si.global_batch == 8, "phase 3 start");
     zaya_run_step(&run, p[2].first_step + p[2].steps / 2, &si);
     x = (double)si.phase_tokens_before / (double)p[2].tokens;
-    want = 0.00004 + (0.0004 - 0.00004) * 0.5 * (1 + cos(M_PI * x));
+    want = end_lr + (mid_lr - end_lr) * 0.5 * (1 + cos(M_PI * x));
     CHECK(fabs(si.lr - want) < 1e-15, "phase 3 cosine lr %g want %g", si.lr, want);
     CHECK(zaya_run_check_world(&run, 4) == ZAYA_OK && zaya_run_check_world(&run, 3) == ZAYA_EINVAL, "world sizes");
 

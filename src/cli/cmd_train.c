@@ -90,8 +90,11 @@ int zaya_cmd_train(int argc, char **argv) {
                "behind backward\n",
                r.world, 1e3 * block, 1e3 * wait, 100.0 * wait * (double)r.steps / r.seconds, 100.0 * hidden);
     }
-    printf("validation loss %.4f -> %.4f; train loss %.4f -> %.4f\n", r.first_val_loss, r.last_val_loss,
-           r.first_train_loss, r.last_train_loss);
+    if (r.steps > 0)
+        printf("validation loss %.4f -> %.4f; train loss %.4f -> %.4f\n", r.first_val_loss, r.last_val_loss,
+               r.first_train_loss, r.last_train_loss);
+    else
+        printf("nothing left to train: the run is complete (validation loss %.4f)\n", r.last_val_loss);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "steps", (double)r.steps);
     cJSON_AddNumberToObject(j, "tokens", (double)r.tokens);

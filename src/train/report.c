@@ -8,10 +8,10 @@
 
 #include "train/internal.h"
 #include "zaya/fs.h"
+#include "zaya/infer.h"
 #include "zaya/json.h"
 #include "zaya/log.h"
 #include "zaya/plot.h"
-#include "zaya/rng.h"
 #include "zaya/timer.h"
 
 static void series_add(zaya_series *s, double x, double y) {
@@ -126,106 +126,68 @@ zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, d
 
 /* ---------------------------------------------------------------- samples */
 
-/* Top-k sampling with temperature by recomputing the forward over a fixed window (causality makes
- * the padding after the current position irrelevant); fine for a handful of short samples. */
-static zaya_status sample_text(zaya_trainer *t, zaya_model *sm, const char *prompt, uint64_t seed, char **text) {
-    const int64_t T = sm->T, V = sm->cfg.vocab_size;
-    int32_t *ids = calloc((size_t)T, sizeof(int32_t));
-    float *logits = malloc(sizeof(float) * (size_t)V);
-    uint8_t *mask = calloc((size_t)T, 1);
-    int32_t *enc = NULL;
-    size_t n = 0, cap = 0;
-    zaya_status s = ZAYA_OK;
-    if (!ids || !logits || !mask) {
-        s = zaya_error_set(ZAYA_ENOMEM, "sampling buffers");
-        goto done;
-    }
-    for (int64_t i = 0; i < T; i++) ids[i] = (int32_t)sm->cfg.pad_token_id;
-    ids[0] = (int32_t)sm->cfg.bos_token_id;
-    s = zaya_tokenizer_encode(t->tokenizer, prompt, strlen(prompt), &enc, &n, &cap);
-    if (s != ZAYA_OK) goto done;
-    int64_t len = 1;
-    for (size_t i = 0; i < n && len < T; i++) ids[len++] = enc[i];
-    int64_t start = len;
-    zaya_rng rng = zaya_rng_make(seed, 77);
-    const int topk = 40;
-    const float temp = 0.8f;
-    while (len < T) {
-        memset(mask, 0, (size_t)T);
-        mask[len - 1] = 1;
-        s = zaya_model_logits(sm, ids, mask, logits);
-        if (s != ZAYA_OK) goto done;
-        /* k largest by partial selection, then softmax over them */
-        int32_t best[64];
-        float bv[64];
-        int nb = 0;
-        for (int32_t v = 0; v < V; v++) {
-            float x = logits[v];
-            if (nb < topk) {
-                best[nb] = v;
-                bv[nb++] = x;
-            } else {
-                int mi = 0;
-                for (int j = 1; j < nb; j++)
-                    if (bv[j] < bv[mi]) mi = j;
-                if (x > bv[mi]) {
-                    best[mi] = v;
-                    bv[mi] = x;
-                }
-            }
-        }
-        float mx = bv[0];
-        for (int j = 1; j < nb; j++) mx = fmaxf(mx, bv[j]);
-        double z = 0, p[64];
-        for (int j = 0; j < nb; j++) z += (p[j] = exp((bv[j] - mx) / temp));
-        double u = zaya_rng_next_uniform(&rng) * z, acc = 0;
-        int pick = nb - 1;
-        for (int j = 0; j < nb; j++) {
-            acc += p[j];
-            if (u < acc) {
-                pick = j;
-                break;
-            }
-        }
-        int32_t next = best[pick];
-        if (next == sm->cfg.eos_token_id) break;
-        ids[len++] = next;
-    }
-    size_t tl = 0;
-    char *gen = NULL;
-    s = zaya_tokenizer_decode(t->tokenizer, ids + 1, (size_t)(len - 1), &gen, &tl);
-    (void)start;
-    if (s == ZAYA_OK) *text = gen;
-done:
-    free(ids);
-    free(logits);
-    free(mask);
-    free(enc);
-    return s;
-}
-
+/* A few samples of the trained model through the inference engine (compressed KV cache), top-k 40
+ * at temperature 0.8, one sequence per prompt, decoded with the run's tokenizer. */
 static zaya_status write_samples(zaya_trainer *t) {
     if (!t->tokenizer || t->opts->samples <= 0) return ZAYA_OK;
-    zaya_model sm;
-    ZAYA_TRY(zaya_model_init(&sm, &t->model.cfg, ZAYA_DTYPE_F32));
-    memcpy(sm.params, t->model.params, sizeof(float) * (size_t)t->model.nfloats);
-    int64_t T = 8 + t->opts->sample_tokens;
-    if (T > sm.cfg.max_position_embeddings) T = sm.cfg.max_position_embeddings;
-    zaya_status s = zaya_model_plan(&sm, 1, T);
+    static const char *prompts[] = {"The ", "#include <", "A man ", "static int ", "Love is "};
+    const int64_t n = t->opts->samples < 5 ? t->opts->samples : 5;
+    int64_t max_len = 16 + t->opts->sample_tokens;
+    if (max_len > t->model.cfg.max_position_embeddings) max_len = t->model.cfg.max_position_embeddings;
+    zaya_infer_opts io = {.max_seqs = n, .max_len = max_len, .max_step_tokens = 0, .gemv = 1};
+    zaya_infer *e = NULL;
+    ZAYA_TRY(zaya_infer_init(&e, &t->model, &io));
+    zaya_sampler smp;
+    zaya_sampler_opts so = {.temperature = 0.8, .top_k = 40, .top_p = 1.0, .seed = 1000};
+    zaya_status s = zaya_sampler_init(&smp, &so, t->model.cfg.vocab_size);
+    int32_t *ids[5] = {0}, *out[5] = {0};
+    const int32_t *pp[5];
+    int64_t plen[5], olen[5];
+    size_t cap[5] = {0}, cnt[5] = {0};
+    int32_t stop = (int32_t)t->model.cfg.eos_token_id;
+    for (int64_t i = 0; s == ZAYA_OK && i < n; i++) {
+        /* prompt = bos + the encoded text */
+        cap[i] = 16;
+        ids[i] = malloc(cap[i] * sizeof(int32_t));
+        out[i] = malloc((size_t)t->opts->sample_tokens * sizeof(int32_t));
+        if (!ids[i] || !out[i]) {
+            s = zaya_error_set(ZAYA_ENOMEM, "sample buffers");
+            break;
+        }
+        ids[i][0] = (int32_t)t->model.cfg.bos_token_id;
+        cnt[i] = 1;
+        s = zaya_tokenizer_encode(t->tokenizer, prompts[i], strlen(prompts[i]), &ids[i], &cnt[i], &cap[i]);
+        pp[i] = ids[i];
+        plen[i] = (int64_t)cnt[i];
+    }
+    zaya_gen_opts go = {.max_tokens = t->opts->sample_tokens, .stop_ids = &stop, .nstop = 1};
+    if (s == ZAYA_OK) s = zaya_infer_generate(e, &smp, n, pp, plen, &go, NULL, NULL, out, olen, NULL);
     char path[4096];
     zaya_path_join(path, sizeof path, t->opts->out_dir, "samples.txt");
     FILE *f = s == ZAYA_OK ? fopen(path, "w") : NULL;
-    static const char *prompts[] = {"The ", "#include <", "A man ", "static int ", "Love is "};
-    for (int64_t i = 0; s == ZAYA_OK && f && i < t->opts->samples; i++) {
+    for (int64_t i = 0; f && i < n; i++) {
+        /* decode prompt (without bos) and continuation together */
+        int64_t total = plen[i] - 1 + olen[i];
+        int32_t *all = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
         char *text = NULL;
-        s = sample_text(t, &sm, prompts[i % 5], 1000 + (uint64_t)i, &text);
-        if (s != ZAYA_OK) break;
-        fprintf(f, "----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i % 5], text);
-        if (!t->opts->quiet) printf("----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i % 5], text);
+        size_t tl = 0;
+        if (!all) break;
+        memcpy(all, ids[i] + 1, sizeof(int32_t) * (size_t)(plen[i] - 1));
+        memcpy(all + plen[i] - 1, out[i], sizeof(int32_t) * (size_t)olen[i]);
+        if (zaya_tokenizer_decode(t->tokenizer, all, (size_t)total, &text, &tl) == ZAYA_OK) {
+            fprintf(f, "----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i], text);
+            if (!t->opts->quiet) printf("----- sample %lld (prompt \"%s\")\n%s\n", (long long)i, prompts[i], text);
+        }
         free(text);
+        free(all);
     }
     if (f) fclose(f);
-    zaya_model_free(&sm);
+    for (int64_t i = 0; i < n; i++) {
+        free(ids[i]);
+        free(out[i]);
+    }
+    zaya_sampler_free(&smp);
+    zaya_infer_free(e);
     return s;
 }
 

@@ -390,7 +390,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         zaya_dist_finalize(t->comm);
         return s;
     }
-    const int64_t start = t->step;
+    const int64_t start = t->step, start_tokens = tokens;
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
@@ -480,7 +480,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     if (s == ZAYA_OK && t->rank == 0) s = zaya_train_report(t, &si);
     res->checkpoint_stall_s = t->ckpt_saves ? t->ckpt_stall_s / (double)t->ckpt_saves : 0;
     res->steps = t->step - start; /* in this invocation */
-    res->tokens = tokens;
+    res->tokens = tokens - start_tokens; /* in this invocation */
     res->skipped_updates = t->skipped;
     res->seconds = seconds;
     res->tokens_per_s = seconds > 0 ? (double)tokens / seconds : 0;

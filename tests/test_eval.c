@@ -16,20 +16,6 @@ static const char *corpus =
     "the quick brown fox jumps over the lazy dog. the dog sleeps in the sun and the fox runs away. "
     "a cat watches the fox and the dog from the garden wall, then the cat sleeps too.";
 
-static void randomize(zaya_model *m, uint64_t seed) {
-    for (int i = 0; i < m->ntensors; i++) {
-        const zaya_tensor_info *t = &m->tensors[i];
-        float *w = m->params + t->offset;
-        for (int64_t j = 0; j < t->numel; j++) {
-            float u = zaya_rng_uniform_at(seed, (uint64_t)i, (uint64_t)j) * 2.0f - 1.0f;
-            if (t->opt == ZAYA_OPT_NONE) w[j] = 0.02f * u;
-            else if (t->ndim == 1 && strstr(t->name, "bias")) w[j] = 0.2f * u;
-            else if (t->ndim == 1) w[j] = 1.0f + 0.3f * u;
-            else w[j] = 0.4f * u;
-        }
-    }
-    zaya_model_sync_weights(m);
-}
 
 static zaya_tokenizer *tok;
 static zaya_model model;
@@ -45,7 +31,7 @@ static void setup(void) {
     c.router_hidden_size = 8, c.vocab_size = zaya_tokenizer_vocab_size(tok), c.max_position_embeddings = 24;
     c.cca_time0 = 3, c.cca_time1 = 2;
     CHECK(zaya_model_init(&model, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "model");
-    randomize(&model, 11);
+    th_randomize_model(&model, 11);
     snprintf(dir, sizeof dir, "/tmp/zaya_test_eval_XXXXXX");
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 }

@@ -29,20 +29,6 @@ static void small_config(zaya_config *c, int64_t k0, int64_t k1, zaya_skip_mode 
 
 /* Every parameter and buffer random (as tests/test_model.c): scales around 1, biases, temperatures,
  * balancing biases all non-trivial. */
-static void randomize(zaya_model *m, uint64_t seed) {
-    for (int i = 0; i < m->ntensors; i++) {
-        const zaya_tensor_info *t = &m->tensors[i];
-        float *w = m->params + t->offset;
-        for (int64_t j = 0; j < t->numel; j++) {
-            float u = zaya_rng_uniform_at(seed, (uint64_t)i, (uint64_t)j) * 2.0f - 1.0f;
-            if (t->opt == ZAYA_OPT_NONE) w[j] = 0.02f * u;
-            else if (t->ndim == 1 && strstr(t->name, "bias")) w[j] = 0.2f * u;
-            else if (t->ndim == 1) w[j] = 1.0f + 0.3f * u;
-            else w[j] = 0.4f * u;
-        }
-    }
-    zaya_model_sync_weights(m);
-}
 
 /* max over a row of |a - b| / max|b| */
 static double row_err(const float *a, const float *b, int64_t V) {
@@ -61,7 +47,7 @@ static void check_config(const zaya_config *c, const int64_t *prompt, const int6
     zaya_model m;
     CHECK(zaya_model_init(&m, c, ZAYA_DTYPE_F32) == ZAYA_OK, "init %s", zaya_error_message());
     zaya_model_init_weights(&m, 1);
-    randomize(&m, 7);
+    th_randomize_model(&m, 7);
     m.p.layers[1].bal_bias[c->num_experts] = 0.2f; /* make the skip class win for some tokens */
     const int64_t V = c->vocab_size;
     int64_t Tmax = 0;
@@ -181,7 +167,7 @@ static void test_bf16(void) {
     small_config(&c, 3, 2, ZAYA_SKIP_IDENTITY, 64);
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_BF16) == ZAYA_OK, "init");
-    randomize(&m, 3);
+    th_randomize_model(&m, 3);
     const int64_t T = 12, V = c.vocab_size;
     int32_t ids[12];
     for (int t = 0; t < T; t++) ids[t] = (int32_t)((t * 7 + 5) % V);

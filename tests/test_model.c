@@ -83,20 +83,6 @@ static void tiny_config(zaya_config *c) {
     c->max_position_embeddings = 32;
 }
 
-static void randomize(zaya_model *m, uint64_t seed) {
-    for (int i = 0; i < m->ntensors; i++) {
-        const zaya_tensor_info *t = &m->tensors[i];
-        float *w = m->params + t->offset;
-        for (int64_t j = 0; j < t->numel; j++) {
-            float u = zaya_rng_uniform_at(seed, (uint64_t)i, (uint64_t)j) * 2.0f - 1.0f;
-            if (t->opt == ZAYA_OPT_NONE) w[j] = 0.02f * u;
-            else if (t->ndim == 1 && strstr(t->name, "bias")) w[j] = 0.2f * u;
-            else if (t->ndim == 1) w[j] = 1.0f + 0.3f * u;
-            else w[j] = 0.4f * u;
-        }
-    }
-    zaya_model_sync_weights(m);
-}
 
 static void same_routing(zaya_model *m, int32_t *saved, int save, int *same) {
     const int64_t N = m->B * m->T;
@@ -114,7 +100,7 @@ static void test_finite_differences(zaya_skip_mode mode) {
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     zaya_model_init_weights(&m, 3);
-    randomize(&m, 5);
+    th_randomize_model(&m, 5);
     const int64_t B = 2, T = 7, N = B * T;
     CHECK(zaya_model_plan(&m, B, T) == ZAYA_OK, "plan");
     int32_t ids[14], tg[14];
@@ -184,7 +170,7 @@ static void test_causality_and_dtypes(void) {
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     zaya_model_init_weights(&m, 9);
-    randomize(&m, 10);
+    th_randomize_model(&m, 10);
     const int64_t T = 12, V = c.vocab_size;
     CHECK(zaya_model_plan(&m, 1, T) == ZAYA_OK, "plan");
     int32_t ids[12];

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zaya/model.h"
 #include "zaya/rng.h"
 
 int th_failures = 0;
@@ -69,4 +70,19 @@ double th_dot(const float *y, const float *r, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += (double)y[i] * r[i];
     return s;
+}
+
+void th_randomize_model(struct zaya_model *m, uint64_t seed) {
+    for (int i = 0; i < m->ntensors; i++) {
+        const zaya_tensor_info *t = &m->tensors[i];
+        float *w = m->params + t->offset;
+        for (int64_t j = 0; j < t->numel; j++) {
+            float u = zaya_rng_uniform_at(seed, (uint64_t)i, (uint64_t)j) * 2.0f - 1.0f;
+            if (t->opt == ZAYA_OPT_NONE) w[j] = 0.02f * u;
+            else if (t->ndim == 1 && strstr(t->name, "bias")) w[j] = 0.2f * u;
+            else if (t->ndim == 1) w[j] = 1.0f + 0.3f * u;
+            else w[j] = 0.4f * u;
+        }
+    }
+    zaya_model_sync_weights(m);
 }

@@ -44,4 +44,9 @@ double th_fd(th_loss_fn loss, void *ctx, float *x, int64_t i, double h);
 /* Random projection loss helper: sum_i y[i] * r[i] in double. */
 double th_dot(const float *y, const float *r, int64_t n);
 
+/* Every parameter and buffer of a model random and non-trivial (scales around 1, biases, key
+ * temperatures, balancing biases), so that a wrong index or a missing term shows in some output. */
+struct zaya_model;
+void th_randomize_model(struct zaya_model *m, uint64_t seed);
+
 #endif

@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include "dist/dist_mpi.h"
+#include "zaya/sysinfo.h"
 #include "zaya/alloc.h"
 #include "zaya/bench_coll.h"
 #include "zaya/timer.h"
@@ -332,21 +333,9 @@ static zaya_status idle_barrier(const zaya_comm *world) {
 }
 
 static void print_devices(FILE *f, const zaya_comm *world) {
-    char line[256], host[64] = "?", model[96] = "cpu";
+    char line[256], host[64] = "?", model[96];
     gethostname(host, sizeof host - 1);
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    if (ci) {
-        char buf[256];
-        while (fgets(buf, sizeof buf, ci)) {
-            char *colon = strchr(buf, ':');
-            if (!strncmp(buf, "model name", 10) && colon) {
-                snprintf(model, sizeof model, "%s", colon + 2);
-                model[strcspn(model, "\n")] = 0;
-                break;
-            }
-        }
-        fclose(ci);
-    }
+    zaya_sysinfo_cpu_model(model, sizeof model);
     snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] %s", world->rank, (int)getpid(),
              host, sched_getcpu(), model);
     char *all = world->rank == 0 ? malloc((size_t)world->size * sizeof line) : NULL;

@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "zaya/sysinfo.h"
 #include "zaya/bench.h"
 #include "zaya/bench_coll.h"
 #include "zaya/bench_gemm.h"
@@ -208,21 +209,9 @@ static zaya_status run_gemm(const all_opts *a, cJSON *gemm, double peak[2], zaya
 
 static cJSON *machine_json(int threads, int world) {
     cJSON *m = cJSON_CreateObject();
-    char host[256] = "unknown", model[256] = "unknown";
+    char host[256] = "unknown", model[256];
     gethostname(host, sizeof host - 1);
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    if (ci) {
-        char buf[512];
-        while (fgets(buf, sizeof buf, ci)) {
-            char *colon = strchr(buf, ':');
-            if (!strncmp(buf, "model name", 10) && colon) {
-                snprintf(model, sizeof model, "%s", colon + 2);
-                model[strcspn(model, "\n")] = 0;
-                break;
-            }
-        }
-        fclose(ci);
-    }
+    zaya_sysinfo_cpu_model(model, sizeof model);
     char created[32];
     time_t now = time(NULL);
     struct tm tm;

@@ -155,6 +155,8 @@ typedef struct zaya_hw {
 zaya_status zaya_hw_get(const char *name, const char *profile_path, zaya_hw *hw);
 zaya_status zaya_hw_from_profile_json(const cJSON *root, const char *what, zaya_hw *hw);
 void zaya_hw_free(zaya_hw *hw);
+/* Compute dtype the model assumes: "bf16" (the trainer's default) or "f32". */
+zaya_status zaya_hw_set_dtype(zaya_hw *hw, const char *dtype);
 
 /* ---------------------------------------------------------------- GEMM and collective models */
 
@@ -229,6 +231,7 @@ typedef struct zaya_step_opts {
 
 typedef struct zaya_step_pred {
     double gemm_s, attn_s, memop_s, optimizer_s, comm_s, comm_exposed_s, step_s;
+    double optimizer_ns_s;    /* Muon's Newton-Schulz part of optimizer_s */
     double tokens_per_s_rank, tokens_per_s_global;
     double model_flops, mfu;  /* model FLOPs per step per rank and their share of peak */
     double gemm_eff;          /* FLOP-weighted GEMM efficiency */

@@ -183,7 +183,7 @@ static zaya_status parse_opt(const char *s, zaya_optimizer *o) {
 }
 
 int zaya_cmd_size_predict(int argc, char **argv) {
-    const char *hwname = NULL, *profile = NULL, *out = NULL, *optname = "adamw";
+    const char *hwname = NULL, *profile = NULL, *out = NULL, *optname = "adamw", *dtype = NULL;
     int64_t batch = 1, seq = 4096, max_batch = 64;
     int dp = 1, zero = 1, recompute = 0;
     double overlap = 0;
@@ -196,6 +196,7 @@ int zaya_cmd_size_predict(int argc, char **argv) {
         {"zero", 0, ZAYA_FLAG_INT, &zero, "S", "ZeRO stage 0..3 (default 1)"},
         {"optimizer", 0, ZAYA_FLAG_STRING, &optname, "NAME", "adamw | muon (default adamw)"},
         {"recompute", 0, ZAYA_FLAG_BOOL, &recompute, NULL, "full activation recomputation"},
+        {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "bf16|f32", "GEMM precision (default: bf16, the trainer's, where the profile has it)"},
         {"overlap", 0, ZAYA_FLAG_DOUBLE, &overlap, "F", "fraction of DP communication hidden behind backward (default 0)"},
         {"max-batch", 0, ZAYA_FLAG_I64, &max_batch, "N", "largest inference batch in the latency table (default 64)"},
         ZAYA_FLAG_OUTDIR(&out, "none: also write predict.json there"),
@@ -225,14 +226,18 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     zaya_hw hw;
     if ((s = zaya_arch_load(path, &a)) != ZAYA_OK) return fail("predict", s);
     if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("predict", s);
+    if (!dtype) dtype = hw.peak_bf16 > 0 ? "bf16" : "f32";
     zaya_step_pred p;
-    if ((s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) { zaya_hw_free(&hw); return fail("predict", s); }
-    printf("%s on %s (%s)\ntraining step: batch %lld x seq %lld per rank, DP %d, ZeRO-%d, %s%s\n", path, hw.name, hw.source,
-           (long long)batch, (long long)seq, dp, zero, optname, recompute ? ", recompute" : "");
+    if ((s = zaya_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
+        zaya_hw_free(&hw);
+        return fail("predict", s);
+    }
+    printf("%s on %s (%s)\ntraining step: batch %lld x seq %lld per rank, DP %d, ZeRO-%d, %s, %s GEMMs%s\n", path, hw.name,
+           hw.source, (long long)batch, (long long)seq, dp, zero, optname, dtype, recompute ? ", recompute" : "");
     printf("  %-28s %10.2f ms  (%.1f%% of peak)\n", "GEMMs (fwd+dgrad+wgrad)", 1e3 * p.gemm_s, 100 * p.gemm_eff);
     printf("  %-28s %10.2f ms\n", "attention", 1e3 * p.attn_s);
     printf("  %-28s %10.2f ms\n", "memory-bound ops", 1e3 * p.memop_s);
-    printf("  %-28s %10.2f ms\n", "optimizer step", 1e3 * p.optimizer_s);
+    printf("  %-28s %10.2f ms  (Newton-Schulz %.2f ms)\n", "optimizer step", 1e3 * p.optimizer_s, 1e3 * p.optimizer_ns_s);
     printf("  %-28s %10.2f ms  (exposed %.2f ms)\n", "DP communication", 1e3 * p.comm_s, 1e3 * p.comm_exposed_s);
     printf("  %-28s %10.2f ms\n", "step", 1e3 * p.step_s);
     printf("  tokens/s: %.0f per rank, %.0f global; MFU %.1f%%\n", p.tokens_per_s_rank, p.tokens_per_s_global, 100 * p.mfu);
@@ -244,6 +249,8 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     cJSON_AddNumberToObject(st, "attention_s", p.attn_s);
     cJSON_AddNumberToObject(st, "memory_ops_s", p.memop_s);
     cJSON_AddNumberToObject(st, "optimizer_s", p.optimizer_s);
+    cJSON_AddNumberToObject(st, "newton_schulz_s", p.optimizer_ns_s);
+    cJSON_AddStringToObject(st, "dtype", dtype);
     cJSON_AddNumberToObject(st, "comm_s", p.comm_s);
     cJSON_AddNumberToObject(st, "comm_exposed_s", p.comm_exposed_s);
     cJSON_AddNumberToObject(st, "step_s", p.step_s);

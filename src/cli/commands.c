@@ -26,6 +26,7 @@ const zaya_command zaya_commands[] = {
     {"size", "check", "sizing rules and per-GEMM efficiency on a hardware profile", zaya_cmd_size_check},
     {"size", "predict", "training step time and inference latency on a hardware profile", zaya_cmd_size_predict},
     {"size", "search", "MoE shape search at a parameter budget (Pareto front)", zaya_cmd_size_search},
+    {"size", "validate", "predicted vs measured `zaya train` step time on this machine", zaya_cmd_size_validate},
     {"tokenizer", "train", "train a byte-level BPE tokenizer (HF tokenizer.json)", zaya_cmd_tokenizer_train},
     {"tokenizer", "encode", "encode text to token ids", zaya_cmd_tokenizer_encode},
     {"tokenizer", "decode", "decode token ids to text", zaya_cmd_tokenizer_decode},

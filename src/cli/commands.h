@@ -38,6 +38,7 @@ int zaya_cmd_size_info(int argc, char **argv);     /* cmd_size.c */
 int zaya_cmd_size_check(int argc, char **argv);    /* cmd_size.c */
 int zaya_cmd_size_predict(int argc, char **argv);  /* cmd_size.c */
 int zaya_cmd_size_search(int argc, char **argv);   /* cmd_size.c */
+int zaya_cmd_size_validate(int argc, char **argv); /* cmd_size_validate.c */
 int zaya_cmd_tokenizer_train(int argc, char **argv);  /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_encode(int argc, char **argv); /* cmd_tokenizer.c */
 int zaya_cmd_tokenizer_decode(int argc, char **argv); /* cmd_tokenizer.c */

@@ -251,3 +251,14 @@ zaya_status zaya_hw_get(const char *name, const char *profile_path, zaya_hw *hw)
     fclose(f);
     return load_profile(path, hw);
 }
+
+zaya_status zaya_hw_set_dtype(zaya_hw *hw, const char *dtype) {
+    int bf16;
+    if (!strcmp(dtype, "bf16")) bf16 = 1;
+    else if (!strcmp(dtype, "f32")) bf16 = 0;
+    else return zaya_error_set(ZAYA_EINVAL, "dtype '%s' (use bf16 or f32)", dtype);
+    if ((bf16 ? hw->peak_bf16 : hw->peak_f32) <= 0)
+        return zaya_error_set(ZAYA_EINVAL, "profile '%s' has no %s GEMM peak", hw->name, dtype);
+    hw->act_bf16 = bf16;
+    return ZAYA_OK;
+}

@@ -11,6 +11,9 @@
 
 #include "zaya/size.h"
 
+/* src/optim: matrices whose Newton-Schulz costs more than this run pooled (ZAYA_MUON_POOL_FLOPS). */
+#define MUON_POOL_FLOPS 2e10
+
 void zaya_step_opts_default(zaya_step_opts *o) {
     memset(o, 0, sizeof *o);
     o->batch = 1;
@@ -66,6 +69,25 @@ static double ns_flops(double m, double n) {
     return 5 * (4 * s * s * l + 2 * s * s * s);
 }
 
+/* Seconds of Newton-Schulz for one m x n matrix. GPUs: the pool at the best
+ * GEMM efficiency. CPUs (src/optim/muon.c): a matrix whose NS costs more than MUON_POOL_FLOPS runs its
+ * GEMMs on the whole pool at the profiled rate of their shapes; smaller ones (every expert) run their
+ * GEMMs one at a time on a single thread behind a mutex, so they get one core's share of that rate and
+ * no overlap with each other. */
+static double ns_time(const zaya_hw *hw, int64_t m, int64_t n) {
+    double f = ns_flops((double)m, (double)n);
+    if (hw->is_gpu) return f / (peak_of(hw) * hw->gemm_eff_max);
+    int64_t s = m < n ? m : n, l = m < n ? n : m;
+    /* per iteration: A = X X^T (s x s x l), B = bA + cA^2 (s x s x s), X <- aX + B X (s x l x s) */
+    zaya_gemm_est e1, e2, e3;
+    zaya_gemm_estimate(hw, s, s, l, &e1);
+    zaya_gemm_estimate(hw, s, s, s, &e2);
+    zaya_gemm_estimate(hw, s, l, s, &e3);
+    double t = 5 * (e1.time_s + e2.time_s + e3.time_s);
+    if (f <= MUON_POOL_FLOPS) t *= (double)hw->compute_units;
+    return t;
+}
+
 zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const zaya_step_opts *o, zaya_step_pred *p) {
     memset(p, 0, sizeof *p);
     if (o->batch <= 0 || o->seq <= 0 || o->dp <= 0)
@@ -110,11 +132,11 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
                                                      : adam_b * P;
     p->optimizer_s = opt_bytes / shard / bw_of(hw);
     if (o->optimizer == ZAYA_OPT_MUON) {
-        double ns = 0;
         for (int i = 0; i < pc.nrows; i++)
             if (pc.rows[i].matrix && !pc.rows[i].embedding)
-                ns += (double)pc.rows[i].instances * ns_flops((double)pc.rows[i].rows_, (double)pc.rows[i].cols_);
-        p->optimizer_s += ns / shard / (peak_of(hw) * (hw->is_gpu ? hw->gemm_eff_max : 1));
+                p->optimizer_ns_s += (double)pc.rows[i].instances * ns_time(hw, pc.rows[i].rows_, pc.rows[i].cols_);
+        p->optimizer_ns_s /= shard;
+        p->optimizer_s += p->optimizer_ns_s;
     }
 
     /* data-parallel communication */

@@ -2,20 +2,25 @@
  * CONFIG on a profile, then runs a short `zaya train` of this same binary (a child process, so the
  * trainer owns its thread pool and allocations exactly as in production) on a one-phase run file with a
  * constant batch, and compares the median measured step (after warm-up steps) with the prediction.
- * Exits 0 whatever the ratio: it is a measurement, not a test. */
+ * On a shared machine every rate drops with the load, so the oneDNN matmul peak is also measured just
+ * before and after the run: profile peak / current peak is the slowdown the model cannot know, and the
+ * load-adjusted ratio divides it out. Exits 0 whatever the ratio: it is a measurement, not a test. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "zaya/bench.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/size.h"
+#include "zaya/threads.h"
 
 #define MAX_SOURCES 16
 #define MAX_STEPS 10000
@@ -41,6 +46,14 @@ static zaya_status find_sources(const char *dir, char names[][64], int *n) {
     }
     closedir(d);
     if (*n == 0) return zaya_error_set(ZAYA_EINVAL, "--data '%s' holds no NAME-train-00000.ztok shards (run `zaya data prepare` or `zaya train` once)", dir);
+    return ZAYA_OK;
+}
+
+/* The run must start from step 0 with no checkpoint in the way: refuse an -o that already holds one. */
+static zaya_status fresh(const char *train_dir) {
+    struct stat sb;
+    if (stat(train_dir, &sb) == 0)
+        return zaya_error_set(ZAYA_EINVAL, "'%s' exists (an earlier measurement); choose a new -o DIR", train_dir);
     return ZAYA_OK;
 }
 
@@ -186,7 +199,7 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     if ((s = find_sources(data, names, &nsrc)) != ZAYA_OK || (s = zaya_mkdir_p(out)) != ZAYA_OK ||
         (s = zaya_path_join(run_path, sizeof run_path, out, "run.json")) != ZAYA_OK ||
         (s = zaya_path_join(train_dir, sizeof train_dir, out, "train")) != ZAYA_OK ||
-        (s = zaya_path_join(log, sizeof log, out, "train.log")) != ZAYA_OK ||
+        (s = fresh(train_dir)) != ZAYA_OK || (s = zaya_path_join(log, sizeof log, out, "train.log")) != ZAYA_OK ||
         (s = zaya_path_join(metrics, sizeof metrics, train_dir, "metrics.jsonl")) != ZAYA_OK ||
         (s = write_run(run_path, names, nsrc, batch, seq, steps)) != ZAYA_OK) {
         zaya_hw_free(&hw);
@@ -203,6 +216,9 @@ int zaya_cmd_size_validate(int argc, char **argv) {
                      "--max-steps", nsteps, "--micro-batch", nmicro, "--dtype", (char *)dtype, "--optimizer",
                      (char *)optname, "--eval-every", "0", "--eval-batches", "1", "--samples", "0", "--no-resume", "-q",
                      threads > 0 ? "--threads" : NULL, nthreads, NULL};
+    zaya_threads_init(threads);
+    zaya_dtype dt = !strcmp(dtype, "bf16") ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+    double peak_before = zaya_bench_matmul_peak_gflops(dt);
     printf("measuring: %s train ... (%lld steps of %lld x %lld, micro-batch %lld, %s, %s); log %s\n", exe,
            (long long)steps, (long long)batch, (long long)seq, (long long)micro, dtype, optname, log);
     fflush(stdout);
@@ -212,6 +228,10 @@ int zaya_cmd_size_validate(int argc, char **argv) {
         zaya_hw_free(&hw);
         return fail(s);
     }
+    double peak_after = zaya_bench_matmul_peak_gflops(dt);
+    double peak_now = peak_before > 0 && peak_after > 0 ? 0.5 * (peak_before + peak_after) : 0;
+    double peak_prof = (hw.act_bf16 ? hw.peak_bf16 : hw.peak_f32) / 1e9;
+    double load = peak_now > 0 ? peak_prof / peak_now : 1;
     double mean = 0;
     for (int i = 0; i < n; i++) mean += ms[i];
     mean /= n;
@@ -227,6 +247,9 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     printf("measured step:  %.1f ms median over steps %lld..%lld (mean %.1f, min %.1f, max %.1f)\n", median,
            (long long)warmup, (long long)steps - 1, mean, ms[0], ms[n - 1]);
     printf("predicted / measured: %.2f (%s the 25%% target)\n", ratio, ratio >= 0.75 && ratio <= 1.25 ? "within" : "outside");
+    printf("matmul peak: profile %.1f GFLOP/s, now %.1f (before %.1f, after %.1f): machine %.2fx slower than profiled;\n"
+           "load-adjusted predicted / measured: %.2f\n",
+           peak_prof, peak_now, peak_before, peak_after, load, ratio * load);
 
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "config", path);
@@ -254,6 +277,12 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     cJSON_AddNumberToObject(mj, "step_ms_max", ms[n - 1]);
     cJSON_AddNumberToObject(mj, "samples", n);
     cJSON_AddNumberToObject(root, "ratio", ratio);
+    cJSON *lj = cJSON_AddObjectToObject(root, "load");
+    cJSON_AddNumberToObject(lj, "profile_peak_gflops", peak_prof);
+    cJSON_AddNumberToObject(lj, "peak_gflops_before", peak_before);
+    cJSON_AddNumberToObject(lj, "peak_gflops_after", peak_after);
+    cJSON_AddNumberToObject(lj, "slowdown", load);
+    cJSON_AddNumberToObject(lj, "adjusted_ratio", ratio * load);
     char jpath[1024];
     s = zaya_path_join(jpath, sizeof jpath, out, "validate.json");
     if (s == ZAYA_OK) s = zaya_json_write_file(jpath, root, 1);

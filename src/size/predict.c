@@ -24,7 +24,19 @@ void zaya_step_opts_default(zaya_step_opts *o) {
     o->grad_comm_bytes = 4;
 }
 
+/* CPU kernels that are not oneDNN GEMMs (src/kernels) compute and store in f32 whatever the GEMM dtype:
+ * attention, the CCA convolutions and every elementwise op. The grouped CCA convolution is a direct loop
+ * nest; `zaya bench kernels` measures it at 30-38% of the f32 matmul peak (conv_grp_fwd/bwd). */
+#define CPU_CONV_EFF 0.35
+
 static double peak_of(const zaya_hw *hw) { return hw->act_bf16 ? hw->peak_bf16 : hw->peak_f32; }
+
+/* The profile viewed at f32 (CPU non-GEMM kernels); itself when it has no f32 peak. */
+static zaya_hw f32_view(const zaya_hw *hw) {
+    zaya_hw h = *hw;
+    if (h.peak_f32 > 0) h.act_bf16 = 0;
+    return h;
+}
 static double bw_of(const zaya_hw *hw) { return hw->mem_bw * hw->mem_eff; }
 
 /* Achieved attention FLOP/s: a fraction of peak on GPUs; on CPUs a fraction of the measured GEMM rate
@@ -32,7 +44,8 @@ static double bw_of(const zaya_hw *hw) { return hw->mem_bw * hw->mem_eff; }
 static double attn_rate(const zaya_hw *hw, int64_t seq, int64_t head_dim) {
     if (hw->is_gpu) return peak_of(hw) * hw->attn_eff;
     zaya_gemm_est e;
-    zaya_gemm_estimate(hw, seq, seq, head_dim, &e);
+    zaya_hw h32 = f32_view(hw);
+    zaya_gemm_estimate(&h32, seq, seq, head_dim, &e);
     return e.flops / e.time_s * hw->attn_eff;
 }
 
@@ -94,7 +107,8 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
         return zaya_error_set(ZAYA_EINVAL, "batch, seq and dp must be positive (got %lld, %lld, %d)", (long long)o->batch,
                               (long long)o->seq, o->dp);
     if (o->zero_stage < 0 || o->zero_stage > 3) return zaya_error_set(ZAYA_EINVAL, "ZeRO stage %d (0..3)", o->zero_stage);
-    double T = (double)o->batch * (double)o->seq, elt = hw->act_bf16 ? 2 : 4;
+    double T = (double)o->batch * (double)o->seq, elt = hw->act_bf16 && hw->is_gpu ? 2 : 4;
+    zaya_hw h32 = f32_view(hw);
     zaya_size_run run = {o->batch, o->seq, 1};
 
     /* GEMMs; with recomputation the forward GEMMs run twice */
@@ -103,7 +117,11 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     double gemm_flops = 0;
     for (int i = 0; i < n; i++) {
         zaya_gemm_est e;
-        zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        int conv = !hw->is_gpu && !strncmp(g[i].name, "attn.conv", 9);
+        if (conv) {
+            zaya_gemm_estimate_grouped(&h32, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+            e.time_s = e.flops / (h32.peak_f32 > 0 ? h32.peak_f32 : peak_of(hw)) / CPU_CONV_EFF;
+        } else zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
         double reps = (double)g[i].count * (o->recompute && !strcmp(g[i].pass, "fwd") ? 2 : 1);
         p->gemm_s += e.time_s * reps;
         gemm_flops += e.flops * reps;

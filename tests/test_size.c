@@ -406,6 +406,27 @@ static void test_profile(void) {
     CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_EUNSUPPORTED &&
               strstr(zaya_error_message(), "no collective measurements for DP 2"),
           "missing curve: %s", zaya_error_message());
+    /* Muon on a CPU: matrices below the pool threshold run their Newton-Schulz GEMMs serialised on one
+     * thread, i.e. at 1/compute_units of the profiled rate (50 GFLOP/s at the 512^3 point). */
+    zaya_arch sm;
+    zaya_arch_zaya_like(&sm, 256, 2, 4, 256, 1, 4096);
+    zaya_params pc;
+    zaya_size_count_params(&sm, &pc);
+    double nsf = 0;
+    for (int i = 0; i < pc.nrows; i++)
+        if (pc.rows[i].matrix && !pc.rows[i].embedding) {
+            double r = (double)pc.rows[i].rows_, c = (double)pc.rows[i].cols_, m = r < c ? r : c, l = r < c ? c : r;
+            nsf += (double)pc.rows[i].instances * 5 * (4 * m * m * l + 2 * m * m * m);
+        }
+    zaya_step_opts_default(&o);
+    o.optimizer = ZAYA_OPT_MUON;
+    o.seq = 128;
+    CHECK(zaya_size_predict_step(&sm, &hw, &o, &p) == ZAYA_OK, "muon host prediction");
+    double want = nsf / (50e9 / hw.compute_units);
+    CHECK(nsf > 0 && fabs(p.optimizer_ns_s - want) / want < 0.05, "serialised Newton-Schulz %.4f s vs %.4f s", p.optimizer_ns_s, want);
+    CHECK(zaya_hw_set_dtype(&hw, "fp8") == ZAYA_EINVAL && strstr(zaya_error_message(), "'fp8'"), "dtype name");
+    CHECK(zaya_hw_set_dtype(&hw, "bf16") == ZAYA_EINVAL && strstr(zaya_error_message(), "has no bf16 GEMM peak"), "no bf16");
+    CHECK(zaya_hw_set_dtype(&hw, "f32") == ZAYA_OK && !hw.act_bf16, "f32");
     zaya_hw_free(&hw);
     /* validation */
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "gemm"), 1), "gflops", cJSON_CreateNumber(-1));

@@ -114,7 +114,7 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     /* GEMMs; with recomputation the forward GEMMs run twice */
     zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int n = zaya_size_list_gemms(a, &run, g, ZAYA_SIZE_MAX_GEMMS);
-    double gemm_flops = 0;
+    double gemm_flops = 0, stage_values = 0;
     for (int i = 0; i < n; i++) {
         zaya_gemm_est e;
         int conv = !hw->is_gpu && !strncmp(g[i].name, "attn.conv", 9);
@@ -124,6 +124,11 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
         } else zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
         double reps = (double)g[i].count * (o->recompute && !strcmp(g[i].pass, "fwd") ? 2 : 1);
         p->gemm_s += e.time_s * reps;
+        /* bf16 on a CPU (src/model/linear.c): the f32 activation operands of every call are rounded into
+         * staging buffers (A; for the weight gradient A and B); weights come from a bf16 shadow */
+        if (!hw->is_gpu && hw->act_bf16 && !conv)
+            stage_values += (double)g[i].groups * reps *
+                            ((double)g[i].m * (double)g[i].k + (strcmp(g[i].pass, "wgrad") ? 0 : (double)g[i].k * (double)g[i].n));
         gemm_flops += e.flops * reps;
     }
     p->gemm_eff = gemm_flops / (p->gemm_s * peak_of(hw));
@@ -139,6 +144,7 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     memops_per_layer(a, &vals, &kernels);
     double passes = 3 + (o->recompute ? 1 : 0);
     double mem_bytes = vals * elt * T * (double)a->layers * passes + T * (double)a->vocab * 4 * 3; /* + fp32 softmax/CE */
+    mem_bytes += stage_values * (4 + 2);
     p->memop_s = mem_bytes / bw_of(hw) + (hw->is_gpu ? kernels * (double)a->layers * passes * hw->launch_s : 0);
 
     /* optimizer: streams the (sharded) state once per step */
@@ -148,6 +154,7 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     double adam_b = 32, muon_b = 22;
     double opt_bytes = o->optimizer == ZAYA_OPT_MUON ? (muon_b * (double)pc.matrix_total + adam_b * (P - (double)pc.matrix_total))
                                                      : adam_b * P;
+    if (!hw->is_gpu && hw->act_bf16) opt_bytes += (4 + 2) * P; /* refresh of the bf16 weight shadow */
     p->optimizer_s = opt_bytes / shard / bw_of(hw);
     if (o->optimizer == ZAYA_OPT_MUON) {
         for (int i = 0; i < pc.nrows; i++)

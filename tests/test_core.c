@@ -182,6 +182,23 @@ static void test_parsers(void) {
     CHECK(zaya_flags_parse(&spec, 2, argv4, &args) == 2, "bad size -> 2");
     char *argv5[] = {"--threads"};
     CHECK(zaya_flags_parse(&spec, 1, argv5, &args) == 2, "missing value -> 2");
+
+    /* repeatable options are taken out of argv; `--` protects what follows */
+    char *argv6[] = {"--task", "a.jsonl", "-o", "d", "--task=b.jsonl", "--", "--task", "c"};
+    int argc6 = 8, nt = 0;
+    const char *tasks[4];
+    CHECK(zaya_flags_take_repeated(&argc6, argv6, "task", tasks, 4, &nt) == 0 && nt == 2 &&
+              !strcmp(tasks[0], "a.jsonl") && !strcmp(tasks[1], "b.jsonl") && argc6 == 5 && !strcmp(argv6[0], "-o") &&
+              !strcmp(argv6[3], "--task"),
+          "take_repeated: n=%d argc=%d", nt, argc6);
+    char *argv7[] = {"--task"};
+    int argc7 = 1;
+    nt = 0;
+    CHECK(zaya_flags_take_repeated(&argc7, argv7, "task", tasks, 4, &nt) == -1, "missing value -> -1");
+    char *argv8[] = {"--task", "a", "--task", "b"};
+    int argc8 = 4;
+    nt = 0;
+    CHECK(zaya_flags_take_repeated(&argc8, argv8, "task", tasks, 1, &nt) == -2, "too many -> -2");
 }
 
 static void test_status(void) {

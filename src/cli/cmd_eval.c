@@ -21,27 +21,6 @@ static int fail(const char *what) {
     return 1;
 }
 
-/* Removes every `--task FILE` / `--task=FILE` from argv (repeatable flag). */
-static int take_tasks(int *argc, char **argv, const char **out, int *n) {
-    int w = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            while (i < *argc) argv[w++] = argv[i++];
-            break;
-        }
-        if (!strcmp(a, "--task") || !strncmp(a, "--task=", 7)) {
-            const char *v = a[6] == '=' ? a + 7 : (i + 1 < *argc ? argv[++i] : NULL);
-            if (!v) return -1;
-            if (*n >= MAX_TASKS) return -2;
-            out[(*n)++] = v;
-            continue;
-        }
-        argv[w++] = argv[i];
-    }
-    *argc = w;
-    return 0;
-}
 
 static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok, int32_t **ids, size_t *n) {
     char *text = NULL;
@@ -81,7 +60,7 @@ int zaya_cmd_eval(int argc, char **argv) {
                           flags, (int)(sizeof flags / sizeof flags[0])};
     const char *tasks[MAX_TASKS];
     int nt = 0;
-    int tr = take_tasks(&argc, argv, tasks, &nt);
+    int tr = zaya_flags_take_repeated(&argc, argv, "task", tasks, MAX_TASKS, &nt);
     if (tr == -1) return zaya_flags_usage_error(&spec, "--task needs a value");
     if (tr == -2) return zaya_flags_usage_error(&spec, "at most %d --task files", MAX_TASKS);
     zaya_args args;

@@ -71,28 +71,6 @@ static int on_token(void *p, int64_t s, int32_t id) {
     return 0;
 }
 
-/* --prompt and --stop may repeat: they are taken out of argv before the flag parser runs. */
-static int take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n) {
-    size_t nl = strlen(name);
-    int w = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            while (i < *argc) argv[w++] = argv[i++];
-            break;
-        }
-        if (!strncmp(a, "--", 2) && !strncmp(a + 2, name, nl) && (a[2 + nl] == '\0' || a[2 + nl] == '=')) {
-            const char *v = a[2 + nl] == '=' ? a + 3 + nl : (i + 1 < *argc ? argv[++i] : NULL);
-            if (!v) return -1;
-            if (*n >= max) return -2;
-            out[(*n)++] = v;
-            continue;
-        }
-        argv[w++] = argv[i];
-    }
-    *argc = w;
-    return 0;
-}
 
 static int fail(const char *msg) {
     fprintf(stderr, "zaya generate: error: %s\n", msg);
@@ -128,8 +106,8 @@ int zaya_cmd_generate(int argc, char **argv) {
                           flags, (int)(sizeof flags / sizeof flags[0])};
     const char *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
     int np = 0, ns = 0;
-    int r1 = take_repeated(&argc, argv, "prompt", prompts, MAX_PROMPTS, &np);
-    int r2 = take_repeated(&argc, argv, "stop", stops, MAX_STOPS, &ns);
+    int r1 = zaya_flags_take_repeated(&argc, argv, "prompt", prompts, MAX_PROMPTS, &np);
+    int r2 = zaya_flags_take_repeated(&argc, argv, "stop", stops, MAX_STOPS, &ns);
     if (r1 == -1 || r2 == -1) return zaya_flags_usage_error(&spec, "--%s needs a value", r1 == -1 ? "prompt" : "stop");
     if (r1 == -2 || r2 == -2) return zaya_flags_usage_error(&spec, "at most %d prompts and %d stop strings", MAX_PROMPTS, MAX_STOPS);
     zaya_args args;

@@ -167,3 +167,25 @@ int zaya_flags_parse(const zaya_cmd_spec *spec, int argc, char **argv, zaya_args
     }
     return -1;
 }
+
+int zaya_flags_take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n) {
+    size_t nl = strlen(name);
+    int w = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            while (i < *argc) argv[w++] = argv[i++];
+            break;
+        }
+        if (!strncmp(a, "--", 2) && !strncmp(a + 2, name, nl) && (a[2 + nl] == '\0' || a[2 + nl] == '=')) {
+            const char *v = a[2 + nl] == '=' ? a + 3 + nl : (i + 1 < *argc ? argv[++i] : NULL);
+            if (!v) return -1;
+            if (*n >= max) return -2;
+            out[(*n)++] = v;
+            continue;
+        }
+        argv[w++] = argv[i];
+    }
+    *argc = w;
+    return 0;
+}

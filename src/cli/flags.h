@@ -51,6 +51,11 @@ void zaya_flags_print_help(const zaya_cmd_spec *spec, FILE *f);
 /* Reports a usage error for spec (message + hint) and returns 2. */
 int zaya_flags_usage_error(const zaya_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A repeatable option (`--NAME V` / `--NAME=V`, any number of times) is taken out of argv before
+ * zaya_flags_parse runs: its values go to out[0..*n) (at most max). Returns 0, -1 for a missing
+ * value, -2 for more than max occurrences. Arguments after `--` are left alone. */
+int zaya_flags_take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n);
+
 /* "128M" -> 134217728. Suffixes K, M, G, T (binary), optional trailing B; rejects anything else. */
 zaya_status zaya_parse_bytes(const char *s, int64_t *out);
 zaya_status zaya_parse_i64(const char *s, int64_t *out);

@@ -109,6 +109,5 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn);
 void zaya_moe_forward(zaya_model *m, int l, const float *r_prev);
 void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz);
 
-static inline zaya_model_work *zaya_work(zaya_model *m) { return m->work; }
 
 #endif

@@ -1,6 +1,5 @@
 /* Model lifetime: parameter block, deterministic init, activation planning. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,9 +1,11 @@
 /* Model sizing: exact parameter / FLOP / memory calculators for ZAYA1 and standard transformer families,
  * hardware profiles, sizing rules, a step-time and inference-latency model, and an MoE shape search.
  *
- * The architecture is described by a family-neutral zaya_arch filled from an HF config.json (zaya, llama,
- * qwen2, qwen3, qwen3_moe, mixtral, olmoe). Every count is derived from tensor shapes, never from a
- * closed-form approximation, so the per-component table adds up to exactly what a checkpoint stores. */
+ * The architecture is described by a family-neutral zaya_arch filled from an HF config.json (the families
+ * are listed in docs/size.md: zaya, llama, mistral, qwen2/3, the qwen MoEs, mixtral, olmoe, deepseek_v2/v3,
+ * gpt_oss, gemma2/3, phimoe, dbrx, granitemoe, glm4_moe, llama4). Every count is derived from tensor
+ * shapes, never from a closed-form approximation, so the per-component table adds up to exactly what a
+ * checkpoint stores. */
 #ifndef ZAYA_SIZE_H
 #define ZAYA_SIZE_H
 
@@ -16,18 +18,33 @@
 
 /* ---------------------------------------------------------------- architecture */
 
-typedef enum zaya_attn_kind { ZAYA_ATTN_MHA, ZAYA_ATTN_GQA, ZAYA_ATTN_CCA } zaya_attn_kind;
+typedef enum zaya_attn_kind { ZAYA_ATTN_MHA, ZAYA_ATTN_GQA, ZAYA_ATTN_CCA, ZAYA_ATTN_MLA } zaya_attn_kind;
 typedef enum zaya_qk_norm { ZAYA_QK_NORM_NONE, ZAYA_QK_NORM_HEAD, ZAYA_QK_NORM_FULL } zaya_qk_norm;
 typedef enum zaya_router_kind { ZAYA_ROUTER_NONE, ZAYA_ROUTER_LINEAR, ZAYA_ROUTER_ZAYA } zaya_router_kind;
 
+/* The config keys a family spells each size with, so that errors quote the user's file. */
+typedef struct zaya_arch_keys {
+    const char *vocab, *hidden, *layers, *heads, *kv_heads, *head_dim, *dense_ffn, *experts, *expert_ffn, *top_k;
+} zaya_arch_keys;
+
 typedef struct zaya_arch {
-    char family[32]; /* HF model_type */
+    char family[32]; /* HF model_type (of text_config when the file nests one) */
+    zaya_arch_keys keys;
+    int text_only;   /* read from the text_config of a multimodal config (vision encoder not counted) */
     int64_t vocab, hidden, layers;
     int tied_embeddings;
     /* attention */
     zaya_attn_kind attn;
     int64_t heads, kv_heads, head_dim; /* for CCA: latent query / KV heads */
     int qkv_bias, o_bias;
+    int attn_sinks;                 /* one learned sink logit per query head (gpt_oss) */
+    /* multi-head latent attention (deepseek_v2/v3): heads = query heads, kv_heads = heads, head_dim =
+     * qk_nope_dim + qk_rope_dim; the cache holds kv_lora_rank + qk_rope_dim values per token and layer */
+    int mla;
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim, v_head_dim;
+    /* local attention: n_window_layers of the layers attend to at most `window` previous tokens
+     * (sliding window or chunked attention); the rest attend to the whole context */
+    int64_t window, n_window_layers;
     zaya_qk_norm qk_norm;           /* HEAD: per-head gain (qwen3); FULL: gain over the whole q / k (olmoe) */
     int64_t cca_time0, cca_time1;   /* CCA conv kernel sizes (depthwise, grouped) */
     /* feed-forward: layer i is MoE when moe_layer[i], else dense SwiGLU of width dense_ffn */
@@ -41,14 +58,27 @@ typedef struct zaya_arch {
     int router_eda;                 /* ZAYA: EDA scale vector on every MoE layer but the first */
     int router_bias;                /* linear router with bias */
     int shared_gate;                /* sigmoid gate (hidden -> 1) on the shared expert (qwen2_moe) */
+    int expert_bias;                /* biases on the expert projections (gpt_oss) */
+    int64_t mtp_layers;             /* multi-token-prediction modules (deepseek_v3): counted apart */
     /* norms and residual scales */
     int residual_scales;            /* ZAYA: (x+b)*s on both merges + input affine */
+    int norms_per_layer;            /* 2 (pre-attention, pre-MLP); gemma2/3: 4 (also post-attention, post-MLP) */
+    int norm_bias;                  /* LayerNorm with a bias vector (phimoe) */
+    int lm_head_bias;               /* bias on the untied LM head (phimoe) */
     int64_t max_seq;
 } zaya_arch;
 
-/* Fills arch from a parsed HF config.json. Unknown model_type or missing keys are errors naming them. */
+/* Fills arch from a parsed HF config.json (a `text_config` object is read in place of the top level).
+ * Unknown model_type, missing keys and config features that change the counts but are not modelled are
+ * errors naming the key. */
 zaya_status zaya_arch_from_config(const cJSON *cfg, zaya_arch *arch);
+/* Reads a config file: regular files of at most 16 MiB only (directories and pipes are refused with a
+ * plain message), duplicate keys in any object refused. */
 zaya_status zaya_arch_load(const char *config_path, zaya_arch *arch);
+/* Error when `tree` holds an object with a repeated key (JSON readers disagree on which one wins). */
+zaya_status zaya_json_check_unique_keys(const cJSON *tree);
+/* Families zaya_arch_from_config reads, comma-separated. */
+const char *zaya_arch_families(void);
 /* Structural validation (positive sizes, heads divide, top_k <= experts, ...). */
 zaya_status zaya_arch_validate(const zaya_arch *arch);
 /* The ZAYA1 block structure (CCA 2x query compression, 4 query heads per KV head, ZAYA router, top-k
@@ -71,6 +101,7 @@ typedef struct zaya_param_row {
     int matrix;        /* 2-D weight a Muon optimizer would own */
     int matmul;        /* multiplied with every token it sees: 2 FLOPs per parameter per token */
     int64_t rows_, cols_; /* matrix shape (for Newton-Schulz cost) when matrix */
+    int mtp;           /* part of a multi-token-prediction module */
 } zaya_param_row;
 
 typedef struct zaya_params {
@@ -79,6 +110,10 @@ typedef struct zaya_params {
     int64_t total, active, embedding;          /* embedding = input table + untied head */
     int64_t non_embedding, active_non_embedding;
     int64_t matrix_total;                      /* Muon-eligible (2-D, non-embedding) */
+    int64_t active_compute;                    /* active without the input embedding lookup (no matmul):
+                                                * the "active" convention of the DeepSeek and gpt-oss cards */
+    int64_t mtp;                               /* MTP modules (rows flagged mtp), not in total / active */
+    int64_t checkpoint;                        /* total + mtp + the embedding/head copies an MTP module stores */
 } zaya_params;
 
 void zaya_size_count_params(const zaya_arch *a, zaya_params *p);
@@ -93,9 +128,12 @@ typedef struct zaya_flops {
 
 void zaya_size_flops(const zaya_arch *a, int64_t seq, zaya_flops *f);
 
-/* KV cache bytes per token (all layers, K and V) and constant per-sequence state bytes (CCA conv
- * columns and delayed value). */
+/* KV cache bytes per token of context held by the full-attention layers plus, while the context is
+ * shorter than the window, the local ones (all layers, K and V; MLA: the compressed latent + rope key),
+ * and constant per-sequence state bytes (CCA conv columns and delayed value). */
 double zaya_size_kv_bytes_per_token(const zaya_arch *a, int bytes_per_value);
+/* KV cache of one sequence at `context` tokens: local-attention layers hold min(context, window). */
+double zaya_size_kv_bytes(const zaya_arch *a, int64_t context, int bytes_per_value);
 double zaya_size_kv_state_bytes(const zaya_arch *a, int bytes_per_value);
 
 typedef enum zaya_optimizer { ZAYA_OPT_ADAMW, ZAYA_OPT_MUON } zaya_optimizer;
@@ -109,6 +147,7 @@ typedef struct zaya_mem_opts {
     int grad_bytes;       /* 4 (fp32 gradient accumulation) */
     int state_bytes;      /* 4 per optimizer state value */
     int64_t micro_batch, seq;
+    int recompute;        /* full activation recomputation (selects total_recompute as the need) */
 } zaya_mem_opts;
 
 typedef struct zaya_mem {
@@ -119,6 +158,25 @@ typedef struct zaya_mem {
 
 void zaya_mem_opts_default(zaya_mem_opts *o);
 void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem *m);
+/* Bytes of model state per parameter before sharding (weights + master + grads + 2 AdamW states):
+ * 18 with the defaults, 16 with bf16 gradients (the ZeRO paper's mixed-precision Adam). */
+double zaya_mem_bytes_per_param(const zaya_mem_opts *o);
+/* "fp32" -> 4, "bf16" / "fp16" -> 2, "none" -> 0 (master weights only). */
+zaya_status zaya_mem_parse_dtype(const char *s, int allow_none, int *bytes);
+
+/* Does a layout fit in `cap` bytes per device? Names the largest term and the smallest single change
+ * that fits (recomputation, a higher ZeRO stage, a smaller micro-batch, more data-parallel ranks). */
+typedef struct zaya_fit {
+    double need, cap;          /* bytes per device; cap 0 = unknown (always fits) */
+    int fits;
+    char largest[32];          /* name of the largest term */
+    double largest_bytes;
+    char advice[256];          /* "" when it fits */
+} zaya_fit;
+
+void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap, zaya_fit *f);
+/* Inference: weights (bytes_per_value each, all experts resident) + KV cache of batch sequences. */
+void zaya_size_infer_fit(const zaya_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_fit *f);
 
 /* ---------------------------------------------------------------- hardware profiles */
 
@@ -297,6 +355,8 @@ const char *zaya_size_fmt_count(double v, char *buf, size_t cap);
 /* Architecture summary and per-component parameter table (what `zaya size info` and `zaya model info`
  * print). seq selects the attention context for the FLOP line. */
 void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f);
+/* The same with the memory table at a chosen layout (DP, ZeRO stage, micro-batch, dtypes; opts->seq). */
+void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FILE *f);
 /* The same as JSON (caller owns the result). */
 cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq);
 

@@ -23,6 +23,76 @@ static int one_config(const zaya_cmd_spec *spec, const zaya_args *args, const ch
     return -1;
 }
 
+/* Largest --seq any command accepts: beyond it every figure is an extrapolation of nothing. */
+#define SEQ_MAX ((int64_t)1 << 26)
+
+static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
+
+/* --seq against the config: past max_position_embeddings the model was never trained; warn. */
+static void check_seq(const char *cmd, const zaya_arch *a, int64_t seq) {
+    if (a->max_seq > 0 && seq > a->max_seq)
+        fprintf(stderr, "zaya size %s: warning: --seq %lld exceeds the config's max_position_embeddings %lld\n", cmd,
+                (long long)seq, (long long)a->max_seq);
+}
+
+/* Memory layout flags shared by info, check and predict. */
+typedef struct mem_flags {
+    int dp, zero, recompute;
+    int64_t micro_batch;
+    const char *grad, *master, *optimizer;
+} mem_flags;
+
+static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_mem_opts *o) {
+    zaya_mem_opts_default(o);
+    if (m->dp <= 0) return zaya_error_set(ZAYA_EINVAL, "--dp must be positive");
+    if (m->zero < 0 || m->zero > 3) return zaya_error_set(ZAYA_EINVAL, "--zero must be 0..3");
+    if (m->micro_batch <= 0 || m->micro_batch > (1 << 20)) return zaya_error_set(ZAYA_EINVAL, "--micro-batch/--batch must be 1..1048576");
+    o->dp = m->dp;
+    o->zero_stage = m->zero;
+    o->micro_batch = m->micro_batch;
+    o->recompute = m->recompute;
+    o->seq = seq;
+    ZAYA_TRY(zaya_mem_parse_dtype(m->grad, 0, &o->grad_bytes));
+    ZAYA_TRY(zaya_mem_parse_dtype(m->master, 1, &o->master_bytes));
+    if (!strcmp(m->optimizer, "adamw")) o->optimizer = ZAYA_OPT_ADAMW;
+    else if (!strcmp(m->optimizer, "muon")) o->optimizer = ZAYA_OPT_MUON;
+    else return zaya_error_set(ZAYA_EINVAL, "--optimizer '%s' (use adamw or muon)", m->optimizer);
+    return ZAYA_OK;
+}
+
+/* Prints the fit verdict of the training layout; returns 1 when it fits. */
+static int print_train_fit(const zaya_arch *a, const zaya_mem_opts *mo, const zaya_hw *hw, FILE *f, cJSON *j) {
+    zaya_fit fit;
+    zaya_size_train_fit(a, mo, hw->mem_bytes, &fit);
+    if (!(hw->mem_bytes > 0)) {
+        fprintf(f, "training memory: %.1f GiB per rank (the profile states no device memory: not checked)\n", gib(fit.need));
+    } else if (fit.fits) {
+        fprintf(f, "training memory: %.1f GiB per rank of %.1f GiB: fits (largest term: %s %.1f GiB)\n", gib(fit.need),
+                gib(fit.cap), fit.largest, gib(fit.largest_bytes));
+    } else {
+        fprintf(f, "training memory: DOES NOT FIT: %.1f GiB per rank > %.1f GiB on %s (largest term: %s %.1f GiB); %s\n",
+                gib(fit.need), gib(fit.cap), hw->name, fit.largest, gib(fit.largest_bytes), fit.advice);
+    }
+    if (j) {
+        cJSON *m = cJSON_AddObjectToObject(j, "train_memory");
+        cJSON_AddNumberToObject(m, "need_bytes", fit.need);
+        cJSON_AddNumberToObject(m, "device_bytes", fit.cap);
+        cJSON_AddBoolToObject(m, "fits", fit.fits);
+        cJSON_AddStringToObject(m, "largest_term", fit.largest);
+        cJSON_AddStringToObject(m, "advice", fit.advice);
+        cJSON_AddNumberToObject(m, "bytes_per_param", zaya_mem_bytes_per_param(mo));
+    }
+    return fit.fits;
+}
+
+#define MEM_FLAGS(m)                                                                                                      \
+    {"dp", 0, ZAYA_FLAG_INT, &(m).dp, "N", "data-parallel degree (default 1)"},                                           \
+        {"zero", 0, ZAYA_FLAG_INT, &(m).zero, "S", "ZeRO stage 0..3 (default 1)"},                                        \
+        {"grad-dtype", 0, ZAYA_FLAG_STRING, &(m).grad, "fp32|bf16", "gradient dtype (default fp32: 18 B/param; bf16: the ZeRO paper's 16)"}, \
+        {"master-dtype", 0, ZAYA_FLAG_STRING, &(m).master, "fp32|none", "master weight copy (default fp32)"},            \
+        {"optimizer", 0, ZAYA_FLAG_STRING, &(m).optimizer, "NAME", "adamw | muon (default adamw)"},                       \
+        {"recompute", 0, ZAYA_FLAG_BOOL, &(m).recompute, NULL, "full activation recomputation"}
+
 static zaya_status write_json(const char *dir, const char *name, cJSON *root, char *path, size_t cap) {
     ZAYA_TRY(zaya_mkdir_p(dir));
     ZAYA_TRY(zaya_path_join(path, cap, dir, name));
@@ -34,23 +104,30 @@ static zaya_status write_json(const char *dir, const char *name, cJSON *root, ch
 int zaya_cmd_size_info(int argc, char **argv) {
     int64_t seq = 4096;
     const char *out = NULL;
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
     const zaya_flag flags[] = {
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length for the attention FLOPs and memory (default 4096)"},
+        {"micro-batch", 0, ZAYA_FLAG_I64, &mf.micro_batch, "B", "sequences per rank for the activation memory (default 1)"},
+        MEM_FLAGS(mf),
         ZAYA_FLAG_OUTDIR(&out, "none: also write info.json there"),
     };
     const zaya_cmd_spec spec = {"size info", "exact parameter table, FLOPs, KV cache and training memory of a config",
-                                "[options] CONFIG", "CONFIG is an HF config.json (zaya, llama, qwen2, qwen3, qwen3_moe, "
-                                "qwen2_moe, mixtral, olmoe).", flags, (int)(sizeof flags / sizeof *flags)};
+                                "[options] CONFIG", "CONFIG is an HF config.json; the families are listed in docs/size.md.",
+                                flags, (int)(sizeof flags / sizeof *flags)};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
     const char *path = NULL;
     if ((rc = one_config(&spec, &args, &path)) >= 0) return rc;
-    if (seq <= 0) return zaya_flags_usage_error(&spec, "--seq must be positive");
+    if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
+    zaya_mem_opts mo;
+    zaya_status s = mem_from_flags(&mf, seq, &mo);
+    if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     zaya_arch a;
-    zaya_status s = zaya_arch_load(path, &a);
+    s = zaya_arch_load(path, &a);
     if (s != ZAYA_OK) return fail("info", s);
-    zaya_size_print_info(&a, seq, stdout);
+    check_seq("info", &a, seq);
+    zaya_size_print_info_opts(&a, &mo, stdout);
     if (out) {
         cJSON *j = zaya_size_info_json(&a, seq);
         char p[1024];
@@ -68,12 +145,14 @@ int zaya_cmd_size_check(int argc, char **argv) {
     const char *hwname = NULL, *profile = NULL, *out = NULL;
     int64_t batch = 1, seq = 4096;
     int tp = 1;
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
     const zaya_flag flags[] = {
         {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "mi300x | h100 | h200 | host | path/to/profile.json (required)"},
         {"profile", 0, ZAYA_FLAG_STRING, &profile, "FILE", "profile.json for --hw host (default $ZAYA_PROFILE or ./profile.json)"},
         {"batch", 0, ZAYA_FLAG_I64, &batch, "B", "micro-batch in sequences per rank (default 1)"},
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length (default 4096)"},
         {"tp", 0, ZAYA_FLAG_INT, &tp, "N", "intended tensor-parallel degree for the KV-head rule (default 1)"},
+        MEM_FLAGS(mf),
         ZAYA_FLAG_OUTDIR(&out, "none: also write check.json there"),
     };
     const zaya_cmd_spec spec = {"size check", "sizing rules and per-GEMM efficiency of a config on a hardware profile",
@@ -84,11 +163,17 @@ int zaya_cmd_size_check(int argc, char **argv) {
     const char *path = NULL;
     if ((rc = one_config(&spec, &args, &path)) >= 0) return rc;
     if (!hwname) return zaya_flags_usage_error(&spec, "--hw is required");
-    if (batch <= 0 || seq <= 0 || tp <= 0) return zaya_flags_usage_error(&spec, "--batch, --seq and --tp must be positive");
+    if (batch <= 0 || tp <= 0) return zaya_flags_usage_error(&spec, "--batch and --tp must be positive");
+    if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
+    mf.micro_batch = batch;
+    zaya_mem_opts mo;
+    zaya_status s = mem_from_flags(&mf, seq, &mo);
+    if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     zaya_arch a;
     zaya_hw hw;
-    zaya_status s = zaya_arch_load(path, &a);
+    s = zaya_arch_load(path, &a);
     if (s != ZAYA_OK) return fail("check", s);
+    check_seq("check", &a, seq);
     if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("check", s);
     zaya_size_run run = {batch, seq, tp};
     printf("%s on %s (%s): %d %s, tile %dx%dx%d, wave %d tiles, align %d; batch %lld x seq %lld, TP %d\n\n", path, hw.name,
@@ -146,8 +231,14 @@ int zaya_cmd_size_check(int argc, char **argv) {
     double peak = hw.act_bf16 ? hw.peak_bf16 : hw.peak_f32;
     printf("\nall GEMMs of one step: %.1f ms, %.1f%% of peak (FLOP-weighted); %d violation(s)\n", 1e3 * total_t,
            100 * total_f / (total_t * peak), nviol);
+    printf("\nmemory (DP %d, ZeRO-%d, %s%s, %.0f B/param):\n  ", mo.dp, mo.zero_stage, mf.optimizer,
+           mo.recompute ? ", recompute" : "", zaya_mem_bytes_per_param(&mo));
+    cJSON *jm = cJSON_CreateObject();
+    print_train_fit(&a, &mo, &hw, stdout, jm);
     if (out) {
         cJSON *root = cJSON_CreateObject();
+        cJSON_AddItemToObject(root, "memory", jm);
+        jm = NULL;
         cJSON_AddStringToObject(root, "config", path);
         cJSON_AddStringToObject(root, "hw", hw.name);
         cJSON *jh = cJSON_AddArrayToObject(root, "findings");
@@ -169,33 +260,24 @@ int zaya_cmd_size_check(int argc, char **argv) {
         printf("wrote %s\n", p);
     }
     cJSON_Delete(jg);
+    cJSON_Delete(jm);
     zaya_hw_free(&hw);
     return 0;
 }
 
 /* ------------------------------------------------------------------ predict */
 
-static zaya_status parse_opt(const char *s, zaya_optimizer *o) {
-    if (!strcmp(s, "adamw")) *o = ZAYA_OPT_ADAMW;
-    else if (!strcmp(s, "muon")) *o = ZAYA_OPT_MUON;
-    else return zaya_error_set(ZAYA_EINVAL, "--optimizer '%s' (use adamw or muon)", s);
-    return ZAYA_OK;
-}
-
 int zaya_cmd_size_predict(int argc, char **argv) {
-    const char *hwname = NULL, *profile = NULL, *out = NULL, *optname = "adamw", *dtype = NULL;
+    const char *hwname = NULL, *profile = NULL, *out = NULL, *dtype = NULL;
     int64_t batch = 1, seq = 4096, max_batch = 64;
-    int dp = 1, zero = 1, recompute = 0;
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
     double overlap = 0;
     const zaya_flag flags[] = {
         {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "mi300x | h100 | h200 | host | path/to/profile.json (required)"},
         {"profile", 0, ZAYA_FLAG_STRING, &profile, "FILE", "profile.json for --hw host"},
         {"batch", 0, ZAYA_FLAG_I64, &batch, "B", "training micro-batch in sequences per rank (default 1)"},
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length / decode context (default 4096)"},
-        {"dp", 0, ZAYA_FLAG_INT, &dp, "N", "data-parallel degree (default 1)"},
-        {"zero", 0, ZAYA_FLAG_INT, &zero, "S", "ZeRO stage 0..3 (default 1)"},
-        {"optimizer", 0, ZAYA_FLAG_STRING, &optname, "NAME", "adamw | muon (default adamw)"},
-        {"recompute", 0, ZAYA_FLAG_BOOL, &recompute, NULL, "full activation recomputation"},
+        MEM_FLAGS(mf),
         {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "bf16|f32", "GEMM precision (default: bf16, the trainer's, where the profile has it)"},
         {"overlap", 0, ZAYA_FLAG_DOUBLE, &overlap, "F", "fraction of DP communication hidden behind backward (default 0)"},
         {"max-batch", 0, ZAYA_FLAG_I64, &max_batch, "N", "largest inference batch in the latency table (default 64)"},
@@ -209,22 +291,29 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     const char *path = NULL;
     if ((rc = one_config(&spec, &args, &path)) >= 0) return rc;
     if (!hwname) return zaya_flags_usage_error(&spec, "--hw is required");
-    if (batch <= 0 || seq <= 0 || dp <= 0 || max_batch <= 0) return zaya_flags_usage_error(&spec, "--batch, --seq, --dp and --max-batch must be positive");
-    if (zero < 0 || zero > 3) return zaya_flags_usage_error(&spec, "--zero must be 0..3");
-    if (overlap < 0 || overlap > 1) return zaya_flags_usage_error(&spec, "--overlap must be in [0, 1]");
+    if (batch <= 0 || max_batch <= 0 || max_batch > (1 << 20)) return zaya_flags_usage_error(&spec, "--batch and --max-batch must be positive (--max-batch at most 1048576)");
+    if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
+    if (!(overlap >= 0 && overlap <= 1)) return zaya_flags_usage_error(&spec, "--overlap must be in [0, 1]");
+    mf.micro_batch = batch;
+    zaya_mem_opts mo;
+    zaya_status s = mem_from_flags(&mf, seq, &mo);
+    if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
+    int dp = mo.dp, zero = mo.zero_stage, recompute = mo.recompute;
+    const char *optname = mf.optimizer;
     zaya_step_opts so;
     zaya_step_opts_default(&so);
-    zaya_status s = parse_opt(optname, &so.optimizer);
-    if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
+    so.optimizer = mo.optimizer;
     so.batch = batch;
     so.seq = seq;
     so.dp = dp;
     so.zero_stage = zero;
     so.recompute = recompute;
     so.overlap = overlap;
+    so.grad_comm_bytes = mo.grad_bytes;
     zaya_arch a;
     zaya_hw hw;
     if ((s = zaya_arch_load(path, &a)) != ZAYA_OK) return fail("predict", s);
+    check_seq("predict", &a, seq);
     if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("predict", s);
     if (!dtype) dtype = hw.peak_bf16 > 0 ? "bf16" : "f32";
     zaya_step_pred p;
@@ -232,8 +321,12 @@ int zaya_cmd_size_predict(int argc, char **argv) {
         zaya_hw_free(&hw);
         return fail("predict", s);
     }
-    printf("%s on %s (%s)\ntraining step: batch %lld x seq %lld per rank, DP %d, ZeRO-%d, %s, %s GEMMs%s\n", path, hw.name,
-           hw.source, (long long)batch, (long long)seq, dp, zero, optname, dtype, recompute ? ", recompute" : "");
+    cJSON *root = cJSON_CreateObject();
+    printf("%s on %s (%s)\n", path, hw.name, hw.source);
+    int fits = print_train_fit(&a, &mo, &hw, stdout, root);
+    printf("training step%s: batch %lld x seq %lld per rank, DP %d, ZeRO-%d, %s, %s GEMMs%s\n",
+           fits ? "" : " (only if it fitted; see above)", (long long)batch, (long long)seq, dp, zero, optname, dtype,
+           recompute ? ", recompute" : "");
     printf("  %-28s %10.2f ms  (%.1f%% of peak)\n", "GEMMs (fwd+dgrad+wgrad)", 1e3 * p.gemm_s, 100 * p.gemm_eff);
     printf("  %-28s %10.2f ms\n", "attention", 1e3 * p.attn_s);
     printf("  %-28s %10.2f ms\n", "memory-bound ops", 1e3 * p.memop_s);
@@ -241,9 +334,13 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     printf("  %-28s %10.2f ms  (exposed %.2f ms)\n", "DP communication", 1e3 * p.comm_s, 1e3 * p.comm_exposed_s);
     printf("  %-28s %10.2f ms\n", "step", 1e3 * p.step_s);
     printf("  tokens/s: %.0f per rank, %.0f global; MFU %.1f%%\n", p.tokens_per_s_rank, p.tokens_per_s_global, 100 * p.mfu);
-    printf("\ninference at context %lld:\n  %6s %12s %14s %12s %12s %14s\n", (long long)seq, "batch", "prefill ms",
-           "decode ms/tok", "weights MB", "KV MB", "decode tok/s");
-    cJSON *root = cJSON_CreateObject();
+    zaya_fit inf1;
+    zaya_size_infer_fit(&a, 1, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &inf1);
+    printf("\ninference at context %lld (%s weights, all experts resident: %.1f GiB at batch 1 of %.1f GiB%s):\n", (long long)seq,
+           hw.act_bf16 ? "bf16" : "f32", gib(inf1.need), gib(hw.mem_bytes), hw.mem_bytes > 0 ? "" : " (unknown: not checked)");
+    if (!inf1.fits) printf("  DOES NOT FIT on one %s: %s (largest term: %s %.1f GiB)\n", hw.name, inf1.advice, inf1.largest,
+                          gib(inf1.largest_bytes));
+    printf("  %6s %12s %14s %12s %12s %14s\n", "batch", "prefill ms", "decode ms/tok", "weights MB", "KV MB", "decode tok/s");
     cJSON *st = cJSON_AddObjectToObject(root, "step");
     cJSON_AddNumberToObject(st, "gemm_s", p.gemm_s);
     cJSON_AddNumberToObject(st, "attention_s", p.attn_s);
@@ -260,9 +357,14 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     for (int64_t b = 1; b <= max_batch; b *= 2) {
         zaya_infer_pred ip;
         zaya_size_predict_infer(&a, &hw, b, seq, &ip);
-        printf("  %6lld %12.2f %14.3f %12.1f %12.1f %14.0f\n", (long long)b, 1e3 * ip.prefill_s, 1e3 * ip.decode_s,
-               ip.decode_weight_bytes / 1e6, ip.decode_kv_bytes / 1e6, ip.decode_tokens_per_s);
+        zaya_fit fb;
+        zaya_size_infer_fit(&a, b, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &fb);
+        printf("  %6lld %12.2f %14.3f %12.1f %12.1f %14.0f%s\n", (long long)b, 1e3 * ip.prefill_s, 1e3 * ip.decode_s,
+               ip.decode_weight_bytes / 1e6, ip.decode_kv_bytes / 1e6, ip.decode_tokens_per_s,
+               fb.fits ? "" : "  does not fit");
         cJSON *o = cJSON_CreateObject();
+        cJSON_AddBoolToObject(o, "fits", fb.fits);
+        cJSON_AddNumberToObject(o, "memory_bytes", fb.need);
         cJSON_AddNumberToObject(o, "batch", (double)b);
         cJSON_AddNumberToObject(o, "prefill_s", ip.prefill_s);
         cJSON_AddNumberToObject(o, "decode_s", ip.decode_s);

@@ -1,7 +1,9 @@
 /* Family-neutral architecture description filled from HF config.json files. Each family reader states
  * which keys are required (missing -> error naming the key and the family) and which have the
  * defaults of that family's HF configuration class. */
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "zaya/json.h"
 #include "zaya/size.h"
@@ -11,36 +13,72 @@ const char *zaya_attn_kind_name(zaya_attn_kind k) {
     case ZAYA_ATTN_MHA: return "MHA";
     case ZAYA_ATTN_GQA: return "GQA";
     case ZAYA_ATTN_CCA: return "CCA";
+    case ZAYA_ATTN_MLA: return "MLA";
     }
     return "?";
 }
 
-static zaya_status req(const cJSON *c, const char *key, int64_t *out) { return zaya_json_get_i64(c, key, out, 1); }
-static zaya_status opt(const cJSON *c, const char *key, int64_t *out) { return zaya_json_get_i64(c, key, out, 0); }
+/* Every size is bounded where it is read, so that nothing loops over or multiplies an unchecked value
+ * (zaya_arch_validate bounds the products). */
+#define SIZE_MAX_VALUE ((int64_t)1 << 30)
+#define LAYERS_MAX ((int64_t)1 << 20)
+
+static int has(const cJSON *c, const char *key) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
+    return it && !cJSON_IsNull(it);
+}
+
+static zaya_status ranged(const cJSON *c, const char *key, int64_t *out, int required, int64_t lo, int64_t hi) {
+    if (!has(c, key)) return required ? zaya_error_set(ZAYA_EINVAL, "missing required key '%s'", key) : ZAYA_OK;
+    int64_t v = 0;
+    ZAYA_TRY(zaya_json_get_i64(c, key, &v, 1)); /* integral and within 2^53 before any conversion */
+    if (v < lo || v > hi)
+        return zaya_error_set(ZAYA_ERANGE, "key '%s' = %lld is out of range (%lld..%lld)", key, (long long)v, (long long)lo,
+                              (long long)hi);
+    *out = v;
+    return ZAYA_OK;
+}
+static zaya_status req(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 1, 0, SIZE_MAX_VALUE); }
+static zaya_status opt(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 0, 0, SIZE_MAX_VALUE); }
+static zaya_status req_layers(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 1, 1, LAYERS_MAX); }
 
 /* First non-zero entry of an integer list (legacy ZAYA per-half-layer lists such as [8,0,8,0,...]). */
 static zaya_status first_nonzero(const cJSON *c, const char *key, int64_t *out) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
     if (!it || cJSON_IsNull(it)) return ZAYA_OK;
-    if (cJSON_IsNumber(it)) return zaya_json_get_i64(c, key, out, 1);
+    if (cJSON_IsNumber(it)) return req(c, key, out);
     if (!cJSON_IsArray(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer or a list of integers", key);
     const cJSON *e;
     cJSON_ArrayForEach(e, it) {
         if (!cJSON_IsNumber(e)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must hold integers", key);
-        if (e->valuedouble != 0) { *out = (int64_t)e->valuedouble; return ZAYA_OK; }
+        double v = e->valuedouble;
+        if (!(v >= 0 && v <= (double)SIZE_MAX_VALUE) || v != (double)(int64_t)v)
+            return zaya_error_set(ZAYA_ERANGE, "key '%s' holds %g (integers 0..%lld)", key, v, (long long)SIZE_MAX_VALUE);
+        if (v != 0) { *out = (int64_t)v; return ZAYA_OK; }
     }
     return ZAYA_OK;
 }
 
+/* A config feature that changes the counts but is not modelled: named, never ignored. */
+static zaya_status not_modelled(const char *key, const char *what) {
+    return zaya_error_set(ZAYA_EUNSUPPORTED, "key '%s' is not modelled (%s)", key, what);
+}
+static zaya_status refuse_true(const cJSON *c, const char *key, const char *what) {
+    int v = 0;
+    ZAYA_TRY(zaya_json_get_bool(c, key, &v, 0));
+    return v ? not_modelled(key, what) : ZAYA_OK;
+}
+
 static void set_attn_kind(zaya_arch *a) {
-    if (a->attn != ZAYA_ATTN_CCA) a->attn = a->kv_heads == a->heads ? ZAYA_ATTN_MHA : ZAYA_ATTN_GQA;
+    if (a->mla) a->attn = ZAYA_ATTN_MLA;
+    else if (a->attn != ZAYA_ATTN_CCA) a->attn = a->kv_heads == a->heads ? ZAYA_ATTN_MHA : ZAYA_ATTN_GQA;
 }
 
 /* Keys shared by llama-like families. head_dim defaults to hidden/heads (llama, mixtral, qwen2). */
 static zaya_status read_common(const cJSON *c, zaya_arch *a) {
     ZAYA_TRY(req(c, "vocab_size", &a->vocab));
     ZAYA_TRY(req(c, "hidden_size", &a->hidden));
-    ZAYA_TRY(req(c, "num_hidden_layers", &a->layers));
+    ZAYA_TRY(req_layers(c, "num_hidden_layers", &a->layers));
     ZAYA_TRY(req(c, "num_attention_heads", &a->heads));
     a->kv_heads = a->heads;
     ZAYA_TRY(opt(c, "num_key_value_heads", &a->kv_heads));
@@ -50,31 +88,75 @@ static zaya_status read_common(const cJSON *c, zaya_arch *a) {
     ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
     ZAYA_TRY(zaya_json_get_bool(c, "attention_bias", &a->qkv_bias, 0));
     a->o_bias = a->qkv_bias;
-    int mlp_bias = 0;
-    ZAYA_TRY(zaya_json_get_bool(c, "mlp_bias", &mlp_bias, 0));
-    if (mlp_bias) return zaya_error_set(ZAYA_EUNSUPPORTED, "mlp_bias=true is not supported");
+    ZAYA_TRY(refuse_true(c, "mlp_bias", "biases on the MLP projections"));
     ZAYA_TRY(opt(c, "max_position_embeddings", &a->max_seq));
     return ZAYA_OK;
+}
+
+/* Local-attention layers from `layer_types` (newer HF configs list every layer). Returns 1 in *found
+ * when the key is present. */
+static zaya_status layer_types(const cJSON *c, zaya_arch *a, int *found) {
+    *found = 0;
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(c, "layer_types");
+    if (!lt || cJSON_IsNull(lt)) return ZAYA_OK;
+    if (!cJSON_IsArray(lt)) return zaya_error_set(ZAYA_EINVAL, "key 'layer_types' must be a list of strings");
+    int64_t n = 0, local = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, lt) {
+        if (!cJSON_IsString(e)) return zaya_error_set(ZAYA_EINVAL, "key 'layer_types' must hold strings");
+        if (!strcmp(e->valuestring, "sliding_attention") || !strcmp(e->valuestring, "chunked_attention")) local++;
+        else if (strcmp(e->valuestring, "full_attention"))
+            return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'layer_types': '%.40s' layers are not modelled", e->valuestring);
+        if (++n > a->layers) break;
+    }
+    if (n != a->layers)
+        return zaya_error_set(ZAYA_EINVAL, "key 'layer_types' lists %s%lld layers but num_hidden_layers is %lld",
+                              n > a->layers ? "more than " : "", (long long)(n > a->layers ? a->layers : n), (long long)a->layers);
+    a->n_window_layers = local;
+    *found = 1;
+    return ZAYA_OK;
+}
+
+/* `sliding_window` on every layer (mistral, mixtral, phimoe) unless layer_types says otherwise. */
+static zaya_status sliding_all(const cJSON *c, zaya_arch *a) {
+    ZAYA_TRY(opt(c, "sliding_window", &a->window));
+    int found;
+    ZAYA_TRY(layer_types(c, a, &found));
+    if (!found && a->window > 0) a->n_window_layers = a->layers;
+    return ZAYA_OK;
+}
+
+/* Number of i in [first, layers) with i % step == 0 (closed form: no loop over an unchecked count). */
+static int64_t count_multiples(int64_t first, int64_t layers, int64_t step) {
+    if (first >= layers) return 0;
+    int64_t lo = (first + step - 1) / step; /* smallest multiple index >= first */
+    int64_t hi = (layers - 1) / step;
+    return hi >= lo ? hi - lo + 1 : 0;
 }
 
 /* MoE layer pattern of the qwen MoE families: layer i is sparse unless listed in mlp_only_layers, and
  * only every decoder_sparse_step-th layer ((i+1) % step == 0). */
 static zaya_status qwen_moe_layers(const cJSON *c, zaya_arch *a) {
     int64_t step = 1;
-    ZAYA_TRY(opt(c, "decoder_sparse_step", &step));
-    if (step <= 0) return zaya_error_set(ZAYA_EINVAL, "decoder_sparse_step must be positive");
+    ZAYA_TRY(ranged(c, "decoder_sparse_step", &step, 0, 1, LAYERS_MAX));
     const cJSON *only = cJSON_GetObjectItemCaseSensitive(c, "mlp_only_layers");
     if (only && !cJSON_IsNull(only) && !cJSON_IsArray(only))
         return zaya_error_set(ZAYA_EINVAL, "key 'mlp_only_layers' must be a list of layer indices");
-    a->n_moe_layers = 0;
-    for (int64_t i = 0; i < a->layers; i++) {
-        int dense = (i + 1) % step != 0;
-        const cJSON *e;
-        if (only && cJSON_IsArray(only)) cJSON_ArrayForEach(e, only) {
-            if (!cJSON_IsNumber(e)) return zaya_error_set(ZAYA_EINVAL, "key 'mlp_only_layers' must hold integers");
-            if ((int64_t)e->valuedouble == i) dense = 1;
+    /* sparse layers: i = step-1, 2 step-1, ... */
+    a->n_moe_layers = a->experts > 0 ? a->layers / step : 0;
+    if (a->experts > 0 && only && cJSON_IsArray(only)) {
+        int n = cJSON_GetArraySize(only);
+        if (n > a->layers) return zaya_error_set(ZAYA_EINVAL, "key 'mlp_only_layers' lists %d layers of %lld", n, (long long)a->layers);
+        for (int i = 0; i < n; i++) {
+            const cJSON *e = cJSON_GetArrayItem(only, i);
+            if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int64_t)e->valuedouble || e->valuedouble < 0 ||
+                e->valuedouble >= (double)a->layers)
+                return zaya_error_set(ZAYA_EINVAL, "key 'mlp_only_layers' must hold layer indices 0..%lld", (long long)(a->layers - 1));
+            int64_t li = (int64_t)e->valuedouble;
+            int dup = 0;
+            for (int j = 0; j < i; j++) dup |= (int64_t)cJSON_GetArrayItem(only, j)->valuedouble == li;
+            if (!dup && (li + 1) % step == 0) a->n_moe_layers--;
         }
-        if (!dense && a->experts > 0) a->n_moe_layers++;
     }
     return ZAYA_OK;
 }
@@ -86,7 +168,7 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
                  cJSON_GetObjectItemCaseSensitive(c, "zaya_mlp_expansion") != NULL;
     ZAYA_TRY(req(c, "vocab_size", &a->vocab));
     ZAYA_TRY(req(c, "hidden_size", &a->hidden));
-    ZAYA_TRY(req(c, "num_hidden_layers", &a->layers));
+    ZAYA_TRY(ranged(c, "num_hidden_layers", &a->layers, 1, 1, 2 * LAYERS_MAX));
     ZAYA_TRY(req(c, "num_experts", &a->experts));
     ZAYA_TRY(req(c, "head_dim", &a->head_dim));
     ZAYA_TRY(req(c, "num_key_value_heads", &a->kv_heads));
@@ -106,9 +188,11 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
         ZAYA_TRY(first_nonzero(c, "ffn_hidden_size_list", &ffn));
         if (ffn <= 0) return zaya_error_set(ZAYA_EINVAL, "missing required key 'ffn_hidden_size'");
         a->expert_ffn = ffn / 2;
+        a->keys.expert_ffn = "ffn_hidden_size";
         ZAYA_TRY(req(c, "num_attention_heads", &a->heads));
         ZAYA_TRY(first_nonzero(c, "cca_num_q_heads", &a->heads));
         ZAYA_TRY(opt(c, "moe_router_topk", &a->top_k));
+        a->keys.top_k = "moe_router_topk";
         ZAYA_TRY(first_nonzero(c, "zaya_mlp_expansion", &a->router_hidden));
         int eda = 1;
         ZAYA_TRY(zaya_json_get_bool(c, "zaya_use_eda", &eda, 0));
@@ -128,19 +212,207 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
     return ZAYA_OK;
 }
 
-static const char *families[] = {"zaya", "llama", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "mixtral", "olmoe"};
+/* deepseek_v2 / deepseek_v3 (and the MLA + dense-first + shared-expert layout they define). */
+static zaya_status read_deepseek(const cJSON *c, zaya_arch *a, int v3) {
+    ZAYA_TRY(req(c, "vocab_size", &a->vocab));
+    ZAYA_TRY(req(c, "hidden_size", &a->hidden));
+    ZAYA_TRY(req_layers(c, "num_hidden_layers", &a->layers));
+    ZAYA_TRY(req(c, "num_attention_heads", &a->heads));
+    ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
+    ZAYA_TRY(refuse_true(c, "attention_bias", "biases on the MLA projections"));
+    ZAYA_TRY(opt(c, "max_position_embeddings", &a->max_seq));
+    a->mla = 1;
+    ZAYA_TRY(opt(c, "q_lora_rank", &a->q_lora_rank)); /* null: a full q_proj (V2-Lite) */
+    ZAYA_TRY(req(c, "kv_lora_rank", &a->kv_lora_rank));
+    ZAYA_TRY(req(c, "qk_nope_head_dim", &a->qk_nope_dim));
+    ZAYA_TRY(req(c, "qk_rope_head_dim", &a->qk_rope_dim));
+    ZAYA_TRY(req(c, "v_head_dim", &a->v_head_dim));
+    a->kv_heads = a->heads; /* every head gets its own K/V from the latent */
+    a->head_dim = a->qk_nope_dim + a->qk_rope_dim;
+    a->keys.head_dim = "qk_nope_head_dim";
+    a->keys.kv_heads = "num_attention_heads";
+    ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
+    ZAYA_TRY(opt(c, "n_routed_experts", &a->experts)); /* null: a dense model */
+    a->keys.experts = "n_routed_experts";
+    if (a->experts > 0) {
+        ZAYA_TRY(req(c, "moe_intermediate_size", &a->expert_ffn));
+        ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
+        ZAYA_TRY(opt(c, "n_shared_experts", &a->shared_experts));
+        a->shared_ffn = a->expert_ffn; /* shared experts have the routed experts' width */
+        int64_t first = 0, freq = 1;
+        ZAYA_TRY(ranged(c, "first_k_dense_replace", &first, 0, 0, LAYERS_MAX));
+        ZAYA_TRY(ranged(c, "moe_layer_freq", &freq, 0, 1, LAYERS_MAX));
+        a->n_moe_layers = count_multiples(first, a->layers, freq);
+        a->router = ZAYA_ROUTER_LINEAR;
+        /* noaux_tc routing (V3) keeps a per-expert score-correction bias in the checkpoint */
+        const char *method = NULL;
+        ZAYA_TRY(zaya_json_get_str(c, "topk_method", &method, 0));
+        a->router_bias = v3 || (method && !strcmp(method, "noaux_tc"));
+    }
+    if (v3) ZAYA_TRY(ranged(c, "num_nextn_predict_layers", &a->mtp_layers, 0, 0, 64));
+    return ZAYA_OK;
+}
+
+static zaya_status read_gpt_oss(const cJSON *c, zaya_arch *a) {
+    ZAYA_TRY(read_common(c, a));
+    ZAYA_TRY(req(c, "num_local_experts", &a->experts));
+    a->keys.experts = "num_local_experts";
+    if (has(c, "num_experts_per_tok")) ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
+    else {
+        ZAYA_TRY(req(c, "experts_per_token", &a->top_k));
+        a->keys.top_k = "experts_per_token";
+    }
+    ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* each expert's width */
+    a->keys.expert_ffn = "intermediate_size";
+    a->router = ZAYA_ROUTER_LINEAR;
+    a->router_bias = 1;
+    a->expert_bias = 1;
+    a->attn_sinks = 1;
+    a->n_moe_layers = a->layers;
+    ZAYA_TRY(opt(c, "sliding_window", &a->window));
+    int found;
+    ZAYA_TRY(layer_types(c, a, &found));
+    if (!found && a->window > 0) a->n_window_layers = (a->layers + 1) / 2; /* even layers slide */
+    return ZAYA_OK;
+}
+
+/* gemma2 / gemma3_text: four norms per layer, tied head, local/global pattern. Missing keys take the
+ * defaults of Gemma2Config / Gemma3TextConfig (multimodal Gemma-3 files omit many of them). */
+static zaya_status read_gemma(const cJSON *c, zaya_arch *a, int v3) {
+    a->vocab = v3 ? 262208 : 256000;
+    a->hidden = 2304;
+    a->layers = 26;
+    a->heads = 8;
+    a->kv_heads = 4;
+    a->head_dim = 256;
+    a->dense_ffn = 9216;
+    a->window = 4096;
+    a->max_seq = v3 ? 131072 : 8192;
+    a->tied_embeddings = 1;
+    ZAYA_TRY(opt(c, "vocab_size", &a->vocab));
+    ZAYA_TRY(opt(c, "hidden_size", &a->hidden));
+    ZAYA_TRY(ranged(c, "num_hidden_layers", &a->layers, 0, 1, LAYERS_MAX));
+    ZAYA_TRY(opt(c, "num_attention_heads", &a->heads));
+    ZAYA_TRY(opt(c, "num_key_value_heads", &a->kv_heads));
+    ZAYA_TRY(opt(c, "head_dim", &a->head_dim));
+    ZAYA_TRY(opt(c, "intermediate_size", &a->dense_ffn));
+    ZAYA_TRY(opt(c, "max_position_embeddings", &a->max_seq));
+    ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
+    ZAYA_TRY(refuse_true(c, "attention_bias", "biases on the attention projections"));
+    ZAYA_TRY(opt(c, "sliding_window", &a->window));
+    a->norms_per_layer = 4;
+    if (v3) a->qk_norm = ZAYA_QK_NORM_HEAD;
+    int found;
+    ZAYA_TRY(layer_types(c, a, &found));
+    if (!found) {
+        if (v3) {
+            int64_t pattern = 6; /* 5 local : 1 global */
+            ZAYA_TRY(ranged(c, "sliding_window_pattern", &pattern, 0, 1, LAYERS_MAX));
+            a->n_window_layers = a->layers - a->layers / pattern;
+        } else {
+            a->n_window_layers = (a->layers + 1) / 2; /* even layers slide */
+        }
+    }
+    if (a->window <= 0) a->n_window_layers = 0;
+    return ZAYA_OK;
+}
+
+static zaya_status read_dbrx(const cJSON *c, zaya_arch *a) {
+    ZAYA_TRY(req(c, "vocab_size", &a->vocab));
+    ZAYA_TRY(req(c, "d_model", &a->hidden));
+    ZAYA_TRY(req_layers(c, "n_layers", &a->layers));
+    ZAYA_TRY(req(c, "n_heads", &a->heads));
+    ZAYA_TRY(opt(c, "max_seq_len", &a->max_seq));
+    ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
+    a->keys = (zaya_arch_keys){"vocab_size", "d_model", "n_layers", "n_heads", "attn_config.kv_n_heads", "d_model/n_heads",
+                               "ffn_config.ffn_hidden_size", "ffn_config.moe_num_experts", "ffn_config.ffn_hidden_size",
+                               "ffn_config.moe_top_k"};
+    const cJSON *attn = cJSON_GetObjectItemCaseSensitive(c, "attn_config");
+    const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(c, "ffn_config");
+    if (!cJSON_IsObject(attn)) return zaya_error_set(ZAYA_EINVAL, "missing required object 'attn_config'");
+    if (!cJSON_IsObject(ffn)) return zaya_error_set(ZAYA_EINVAL, "missing required object 'ffn_config'");
+    a->kv_heads = 1; /* DbrxAttentionConfig default */
+    zaya_status s = opt(attn, "kv_n_heads", &a->kv_heads);
+    if (s != ZAYA_OK) return zaya_error_context(s, "attn_config");
+    if (a->heads <= 0) return zaya_error_set(ZAYA_EINVAL, "key 'n_heads' must be positive");
+    a->head_dim = a->hidden / a->heads;
+    if ((s = req(ffn, "ffn_hidden_size", &a->expert_ffn)) != ZAYA_OK || (s = req(ffn, "moe_num_experts", &a->experts)) != ZAYA_OK ||
+        (s = req(ffn, "moe_top_k", &a->top_k)) != ZAYA_OK)
+        return zaya_error_context(s, "ffn_config");
+    a->router = ZAYA_ROUTER_LINEAR;
+    a->n_moe_layers = a->layers;
+    return ZAYA_OK;
+}
+
+static zaya_status read_llama4(const cJSON *c, zaya_arch *a) {
+    ZAYA_TRY(read_common(c, a));
+    ZAYA_TRY(req(c, "num_local_experts", &a->experts));
+    ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
+    ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn));
+    ZAYA_TRY(req(c, "intermediate_size_mlp", &a->dense_ffn));
+    a->keys.experts = "num_local_experts";
+    a->keys.expert_ffn = "intermediate_size";
+    a->keys.dense_ffn = "intermediate_size_mlp";
+    a->shared_experts = 1; /* every MoE layer has one shared expert of the routed width */
+    a->shared_ffn = a->expert_ffn;
+    a->router = ZAYA_ROUTER_LINEAR;
+    int64_t step = 1;
+    ZAYA_TRY(ranged(c, "interleave_moe_layer_step", &step, 0, 1, LAYERS_MAX));
+    a->n_moe_layers = a->layers / step; /* layers step-1, 2 step-1, ... */
+    const cJSON *ml = cJSON_GetObjectItemCaseSensitive(c, "moe_layers");
+    if (ml && !cJSON_IsNull(ml)) {
+        if (!cJSON_IsArray(ml) || cJSON_GetArraySize(ml) > a->layers)
+            return zaya_error_set(ZAYA_EINVAL, "key 'moe_layers' must be a list of at most %lld layer indices", (long long)a->layers);
+        a->n_moe_layers = cJSON_GetArraySize(ml);
+    }
+    /* chunked attention on the RoPE layers; every no_rope_layer_interval-th layer (4) is global */
+    ZAYA_TRY(opt(c, "attention_chunk_size", &a->window));
+    if (a->window > 0) {
+        const cJSON *nr = cJSON_GetObjectItemCaseSensitive(c, "no_rope_layers");
+        if (nr && cJSON_IsArray(nr) && cJSON_GetArraySize(nr) > 0) {
+            if (cJSON_GetArraySize(nr) != a->layers)
+                return zaya_error_set(ZAYA_EINVAL, "key 'no_rope_layers' lists %d layers but num_hidden_layers is %lld",
+                                      cJSON_GetArraySize(nr), (long long)a->layers);
+            const cJSON *e;
+            cJSON_ArrayForEach(e, nr) a->n_window_layers += cJSON_IsNumber(e) && e->valuedouble != 0;
+        } else {
+            a->n_window_layers = a->layers - a->layers / 4;
+        }
+    }
+    return ZAYA_OK;
+}
+
+static const char *families[] = {"zaya",      "llama",      "mistral",  "qwen2",       "qwen3",       "qwen3_moe",
+                                 "qwen2_moe", "mixtral",    "olmoe",    "deepseek_v2", "deepseek_v3", "gpt_oss",
+                                 "gemma2",    "gemma3_text", "phimoe",  "dbrx",        "granitemoe",  "granitemoeshared",
+                                 "glm4_moe",  "llama4_text"};
+
+const char *zaya_arch_families(void) {
+    static char buf[512];
+    if (!buf[0])
+        for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? ", " : "", families[i]);
+    return buf;
+}
 
 static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
     int known = 0;
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) known |= !strcmp(fam, families[i]);
-    if (!known)
-        return zaya_error_set(ZAYA_EUNSUPPORTED,
-                              "unknown model_type '%s' (supported: zaya, llama, qwen2, qwen3, qwen3_moe, qwen2_moe, "
-                              "mixtral, olmoe)", fam);
+    if (!strcmp(fam, "qwen3_next"))
+        return not_modelled("layer_types", "qwen3_next's Gated DeltaNet linear-attention layers and gated attention");
+    if (!strcmp(fam, "jetmoe"))
+        return not_modelled("num_experts", "jetmoe's mixture-of-attention-heads experts");
+    if (!known) return zaya_error_set(ZAYA_EUNSUPPORTED, "unknown model_type '%s' (supported: %s)", fam, zaya_arch_families());
     if (!strcmp(fam, "zaya")) return read_zaya(c, a);
+    if (!strcmp(fam, "deepseek_v2") || !strcmp(fam, "deepseek_v3")) return read_deepseek(c, a, !strcmp(fam, "deepseek_v3"));
+    if (!strcmp(fam, "gemma2") || !strcmp(fam, "gemma3_text")) return read_gemma(c, a, !strcmp(fam, "gemma3_text"));
+    if (!strcmp(fam, "dbrx")) return read_dbrx(c, a);
+    if (!strcmp(fam, "gpt_oss")) return read_gpt_oss(c, a);
+    if (!strcmp(fam, "llama4_text")) return read_llama4(c, a);
     ZAYA_TRY(read_common(c, a));
-    if (!strcmp(fam, "llama")) {
+    if (!strcmp(fam, "llama") || !strcmp(fam, "mistral")) {
         ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
+        if (!strcmp(fam, "mistral")) ZAYA_TRY(sliding_all(c, a));
     } else if (!strcmp(fam, "qwen2")) {
         ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
         a->qkv_bias = 1; /* Qwen2 hard-codes q/k/v biases, no o_proj bias */
@@ -168,93 +440,194 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         a->shared_gate = a->shared_experts;
         a->router = ZAYA_ROUTER_LINEAR;
         ZAYA_TRY(qwen_moe_layers(c, a));
-    } else if (!strcmp(fam, "mixtral")) {
+    } else if (!strcmp(fam, "mixtral") || !strcmp(fam, "phimoe") || !strcmp(fam, "granitemoe") ||
+               !strcmp(fam, "granitemoeshared")) {
         ZAYA_TRY(req(c, "num_local_experts", &a->experts));
         ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
-        ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* in Mixtral this is each expert's width */
+        ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* in these families this is each expert's width */
+        a->keys.experts = "num_local_experts";
+        a->keys.expert_ffn = "intermediate_size";
         a->router = ZAYA_ROUTER_LINEAR;
         a->n_moe_layers = a->layers;
+        if (!strcmp(fam, "phimoe")) {
+            /* LayerNorm with bias everywhere; attention_bias covers q, k, v and o; optional head bias */
+            a->norm_bias = 1;
+            ZAYA_TRY(zaya_json_get_bool(c, "lm_head_bias", &a->lm_head_bias, 0));
+        }
+        if (!strcmp(fam, "granitemoeshared")) {
+            ZAYA_TRY(opt(c, "shared_intermediate_size", &a->shared_ffn));
+            a->shared_experts = a->shared_ffn > 0;
+        }
+        if (strncmp(fam, "granite", 7)) ZAYA_TRY(sliding_all(c, a));
     } else if (!strcmp(fam, "olmoe")) {
         ZAYA_TRY(req(c, "num_experts", &a->experts));
         ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
         ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* each expert's width */
+        a->keys.expert_ffn = "intermediate_size";
         a->qk_norm = ZAYA_QK_NORM_FULL;
         a->router = ZAYA_ROUTER_LINEAR;
         a->n_moe_layers = a->layers;
+    } else if (!strcmp(fam, "glm4_moe")) {
+        a->o_bias = 0; /* attention_bias covers q, k, v only */
+        int qkn = 0;
+        ZAYA_TRY(zaya_json_get_bool(c, "use_qk_norm", &qkn, 0));
+        if (qkn) a->qk_norm = ZAYA_QK_NORM_HEAD;
+        ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
+        ZAYA_TRY(req(c, "n_routed_experts", &a->experts));
+        ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
+        ZAYA_TRY(req(c, "moe_intermediate_size", &a->expert_ffn));
+        ZAYA_TRY(opt(c, "n_shared_experts", &a->shared_experts));
+        a->keys.experts = "n_routed_experts";
+        a->shared_ffn = a->expert_ffn;
+        int64_t first = 0;
+        ZAYA_TRY(ranged(c, "first_k_dense_replace", &first, 0, 0, LAYERS_MAX));
+        a->n_moe_layers = first < a->layers ? a->layers - first : 0;
+        a->router = ZAYA_ROUTER_LINEAR;
+        a->router_bias = 1; /* e_score_correction_bias */
+        ZAYA_TRY(ranged(c, "num_nextn_predict_layers", &a->mtp_layers, 0, 0, 64));
     }
-    /* A MoE family whose every layer is sparse has no dense MLP in use. */
-    if (a->n_moe_layers == a->layers && a->experts > 0) a->dense_ffn = 0;
+    return ZAYA_OK;
+}
+
+/* Objects with a repeated key are refused: cJSON keeps the first, Python's json the last. */
+zaya_status zaya_json_check_unique_keys(const cJSON *t) {
+    /* iterative walk (no recursion depth limit beyond cJSON's own nesting limit) */
+    const cJSON *stack[1100];
+    int sp = 0;
+    stack[sp++] = t;
+    while (sp > 0) {
+        const cJSON *o = stack[--sp];
+        if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) continue;
+        int isobj = cJSON_IsObject(o), n = 0;
+        for (const cJSON *x = o->child; x; x = x->next, n++) {
+            if (isobj && n < 4096)
+                for (const cJSON *y = o->child; y != x; y = y->next)
+                    if (x->string && y->string && !strcmp(x->string, y->string))
+                        return zaya_error_set(ZAYA_EFORMAT, "duplicate key '%.64s' (JSON readers disagree on which value wins)",
+                                              x->string);
+            if (isobj && n >= 4096) return zaya_error_set(ZAYA_ERANGE, "an object with more than 4096 keys is not a model config");
+            if ((cJSON_IsObject(x) || cJSON_IsArray(x)) && x->child) {
+                if (sp >= (int)(sizeof stack / sizeof *stack)) return zaya_error_set(ZAYA_ERANGE, "JSON nested too deeply");
+                stack[sp++] = x;
+            }
+        }
+    }
     return ZAYA_OK;
 }
 
 zaya_status zaya_arch_from_config(const cJSON *cfg, zaya_arch *a) {
     memset(a, 0, sizeof *a);
+    a->keys = (zaya_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                               "head_dim", "intermediate_size", "num_experts", "moe_intermediate_size", "num_experts_per_tok"};
+    a->norms_per_layer = 2;
+    if (!cJSON_IsObject(cfg)) return zaya_error_set(ZAYA_EFORMAT, "a model config must be a JSON object");
     const char *fam = NULL;
     ZAYA_TRY(zaya_json_get_str(cfg, "model_type", &fam, 1));
-    snprintf(a->family, sizeof a->family, "%s", fam);
+    /* Multimodal wrappers (gemma3, llama4, ...) nest the language model in text_config. */
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+    if (text && !cJSON_IsNull(text)) {
+        if (!cJSON_IsObject(text)) return zaya_error_set(ZAYA_EINVAL, "key 'text_config' must be an object");
+        const char *tf = NULL;
+        ZAYA_TRY(zaya_json_get_str(text, "model_type", &tf, 0));
+        static char derived[40];
+        if (!tf) { /* the text model's type is the wrapper's + "_text" (gemma3 -> gemma3_text) */
+            snprintf(derived, sizeof derived, "%.24s_text", fam);
+            tf = derived;
+        }
+        fam = tf;
+        cfg = text;
+        a->text_only = 1;
+    }
+    snprintf(a->family, sizeof a->family, "%.31s", fam);
     zaya_status s = read_family(cfg, fam, a);
     if (s != ZAYA_OK) {
         if (s == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "unknown model_type")) return s;
-        return zaya_error_context(s, "model_type '%s'", fam);
+        return zaya_error_context(s, a->text_only ? "text_config: model_type '%s'" : "model_type '%s'", a->family);
     }
+    if (a->n_moe_layers == a->layers && a->experts > 0) a->dense_ffn = 0; /* no dense MLP in use */
+    if (a->window <= 0 || a->n_window_layers <= 0) a->window = a->n_window_layers = 0;
+    if (a->n_window_layers > a->layers) a->n_window_layers = a->layers;
     set_attn_kind(a);
-    return zaya_arch_validate(a);
+    s = zaya_arch_validate(a);
+    if (s != ZAYA_OK) return zaya_error_context(s, "model_type '%s'", a->family);
+    return ZAYA_OK;
 }
 
 zaya_status zaya_arch_load(const char *path, zaya_arch *a) {
+    struct stat st;
+    if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return zaya_error_set(ZAYA_EINVAL, "%s is a directory; pass the config.json inside it", path);
+    if (!S_ISREG(st.st_mode))
+        return zaya_error_set(ZAYA_EINVAL, "%s is not a regular file (a pipe or a device); save the config to a file first", path);
+    if (st.st_size > 16 * 1024 * 1024)
+        return zaya_error_set(ZAYA_ERANGE, "%s: %lld bytes is too large for a model config (at most 16 MiB)", path,
+                              (long long)st.st_size);
     cJSON *root = NULL;
     ZAYA_TRY(zaya_json_load_file(path, &root));
-    zaya_status s = zaya_arch_from_config(root, a);
+    zaya_status s = zaya_json_check_unique_keys(root);
+    if (s == ZAYA_OK) s = zaya_arch_from_config(root, a);
     cJSON_Delete(root);
     if (s != ZAYA_OK) return zaya_error_context(s, "%s", path);
     return ZAYA_OK;
 }
 
-#define POS(field)                                                                              \
-    if (a->field <= 0) return zaya_error_set(ZAYA_EINVAL, #field " must be positive (got %lld)", \
+#define POS(field, key)                                                                               \
+    if (a->field <= 0) return zaya_error_set(ZAYA_EINVAL, "%s must be positive (got %lld)", K(key), \
                                              (long long)a->field)
 
+static const char *K(const char *k) { return k ? k : "?"; }
+
 zaya_status zaya_arch_validate(const zaya_arch *a) {
-    POS(vocab);
-    POS(hidden);
-    POS(layers);
-    POS(heads);
-    POS(kv_heads);
-    POS(head_dim);
+    const zaya_arch_keys *k = &a->keys;
+    POS(vocab, k->vocab);
+    POS(hidden, k->hidden);
+    POS(layers, k->layers);
+    POS(heads, k->heads);
+    POS(kv_heads, k->kv_heads);
+    POS(head_dim, k->head_dim);
     if (a->heads % a->kv_heads)
-        return zaya_error_set(ZAYA_EINVAL, "num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
-                              (long long)a->heads, (long long)a->kv_heads);
+        return zaya_error_set(ZAYA_EINVAL, "%s %lld is not a multiple of %s %lld", K(k->heads), (long long)a->heads,
+                              K(k->kv_heads), (long long)a->kv_heads);
     if (a->experts > 0) {
-        POS(expert_ffn);
-        POS(top_k);
+        POS(expert_ffn, k->expert_ffn);
+        POS(top_k, k->top_k);
         if (a->top_k > a->experts)
-            return zaya_error_set(ZAYA_EINVAL, "num_experts_per_tok %lld exceeds the %lld experts", (long long)a->top_k,
-                                  (long long)a->experts);
+            return zaya_error_set(ZAYA_EINVAL, "%s %lld exceeds the %lld experts of %s", K(k->top_k), (long long)a->top_k,
+                                  (long long)a->experts, K(k->experts));
     }
     if (a->n_moe_layers < a->layers && a->dense_ffn <= 0)
-        return zaya_error_set(ZAYA_EINVAL, "%lld dense layers but no intermediate_size", (long long)(a->layers - a->n_moe_layers));
-    if (a->experts < 0 || a->shared_ffn < 0 || a->dense_ffn < 0 || a->n_moe_layers < 0)
-        return zaya_error_set(ZAYA_EINVAL, "expert and MLP sizes must not be negative");
+        return zaya_error_set(ZAYA_EINVAL, "%lld dense layers but no %s", (long long)(a->layers - a->n_moe_layers),
+                              K(k->dense_ffn));
+    if (a->experts < 0 || a->shared_ffn < 0 || a->dense_ffn < 0 || a->n_moe_layers < 0 || a->shared_experts < 0 ||
+        a->n_window_layers < 0 || a->window < 0 || a->mtp_layers < 0)
+        return zaya_error_set(ZAYA_EINVAL, "expert, MLP and window sizes must not be negative");
     if ((a->n_moe_layers > 0 || a->top_k > 0 || a->expert_ffn > 0) && a->experts == 0 &&
         a->router != ZAYA_ROUTER_NONE)
-        return zaya_error_set(ZAYA_EINVAL, "a MoE family needs at least one expert");
+        return zaya_error_set(ZAYA_EINVAL, "a MoE family needs at least one expert (%s)", K(k->experts));
+    if (a->mla && (a->kv_lora_rank <= 0 || a->qk_rope_dim < 0 || a->qk_nope_dim < 0 || a->v_head_dim <= 0 || a->q_lora_rank < 0))
+        return zaya_error_set(ZAYA_EINVAL, "kv_lora_rank and v_head_dim must be positive, q_lora_rank and the head dims not negative");
     /* Every count is an int64 product of these: bound them so no product can overflow. */
     const double lim = 4e18;
     double d = (double)a->hidden, qk = (double)(a->heads + a->kv_heads) * (double)a->head_dim;
     double ffn = (double)(a->expert_ffn > a->dense_ffn ? a->expert_ffn : a->dense_ffn);
     if (a->shared_ffn > ffn) ffn = (double)a->shared_ffn;
+    double mla = a->mla ? (double)(a->q_lora_rank + a->kv_lora_rank + a->qk_rope_dim) * (d + (double)a->heads *
+                                   (double)(a->qk_nope_dim + a->qk_rope_dim + a->v_head_dim)) + (double)a->heads * (double)a->v_head_dim * d
+                        : 0;
     double big = 2.0 * (double)a->vocab * d +
-                 (double)a->layers * (3.0 * d * ffn * (double)(a->experts + a->shared_experts + 1) + 4.0 * d * qk +
-                                      qk * (double)a->head_dim * (double)(a->cca_time0 + a->cca_time1 + 1) +
-                                      (double)a->router_hidden * (d + (double)a->router_hidden + (double)a->experts));
+                 (double)(a->layers + a->mtp_layers) *
+                     (3.0 * d * ffn * (double)(a->experts + a->shared_experts + 1) + 4.0 * d * qk + mla +
+                      qk * (double)a->head_dim * (double)(a->cca_time0 + a->cca_time1 + 1) +
+                      (double)a->router_hidden * (d + (double)a->router_hidden + (double)a->experts));
     if (a->hidden > (1 << 24) || a->vocab > (1 << 30) || a->layers > (1 << 20) || a->heads > (1 << 20) ||
         a->head_dim > (1 << 20) || a->experts > (1 << 20) || a->top_k > (1 << 20) || a->cca_time0 > 64 ||
-        a->cca_time1 > 64 || a->router_hidden > (1 << 24) || !(big < lim))
+        a->cca_time1 > 64 || a->router_hidden > (1 << 24) || a->shared_experts > (1 << 20) || !(big < lim))
         return zaya_error_set(ZAYA_ERANGE, "model sizes are out of range (about %.3g parameters; at most %.0e supported)", big, lim);
     if (a->attn == ZAYA_ATTN_CCA) {
-        POS(cca_time0);
-        POS(cca_time1);
-        POS(router_hidden);
+        POS(cca_time0, "cca_time0");
+        POS(cca_time1, "cca_time1");
+        POS(router_hidden, "router_hidden_size");
         if (a->head_dim % 2) return zaya_error_set(ZAYA_EINVAL, "CCA value shift needs an even head_dim");
     }
     return ZAYA_OK;
@@ -264,6 +637,9 @@ void zaya_arch_zaya_like(zaya_arch *a, int64_t hidden, int64_t layers, int64_t e
                          int64_t top_k, int64_t vocab) {
     memset(a, 0, sizeof *a);
     snprintf(a->family, sizeof a->family, "zaya");
+    a->keys = (zaya_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                               "head_dim", "intermediate_size", "num_experts", "moe_intermediate_size", "num_experts_per_tok"};
+    a->norms_per_layer = 2;
     a->vocab = vocab;
     a->hidden = hidden;
     a->layers = layers;

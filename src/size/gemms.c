@@ -31,17 +31,32 @@ int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm
     list l = {g, 0, cap / 3};
     int64_t T = run->batch * run->seq, L = a->layers, D = a->hidden, d = a->head_dim;
     int64_t q = a->heads * d, kv = a->kv_heads * d, M = a->n_moe_layers;
-    push(&l, "attn.q_proj", T, q, D, 1, L, "tokens", "heads*head_dim", "hidden");
-    push(&l, "attn.k_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
-    if (a->attn == ZAYA_ATTN_CCA) {
-        push(&l, "attn.v_proj (x2 halves)", T, kv / 2, D, 1, 2 * L, "tokens", "kv_heads*head_dim/2", "hidden");
-        /* grouped conv: per head a (T, d) x (d*k1, d) product */
-        push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L, "tokens", "head_dim",
-             "head_dim*cca_time1");
+    if (a->mla) {
+        int64_t H = a->heads, qk = a->qk_nope_dim + a->qk_rope_dim;
+        if (a->q_lora_rank > 0) {
+            push(&l, "attn.q_a_proj", T, a->q_lora_rank, D, 1, L, "tokens", "q_lora_rank", "hidden");
+            push(&l, "attn.q_b_proj", T, H * qk, a->q_lora_rank, 1, L, "tokens", "heads*qk_head_dim", "q_lora_rank");
+        } else {
+            push(&l, "attn.q_proj", T, H * qk, D, 1, L, "tokens", "heads*qk_head_dim", "hidden");
+        }
+        push(&l, "attn.kv_a_proj_with_mqa", T, a->kv_lora_rank + a->qk_rope_dim, D, 1, L, "tokens", "kv_lora_rank+rope",
+             "hidden");
+        push(&l, "attn.kv_b_proj", T, H * (a->qk_nope_dim + a->v_head_dim), a->kv_lora_rank, 1, L, "tokens",
+             "heads*(nope+v_head_dim)", "kv_lora_rank");
+        push(&l, "attn.o_proj", T, D, H * a->v_head_dim, 1, L, "tokens", "hidden", "heads*v_head_dim");
     } else {
-        push(&l, "attn.v_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
+        push(&l, "attn.q_proj", T, q, D, 1, L, "tokens", "heads*head_dim", "hidden");
+        push(&l, "attn.k_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
+        if (a->attn == ZAYA_ATTN_CCA) {
+            push(&l, "attn.v_proj (x2 halves)", T, kv / 2, D, 1, 2 * L, "tokens", "kv_heads*head_dim/2", "hidden");
+            /* grouped conv: per head a (T, d) x (d*k1, d) product */
+            push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L, "tokens", "head_dim",
+                 "head_dim*cca_time1");
+        } else {
+            push(&l, "attn.v_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
+        }
+        push(&l, "attn.o_proj", T, D, q, 1, L, "tokens", "hidden", "heads*head_dim");
     }
-    push(&l, "attn.o_proj", T, D, q, 1, L, "tokens", "hidden", "heads*head_dim");
     if (M > 0 && a->experts > 0) {
         if (a->router == ZAYA_ROUTER_ZAYA) {
             int64_t R = a->router_hidden;

@@ -3,6 +3,8 @@
  * fp32 gradient accumulation, fp32 optimizer states; flash-style attention (no T x T score matrix is
  * kept, only the per-row log-sum-exp); activations stored in bf16, the ZAYA residual stream in fp32;
  * fp32 logits for the loss. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "zaya/size.h"
@@ -52,7 +54,7 @@ void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem
     memset(m, 0, sizeof *m);
     zaya_params p;
     zaya_size_count_params(a, &p);
-    double P = (double)p.total, dp = o->dp > 0 ? o->dp : 1;
+    double P = (double)(p.total + p.mtp), dp = o->dp > 0 ? o->dp : 1; /* MTP modules are trained too */
     double states = o->optimizer == ZAYA_OPT_MUON ? 1.0 * (double)p.matrix_total + 2.0 * (P - (double)p.matrix_total)
                                                   : 2.0 * P;
     m->weights = P * o->weight_bytes / (o->zero_stage >= 3 ? dp : 1);
@@ -69,4 +71,127 @@ void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem
     double state = m->weights + m->master + m->grads + m->optimizer;
     m->total = state + m->act_full;
     m->total_recompute = state + m->act_recompute;
+}
+
+double zaya_mem_bytes_per_param(const zaya_mem_opts *o) {
+    return (double)(o->weight_bytes + o->master_bytes + o->grad_bytes + 2 * o->state_bytes);
+}
+
+zaya_status zaya_mem_parse_dtype(const char *s, int allow_none, int *bytes) {
+    if (!strcmp(s, "fp32") || !strcmp(s, "f32")) *bytes = 4;
+    else if (!strcmp(s, "bf16") || !strcmp(s, "fp16")) *bytes = 2;
+    else if (allow_none && !strcmp(s, "none")) *bytes = 0;
+    else return zaya_error_set(ZAYA_EINVAL, "dtype '%s' (use fp32 or bf16%s)", s, allow_none ? " or none" : "");
+    return ZAYA_OK;
+}
+
+static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
+
+static double need_of(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem *m) {
+    zaya_size_train_memory(a, o, m);
+    return o->recompute ? m->total_recompute : m->total;
+}
+
+void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap, zaya_fit *f) {
+    memset(f, 0, sizeof *f);
+    zaya_mem m;
+    f->need = need_of(a, o, &m);
+    f->cap = cap;
+    f->fits = !(cap > 0) || f->need <= cap;
+    const char *names[] = {"weights", "master weights", "gradients", "optimizer states", "activations"};
+    double vals[] = {m.weights, m.master, m.grads, m.optimizer, o->recompute ? m.act_recompute : m.act_full};
+    for (int i = 0; i < 5; i++)
+        if (vals[i] > f->largest_bytes) {
+            f->largest_bytes = vals[i];
+            snprintf(f->largest, sizeof f->largest, "%s", names[i]);
+        }
+    if (f->fits) return;
+    /* single changes, least disruptive first: a higher ZeRO stage, recomputation, a smaller micro-batch */
+    zaya_mem_opts t;
+    zaya_mem tm;
+    if (o->dp > 1)
+        for (int z = o->zero_stage + 1; z <= 3; z++) {
+            t = *o;
+            t.zero_stage = z;
+            if (need_of(a, &t, &tm) <= cap) {
+                snprintf(f->advice, sizeof f->advice, "fits with ZeRO-%d (--zero %d): %.1f GiB", z, z, gib(need_of(a, &t, &tm)));
+                return;
+            }
+        }
+    if (!o->recompute) {
+        t = *o;
+        t.recompute = 1;
+        if (need_of(a, &t, &tm) <= cap) {
+            snprintf(f->advice, sizeof f->advice, "fits with activation recomputation (--recompute): %.1f GiB", gib(need_of(a, &t, &tm)));
+            return;
+        }
+    }
+    for (int64_t b = o->micro_batch / 2; b >= 1; b /= 2) {
+        t = *o;
+        t.micro_batch = b;
+        if (need_of(a, &t, &tm) <= cap) {
+            snprintf(f->advice, sizeof f->advice, "fits at micro-batch %lld (--batch %lld, gradient accumulation for the rest): %.1f GiB",
+                     (long long)b, (long long)b, gib(need_of(a, &t, &tm)));
+            return;
+        }
+    }
+    /* more ranks: the sharded state shrinks as 1/DP, what is not sharded stays */
+    t = *o;
+    t.zero_stage = 3;
+    t.recompute = 1;
+    t.micro_batch = 1;
+    t.dp = 1;
+    zaya_size_train_memory(a, &t, &tm);
+    double state = tm.weights + tm.master + tm.grads + tm.optimizer, fixed = tm.act_recompute;
+    if (fixed >= cap) {
+        snprintf(f->advice, sizeof f->advice,
+                 "does not fit on any number of ranks here: the activations of one sequence alone need %.1f GiB "
+                 "(a shorter --seq, or tensor/pipeline parallelism, which this model does not size)", gib(fixed));
+        return;
+    }
+    double dp = ceil(state / (cap - fixed));
+    if (dp < 2) dp = 2;
+    /* ZeRO-3 at the current recompute / micro-batch if that is enough, else name the extra changes */
+    t = *o;
+    t.zero_stage = 3;
+    t.dp = (int)(dp < 1e9 ? dp : 1e9);
+    for (int tries = 0; tries < 64 && need_of(a, &t, &tm) > cap && t.dp < 1000000000; tries++) t.dp = t.dp * 5 / 4 + 1;
+    if (need_of(a, &t, &tm) <= cap) {
+        int more = t.dp - o->dp;
+        snprintf(f->advice, sizeof f->advice, "needs ZeRO-3 at DP >= %d (%d more GPUs%s): %.1f GiB", t.dp, more > 0 ? more : 0,
+                 o->zero_stage == 3 ? "" : ", --zero 3", gib(need_of(a, &t, &tm)));
+        return;
+    }
+    t.recompute = 1;
+    t.micro_batch = 1;
+    t.dp = (int)(dp < 1e9 ? dp : 1e9);
+    for (int tries = 0; tries < 64 && need_of(a, &t, &tm) > cap && t.dp < 1000000000; tries++) t.dp = t.dp * 5 / 4 + 1;
+    snprintf(f->advice, sizeof f->advice, "needs ZeRO-3 + recomputation at micro-batch 1 and DP >= %d: %.1f GiB", t.dp,
+             gib(need_of(a, &t, &tm)));
+}
+
+void zaya_size_infer_fit(const zaya_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_fit *f) {
+    memset(f, 0, sizeof *f);
+    zaya_params p;
+    zaya_size_count_params(a, &p);
+    double w = (double)p.total * bytes_per_value;
+    double kv = (zaya_size_kv_bytes(a, context, bytes_per_value) + zaya_size_kv_state_bytes(a, bytes_per_value)) * (double)batch;
+    f->need = w + kv;
+    f->cap = cap;
+    f->fits = !(cap > 0) || f->need <= cap;
+    snprintf(f->largest, sizeof f->largest, "%s", w >= kv ? "weights" : "KV cache");
+    f->largest_bytes = w >= kv ? w : kv;
+    if (f->fits) return;
+    if (w >= cap) {
+        snprintf(f->advice, sizeof f->advice, "the weights alone need %.1f GiB: at least %d devices (tensor/expert parallel)",
+                 gib(w), (int)ceil(f->need / cap));
+        return;
+    }
+    double per_seq = kv / (double)batch;
+    int64_t bmax = (int64_t)((cap - w) / per_seq);
+    if (bmax >= 1)
+        snprintf(f->advice, sizeof f->advice, "fits at batch <= %lld (KV %.2f GiB per sequence)", (long long)bmax, gib(per_seq));
+    else
+        snprintf(f->advice, sizeof f->advice, "one sequence's KV cache (%.1f GiB) does not fit beside the weights: a shorter context or %d devices",
+                 gib(per_seq), (int)ceil(f->need / cap));
 }

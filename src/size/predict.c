@@ -238,7 +238,7 @@ void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batc
         touched = E * (1 - pow(1 - k / E, (double)batch)) * (double)a->n_moe_layers;
     }
     p->decode_weight_bytes = (other + expert_each * touched) * elt;
-    p->decode_kv_bytes = zaya_size_kv_bytes_per_token(a, (int)elt) * (double)context * (double)batch +
+    p->decode_kv_bytes = zaya_size_kv_bytes(a, context, (int)elt) * (double)batch +
                          zaya_size_kv_state_bytes(a, (int)elt) * (double)batch;
     double t_bytes = (p->decode_weight_bytes + p->decode_kv_bytes) / bw_of(hw);
     double t_flops = f.fwd * (double)batch / peak_of(hw);

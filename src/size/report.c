@@ -46,17 +46,34 @@ static const char *router_name(zaya_router_kind r) {
 static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
 
 void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f) {
+    zaya_mem_opts mo;
+    zaya_mem_opts_default(&mo);
+    mo.seq = seq;
+    zaya_size_print_info_opts(a, &mo, f);
+}
+
+void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FILE *f) {
+    int64_t seq = opts->seq;
     zaya_params p;
     zaya_size_count_params(a, &p);
     fprintf(f, "model_type %s: %lld layers, hidden %lld, vocab %lld%s\n", a->family, (long long)a->layers,
             (long long)a->hidden, (long long)a->vocab, a->tied_embeddings ? " (tied head)" : "");
+    if (a->text_only) fprintf(f, "(the text_config of a multimodal config: the vision encoder is not counted)\n");
     fprintf(f, "attention %s: %lld query / %lld KV heads x head_dim %lld", zaya_attn_kind_name(a->attn), (long long)a->heads,
             (long long)a->kv_heads, (long long)a->head_dim);
     if (a->attn == ZAYA_ATTN_CCA)
         fprintf(f, " (latent %lld / %lld; convs k=%lld,%lld; value shift)", (long long)(a->heads * a->head_dim),
                 (long long)(a->kv_heads * a->head_dim), (long long)a->cca_time0, (long long)a->cca_time1);
+    if (a->mla)
+        fprintf(f, " (MLA: q_lora_rank %lld, kv_lora_rank %lld, qk nope/rope %lld/%lld, v_head_dim %lld)", (long long)a->q_lora_rank,
+                (long long)a->kv_lora_rank, (long long)a->qk_nope_dim, (long long)a->qk_rope_dim, (long long)a->v_head_dim);
     if (a->qk_norm) fprintf(f, ", qk-norm %s", a->qk_norm == ZAYA_QK_NORM_HEAD ? "per head" : "full width");
+    if (a->attn_sinks) fprintf(f, ", attention sinks");
+    if (a->qkv_bias) fprintf(f, ", q/k/v%s biases", a->o_bias ? "/o" : "");
     fprintf(f, "\n");
+    if (a->n_window_layers > 0)
+        fprintf(f, "local attention on %lld/%lld layers (window %lld tokens), full context on the rest\n",
+                (long long)a->n_window_layers, (long long)a->layers, (long long)a->window);
     if (a->experts > 0) {
         fprintf(f, "MoE on %lld/%lld layers: %lld experts of width %lld, top-%lld", (long long)a->n_moe_layers,
                 (long long)a->layers, (long long)a->experts, (long long)a->expert_ffn, (long long)a->top_k);
@@ -79,35 +96,54 @@ void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f) {
             zaya_size_fmt_count((double)p.active_non_embedding, b2, sizeof b2));
     fprintf(f, "%-34s %14s %9s %16lld %16lld  (%s / %s)\n", "total", "", "", (long long)p.total, (long long)p.active,
             zaya_size_fmt_count((double)p.total, b1, sizeof b1), zaya_size_fmt_count((double)p.active, b2, sizeof b2));
+    fprintf(f, "%-34s %14s %9s %16s %16lld  (%s; without the embedding lookup)\n", "active compute", "", "", "",
+            (long long)p.active_compute, zaya_size_fmt_count((double)p.active_compute, b1, sizeof b1));
+    if (p.mtp > 0)
+        fprintf(f, "%-34s %14s %9s %16lld %16s  (%s; checkpoint with its embedding/head copies: %s)\n", "MTP modules (apart)", "",
+                "", (long long)p.mtp, "", zaya_size_fmt_count((double)p.mtp, b1, sizeof b1),
+                zaya_size_fmt_count((double)p.checkpoint, b2, sizeof b2));
     zaya_flops fl;
     zaya_size_flops(a, seq, &fl);
     fprintf(f, "\nFLOPs per token at T=%lld: forward %.3f GFLOP (matmuls %.3f incl. head and convs, attention %.3f, causal "
                "average context (T+1)/2); training %.3f (3x), %.3f with recomputation (4x)\n",
             (long long)seq, fl.fwd / 1e9, fl.linear_fwd / 1e9, fl.attn_fwd / 1e9, fl.train / 1e9, fl.train_recompute / 1e9);
     double kv = zaya_size_kv_bytes_per_token(a, 2), st = zaya_size_kv_state_bytes(a, 2);
-    fprintf(f, "KV cache (bf16): %.0f bytes/token = %.2f KiB/token", kv, kv / 1024);
+    fprintf(f, "KV cache (bf16%s): %.0f bytes/token = %.2f KiB/token", a->mla ? ", compressed latent + RoPE key" : "", kv, kv / 1024);
+    if (a->n_window_layers > 0) fprintf(f, " while T <= %lld", (long long)a->window);
     if (st > 0) fprintf(f, ", plus %.0f bytes constant conv/value-shift state per sequence", st);
-    fprintf(f, "; %.2f GiB at T=%lld\n", gib(kv * (double)seq), (long long)seq);
-    fprintf(f, "\ntraining memory per rank (GiB; micro-batch 1 x T=%lld; bf16 weights, fp32 master/grads/states, "
-               "flash attention, bf16 activations, fp32 logits):\n", (long long)seq);
-    fprintf(f, "  %-12s %4s %9s %9s %9s %9s %11s %13s\n", "optimizer", "ZeRO", "weights", "master", "grads", "states",
+    fprintf(f, "; %.2f GiB at T=%lld", gib(zaya_size_kv_bytes(a, seq, 2)), (long long)seq);
+    if (a->n_window_layers > 0 && seq > a->window)
+        fprintf(f, " (%lld local layers hold %lld tokens)", (long long)a->n_window_layers, (long long)a->window);
+    fprintf(f, "\n");
+    char wd[8], gd[8], md[8];
+    snprintf(wd, sizeof wd, "%s", opts->weight_bytes == 4 ? "fp32" : "bf16");
+    snprintf(gd, sizeof gd, "%s", opts->grad_bytes == 4 ? "fp32" : "bf16");
+    snprintf(md, sizeof md, "%s", opts->master_bytes == 4 ? "fp32" : opts->master_bytes ? "bf16" : "none");
+    fprintf(f, "\ntraining memory per rank (GiB; micro-batch %lld x T=%lld; %s weights, %s master, %s grads, fp32 states = "
+               "%.0f B/param before sharding; flash attention, bf16 activations, fp32 logits):\n",
+            (long long)opts->micro_batch, (long long)seq, wd, md, gd, zaya_mem_bytes_per_param(opts));
+    fprintf(f, "  %-14s %4s %9s %9s %9s %9s %11s %13s\n", "optimizer", "ZeRO", "weights", "master", "grads", "states",
             "act (full)", "act (recomp)");
-    static const int dps[] = {1, 8};
+    int dps[] = {1, opts->dp > 1 ? opts->dp : 8};
     for (int opt = 0; opt < 2; opt++)
         for (int di = 0; di < 2; di++)
             for (int z = 0; z <= 3; z++) {
                 if (dps[di] == 1 && z > 0) continue;
-                zaya_mem_opts mo;
-                zaya_mem_opts_default(&mo);
+                zaya_mem_opts mo = *opts;
                 mo.optimizer = opt ? ZAYA_OPT_MUON : ZAYA_OPT_ADAMW;
                 mo.zero_stage = z;
                 mo.dp = dps[di];
-                mo.seq = seq;
                 zaya_mem m;
                 zaya_size_train_memory(a, &mo, &m);
-                fprintf(f, "  %-6s DP %-2d %4d %9.2f %9.2f %9.2f %9.2f %11.2f %13.2f\n", opt ? "Muon" : "AdamW", dps[di], z,
-                        gib(m.weights), gib(m.master), gib(m.grads), gib(m.optimizer), gib(m.act_full), gib(m.act_recompute));
+                int sel = mo.zero_stage == opts->zero_stage && mo.dp == (opts->dp > 0 ? opts->dp : 1) && mo.optimizer == opts->optimizer;
+                fprintf(f, "  %-6s DP %-4d %4d %9.2f %9.2f %9.2f %9.2f %11.2f %13.2f%s\n", opt ? "Muon" : "AdamW", dps[di], z,
+                        gib(m.weights), gib(m.master), gib(m.grads), gib(m.optimizer), gib(m.act_full), gib(m.act_recompute),
+                        sel ? "  <- selected" : "");
             }
+    zaya_mem m;
+    zaya_size_train_memory(a, opts, &m);
+    fprintf(f, "selected layout (%s, DP %d, ZeRO-%d%s): %.2f GiB per rank\n", opts->optimizer == ZAYA_OPT_MUON ? "Muon" : "AdamW",
+            opts->dp, opts->zero_stage, opts->recompute ? ", recompute" : "", gib(opts->recompute ? m.total_recompute : m.total));
 }
 
 cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
@@ -131,6 +167,9 @@ cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
     cJSON_AddNumberToObject(params, "embedding", (double)p.embedding);
     cJSON_AddNumberToObject(params, "non_embedding", (double)p.non_embedding);
     cJSON_AddNumberToObject(params, "active_non_embedding", (double)p.active_non_embedding);
+    cJSON_AddNumberToObject(params, "active_compute", (double)p.active_compute);
+    cJSON_AddNumberToObject(params, "mtp", (double)p.mtp);
+    cJSON_AddNumberToObject(params, "checkpoint", (double)p.checkpoint);
     cJSON *rows = cJSON_AddArrayToObject(params, "components");
     for (int i = 0; i < p.nrows; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -150,6 +189,9 @@ cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
     cJSON_AddNumberToObject(fj, "training", fl.train);
     cJSON_AddNumberToObject(fj, "training_recompute", fl.train_recompute);
     cJSON_AddNumberToObject(root, "kv_bytes_per_token_bf16", zaya_size_kv_bytes_per_token(a, 2));
+    cJSON_AddNumberToObject(root, "kv_bytes_at_seq_bf16", zaya_size_kv_bytes(a, seq, 2));
+    cJSON_AddNumberToObject(root, "window", (double)a->window);
+    cJSON_AddNumberToObject(root, "window_layers", (double)a->n_window_layers);
     cJSON_AddNumberToObject(root, "kv_state_bytes_bf16", zaya_size_kv_state_bytes(a, 2));
     return root;
 }

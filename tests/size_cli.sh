@@ -38,5 +38,30 @@ expect 1 "zaya size search: error: no candidate satisfies active params 2.00B <=
   "$zaya" size search --hw mi300x --total-params 1B --active-params 2B -o "$tmp/s2"
 expect 1 "no candidate satisfies total params 100.00T" -- "$zaya" size search --hw mi300x --total-params 100T --active-params 1B -o "$tmp/s3"
 expect 2 "'8.3Q': unknown suffix 'Q'" -- "$zaya" size search --hw mi300x --total-params 8.3Q --active-params 1B
+# families, memory as a constraint, bounded inputs
+expect 0 "MTP modules (apart)" -- "$zaya" size info "$fx/deepseek-v3.json"
+expect 0 "(12 local layers hold 128 tokens)" -- "$zaya" size info "$fx/gpt-oss-20b.json" --seq 8192
+expect 0 "fp32 states = 16 B/param before sharding" -- "$zaya" size info "$fx/mixtral-8x7b.json" --dp 8 --zero 3 --grad-dtype bf16 --micro-batch 2
+expect 0 "selected layout (AdamW, DP 8, ZeRO-3)" -- "$zaya" size info "$fx/mixtral-8x7b.json" --dp 8 --zero 3
+expect 2 "dtype 'fp8' (use fp32 or bf16)" -- "$zaya" size info "$fx/mixtral-8x7b.json" --grad-dtype fp8
+expect 2 "--seq must be 1..67108864" -- "$zaya" size info "$fx/llama-3-8b.json" --seq 99999999999999
+expect 0 "warning: --seq 200000 exceeds the config's max_position_embeddings 131072" -- "$zaya" size info "$fx/gpt-oss-20b.json" --seq 200000
+expect 1 "is a directory; pass the config.json inside it" -- "$zaya" size info "$fx"
+expect 1 "is not a regular file (a pipe or a device)" -- "$zaya" size info /dev/null
+printf '{"model_type":"llama","hidden_size":1,"hidden_size":2}' > "$tmp/dup.json"
+expect 1 "duplicate key 'hidden_size'" -- "$zaya" size info "$tmp/dup.json"
+echo '{"model_type":"qwen3_next"}' > "$tmp/next.json"
+expect 1 "model_type 'qwen3_next': key 'layer_types' is not modelled" -- "$zaya" size info "$tmp/next.json"
+expect 0 "training memory: DOES NOT FIT: 356." -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw h100 --dp 8 --zero 1 --max-batch 1
+expect 0 "needs ZeRO-3 at DP >= " -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw h100 --dp 8 --zero 1 --max-batch 1
+expect 0 "DOES NOT FIT on one h100: the weights alone need" -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw h100 --max-batch 1
+expect 0 "training memory: DOES NOT FIT" -- "$zaya" size check "$fx/deepseek-v2-lite.json" --hw h100 --batch 4
+expect 0 ": fits (largest term:" -- "$zaya" size check "$fx/llama-3-8b.json" --hw h100 --dp 8 --zero 3 --recompute
+# the explanation's step difference is the sum of its terms (within print rounding)
+out=$("$zaya" size search --hw mi300x --total-params 8.3B --active-params 760M --compare "$fx/zaya1-8b.json" -o "$tmp/s4" 2>&1)
+line=$(grep -o "step is .* ms;" <<<"$out")
+if awk -v l="$line" 'BEGIN { n = split(l, w, " "); d = w[3]; if (w[5] == "longer") d = -d;
+      s = w[8] + w[12] + w[15] + w[20]; exit !(n >= 21 && (d - s < 0.25 && s - d < 0.25)) }'; then echo "ok: explanation adds up ($line)"
+else echo "FAIL: explanation terms do not add up: $line"; fail=$((fail+1)); fi
 echo "size_cli: $fail failed"
 [ "$fail" = 0 ]

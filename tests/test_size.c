@@ -191,6 +191,159 @@ static void test_published(void) {
     check_pub_digits("qwen1.5-moe active", (double)p.active, 2.7e9, 0.1e9);
 }
 
+/* Families added with MLA, shared experts, dense-first layers, MTP, sinks, local attention and nested
+ * text configs; every fixture names its source (model card / config.json) in its "_source" key. */
+static void test_families(void) {
+    zaya_arch a;
+    zaya_params p;
+    /* DeepSeek-V2-Lite (huggingface.co/deepseek-ai/DeepSeek-V2-Lite): 15.7B total, 2.4B activated; no q LoRA */
+    load("deepseek-v2-lite.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(a.attn == ZAYA_ATTN_MLA && a.n_moe_layers == 26 && a.shared_experts == 2 && row(&p, "attn.q_a_proj") == NULL,
+          "v2-lite shape");
+    {
+        int64_t D = 2048, H = 16, att = H * 192 * D + 576 * D + 512 + H * 256 * 512 + D * H * 128;
+        int64_t exact = 2 * 102400 * D + D + 27 * (att + 2 * D) + 3 * D * 10944 + 26 * (66 * 3 * D * 1408 + 64 * D);
+        CHECK(p.total == exact, "v2-lite exact %lld vs %lld", (long long)p.total, (long long)exact);
+    }
+    check_pub_digits("deepseek-v2-lite total", (double)p.total, 15.7e9, 0.1e9);
+    check_pub_digits("deepseek-v2-lite active", (double)p.active_compute, 2.4e9, 0.1e9);
+    CHECK(zaya_size_kv_bytes_per_token(&a, 2) == 27.0 * (512 + 64) * 2, "MLA caches the latent + rope key: %.0f",
+          zaya_size_kv_bytes_per_token(&a, 2));
+    /* DeepSeek-V2 (deepseek-ai/DeepSeek-V2): 236B / 21B */
+    load("deepseek-v2.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub("deepseek-v2 total", (double)p.total, 236e9);
+    check_pub_digits("deepseek-v2 active", (double)p.active_compute, 21e9, 1e9);
+    CHECK(row_each(&p, "attn.q_a_proj") == 1536 * 5120 && row_each(&p, "attn.q_b_proj") == 128 * 192 * 1536, "v2 q LoRA");
+    /* DeepSeek-V3 (deepseek-ai/DeepSeek-V3): 671B main + 14B MTP = 685B, 37B activated */
+    load("deepseek-v3.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(a.n_moe_layers == 58 && a.mtp_layers == 1 && a.router_bias, "v3 shape");
+    check_pub("deepseek-v3 total", (double)p.total, 671e9);
+    check_pub_digits("deepseek-v3 active", (double)p.active_compute, 37e9, 1e9);
+    check_pub("deepseek-v3 checkpoint incl. MTP", (double)p.checkpoint, 685e9);
+    CHECK(p.mtp > 11e9 && p.mtp < 12e9, "MTP module apart from the total: %lld", (long long)p.mtp);
+    /* gpt-oss (openai/gpt-oss-20b, -120b model cards): 20.91B / 3.61B and 116.83B / 5.13B */
+    load("gpt-oss-20b.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("gpt-oss-20b total", (double)p.total, 20.91e9, 0.01e9);
+    check_pub_digits("gpt-oss-20b active", (double)p.active_compute, 3.61e9, 0.01e9);
+    CHECK(row_each(&p, "attn.sinks") == 64 && row_each(&p, "experts.gate_up.bias") == 2 * 2880 &&
+              row_each(&p, "router.gate.bias") == 32 && row_each(&p, "attn.o_bias") == 2880, "sinks and biases");
+    CHECK(a.n_window_layers == 12 && a.window == 128, "alternating sliding layers");
+    /* local layers cap their cache at the window */
+    double kv1 = zaya_size_kv_bytes(&a, 100, 2), kvT = zaya_size_kv_bytes(&a, 100000, 2);
+    CHECK(kv1 == 24.0 * 2 * 8 * 64 * 2 * 100, "below the window every layer holds T");
+    CHECK(kvT == 2.0 * 8 * 64 * 2 * (12.0 * 100000 + 12.0 * 128), "above it: %.0f", kvT);
+    load("gpt-oss-120b.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("gpt-oss-120b total", (double)p.total, 116.83e9, 0.01e9);
+    check_pub_digits("gpt-oss-120b active", (double)p.active_compute, 5.13e9, 0.01e9);
+    /* Mistral-7B-v0.1: 7.24B, sliding window 4096 on every layer */
+    load("mistral-7b-v0.1.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("mistral-7b total", (double)p.total, 7.24e9, 0.01e9);
+    CHECK(a.n_window_layers == 32 && zaya_size_kv_bytes(&a, 32768, 2) == zaya_size_kv_bytes(&a, 4096, 2), "mistral KV capped");
+    /* Gemma-2-9B: 9.24B; Gemma-3 technical report table 1: 1B 698M non-embedding, 4B 3,209M + 675M */
+    load("gemma-2-9b.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("gemma-2-9b total", (double)p.total, 9.24e9, 0.01e9);
+    CHECK(a.tied_embeddings && a.n_window_layers == 21 && row_each(&p, "pre/post_feedforward_layernorm") == 2 * 3584, "gemma2 pattern");
+    load("gemma-3-1b.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("gemma-3-1b non-embedding", (double)p.non_embedding, 698e6, 1e6);
+    CHECK(a.n_window_layers == 26 - 4 && a.qk_norm == ZAYA_QK_NORM_HEAD, "gemma3 5:1 local/global");
+    load("gemma-3-4b.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(a.text_only && !strcmp(a.family, "gemma3_text") && a.heads == 8 && a.kv_heads == 4, "text_config with class defaults");
+    check_pub_digits("gemma-3-4b non-embedding", (double)p.non_embedding, 3209e6, 1e6);
+    check_pub_digits("gemma-3-4b embedding", (double)p.embedding, 671e6, 1e6);
+    /* Phi-3.5-MoE: 41.9B / 6.6B (LayerNorm with bias, all attention biases, head bias) */
+    load("phi-3.5-moe.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("phi-3.5-moe total", (double)p.total, 41.9e9, 0.1e9);
+    check_pub_digits("phi-3.5-moe active", (double)p.active, 6.6e9, 0.1e9);
+    CHECK(row_each(&p, "lm_head.bias") == 32064 && row_each(&p, "input_layernorm (+bias)") == 2 * 4096, "phimoe biases");
+    /* DBRX: 132B / 36B (nested attn_config / ffn_config) */
+    load("dbrx.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub("dbrx total", (double)p.total, 132e9);
+    check_pub_digits("dbrx active", (double)p.active, 36e9, 1e9);
+    /* Granite-3.0-3B-A800M: 3.3B / 800M */
+    load("granite-3.0-3b-a800m.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("granite total", (double)p.total, 3.3e9, 0.1e9);
+    check_pub_digits("granite active", (double)p.active_non_embedding, 800e6, 100e6);
+    /* GLM-4.5-Air: 106B / 12B (first layer dense, shared expert, MTP apart) */
+    load("glm-4.5-air.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("glm-4.5-air total", (double)p.total, 106e9, 1e9);
+    check_pub_digits("glm-4.5-air active", (double)p.active_compute, 12e9, 1e9);
+    CHECK(a.n_moe_layers == 45 && a.mtp_layers == 1, "glm layout");
+    /* Llama-4-Scout: 17B active (the 109B total includes the vision encoder, not counted here) */
+    load("llama-4-scout.json", &a);
+    zaya_size_count_params(&a, &p);
+    check_pub_digits("llama-4-scout active", (double)p.active, 17e9, 1e9);
+    CHECK(a.text_only && a.n_moe_layers == 48 && a.shared_experts == 1 && a.n_window_layers == 36, "llama4 layout");
+}
+
+/* Memory as a constraint: per-device need, the largest term and the smallest change that fits. */
+static void test_fit(void) {
+    zaya_arch a;
+    load("mixtral-8x7b.json", &a);
+    zaya_mem_opts o;
+    zaya_mem_opts_default(&o);
+    o.dp = 8;
+    o.zero_stage = 1;
+    CHECK(zaya_mem_bytes_per_param(&o) == 18, "default 18 B/param");
+    zaya_fit f;
+    zaya_size_train_fit(&a, &o, 80e9, &f);
+    CHECK(!f.fits && f.need / 1073741824.0 > 350 && f.need / 1073741824.0 < 360, "mixtral DP 8 ZeRO-1 ~356 GiB: %.1f",
+          f.need / 1073741824.0);
+    CHECK(!strcmp(f.largest, "gradients") && strstr(f.advice, "ZeRO-3 at DP >= "), "largest %s, advice %s", f.largest, f.advice);
+    /* the advice is itself a layout that fits, and one fewer rank does not */
+    int dp = 0;
+    sscanf(strstr(f.advice, "DP >= ") + 6, "%d", &dp);
+    zaya_mem_opts t = o;
+    t.zero_stage = 3;
+    t.dp = dp;
+    zaya_fit g;
+    zaya_size_train_fit(&a, &t, 80e9, &g);
+    CHECK(g.fits, "advised DP %d fits", dp);
+    /* ZeRO paper convention: bf16 gradients -> 16 B/param */
+    o.grad_bytes = 2;
+    CHECK(zaya_mem_bytes_per_param(&o) == 16, "16 B/param");
+    zaya_mem m;
+    o.dp = 1;
+    o.zero_stage = 0;
+    zaya_size_train_memory(&a, &o, &m);
+    zaya_params p;
+    zaya_size_count_params(&a, &p);
+    CHECK(m.weights + m.master + m.grads + m.optimizer == 16.0 * (double)p.total, "16 B x params");
+    /* a higher stage is the first advice when it suffices */
+    load("llama-3-8b.json", &a);
+    zaya_mem_opts_default(&o);
+    o.dp = 8;
+    o.zero_stage = 0;
+    o.recompute = 1;
+    zaya_size_train_fit(&a, &o, 80e9, &f);
+    CHECK(!f.fits && strstr(f.advice, "fits with ZeRO-1"), "llama-8b DP8 ZeRO-0: %s", f.advice);
+    /* inference: weights alone over the device */
+    load("deepseek-v3.json", &a);
+    zaya_size_infer_fit(&a, 1, 4096, 2, 80e9, &f);
+    CHECK(!f.fits && !strcmp(f.largest, "weights") && strstr(f.advice, "the weights alone"), "v3 on one GPU: %s", f.advice);
+    load("llama-3-8b.json", &a);
+    zaya_size_infer_fit(&a, 64, 8192, 2, 80e9, &f);
+    CHECK(!f.fits && strstr(f.advice, "fits at batch <= "), "KV-bound: %s", f.advice);
+    int64_t bmax = 0;
+    sscanf(strstr(f.advice, "<= ") + 3, "%lld", (long long *)&bmax);
+    zaya_size_infer_fit(&a, bmax, 8192, 2, 80e9, &f);
+    CHECK(f.fits && bmax > 1, "batch %lld fits", (long long)bmax);
+    zaya_size_infer_fit(&a, bmax + 1, 8192, 2, 80e9, &f);
+    CHECK(!f.fits, "batch %lld does not", (long long)(bmax + 1));
+}
+
 /* The classic MoE calculator bugs, each provoked on purpose. */
 static void test_moe_bugs(void) {
     cJSON *cfg = load_json("qwen3-30b-a3b.json");
@@ -475,6 +628,35 @@ static void test_search(void) {
                                                            strstr(buf, "decode ms/token")));
     CHECK(front_zaya || explained, "ZAYA1 shape on the front or explained:\n%s", buf);
     CHECK(explained && strstr(buf, "why: "), "explanation names the reference with numbers:\n%s", buf);
+    /* the printed step difference is the sum of the printed terms */
+    const char *why = strstr(buf, "why: ");
+    double pd = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+    char dir[16] = "";
+    int got = why ? sscanf(strstr(why, "step is"), "step is %lf ms %15s = GEMMs %lf + attention/memory-bound ops %lf + optimizer %lf + "
+                                               "exposed DP comm %lf", &pd, dir, &t1, &t2, &t3, &t4) : 0;
+    double signed_pd = !strcmp(dir, "longer") ? -pd : pd;
+    CHECK(got == 6 && fabs(signed_pd - (t1 + t2 + t3 + t4)) <= 0.25, "why line adds up (%d fields): %.1f vs %.1f+%.1f+%.1f+%.1f",
+          got, signed_pd, t1, t2, t3, t4);
+    /* candidate and reference are evaluated under the same settings as the ranking, and the terms of the
+     * difference add up exactly */
+    for (int i = 0; i < r.n && i < 5 && found >= 0; i++) {
+        zaya_arch ca, ra;
+        const zaya_candidate *c = &r.c[i], *rc = &r.c[found];
+        zaya_arch_zaya_like(&ca, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o.vocab);
+        zaya_arch_zaya_like(&ra, rc->hidden, rc->layers, rc->experts, rc->expert_ffn, rc->top_k, o.vocab);
+        zaya_step_pred sc, sr;
+        zaya_infer_pred ic, ir;
+        int recc = -1, recr = -1;
+        CHECK(zaya_size_search_eval(&hw, &o, &ca, &recc, &sc, &ic) == ZAYA_OK &&
+                  zaya_size_search_eval(&hw, &o, &ra, &recr, &sr, &ir) == ZAYA_OK, "eval");
+        CHECK(sc.tokens_per_s_rank == c->train_tok_s && recc == c->recompute && ic.decode_s == c->decode_s,
+              "candidate %d re-evaluates to its ranking (%.1f vs %.1f tok/s)", i, sc.tokens_per_s_rank, c->train_tok_s);
+        CHECK(sr.tokens_per_s_rank == rc->train_tok_s && recr == rc->recompute, "reference re-evaluates to its ranking");
+        zaya_step_diff d;
+        zaya_size_step_diff(&sc, &sr, &d);
+        CHECK(fabs(d.step - (sr.step_s - sc.step_s)) <= 1e-12 * sr.step_s, "terms add up: %.9f vs %.9f", d.step,
+              sr.step_s - sc.step_s);
+    }
     zaya_search_result_free(&r);
 
     /* impossible budgets name the tightest constraint */
@@ -500,8 +682,8 @@ static void test_bad_inputs(void) {
     zaya_arch a;
     CHECK(zaya_json_parse("{\"model_type\":\"gpt2\",\"n_embd\":768}", "c", &cfg) == ZAYA_OK, "json");
     CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
-              !strcmp(zaya_error_message(), "unknown model_type 'gpt2' (supported: zaya, llama, qwen2, qwen3, qwen3_moe, "
-                                            "qwen2_moe, mixtral, olmoe)"),
+              !strncmp(zaya_error_message(), "unknown model_type 'gpt2' (supported: zaya, llama, mistral, qwen2, qwen3, ", 72) &&
+              strstr(zaya_error_message(), "deepseek_v3") && strstr(zaya_error_message(), "gemma3_text"),
           "unknown family: %s", zaya_error_message());
     cJSON_Delete(cfg);
     CHECK(zaya_json_parse("{\"hidden_size\":768}", "c", &cfg) == ZAYA_OK, "json");
@@ -523,19 +705,39 @@ static void test_bad_inputs(void) {
     cfg = load_json("mixtral-8x7b.json");
     cJSON_ReplaceItemInObject(cfg, "num_experts_per_tok", cJSON_CreateNumber(9));
     CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
-              !strcmp(zaya_error_message(), "num_experts_per_tok 9 exceeds the 8 experts"), "top-k > E: %s", zaya_error_message());
+              !strcmp(zaya_error_message(), "model_type 'mixtral': num_experts_per_tok 9 exceeds the 8 experts of num_local_experts"),
+          "top-k > E: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("llama-3-8b.json");
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4e15));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "out of range"), "huge: %s",
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
+              !strcmp(zaya_error_message(), "model_type 'llama': key 'hidden_size' = 4000000000000000 is out of range (0..1073741824)"),
+          "huge: %s", zaya_error_message());
+    /* products out of range are caught before any count is formed */
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(1 << 24));
+    cJSON_ReplaceItemInObject(cfg, "intermediate_size", cJSON_CreateNumber(1 << 30));
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1 << 20));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "model sizes are out of range"),
+          "product: %s", zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "intermediate_size", cJSON_CreateNumber(14336));
+    /* 2^50 layers: refused at read time, no loop over them; 1e300 never reaches an integer conversion */
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1125899906842624.0));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "key 'num_hidden_layers'"), "2^50 layers: %s",
+          zaya_error_message());
+    cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1e300));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_hidden_layers"), "1e300: %s",
           zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
+    cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(-3));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "layers must be positive (got -3)"),
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
+              !strcmp(zaya_error_message(), "model_type 'llama': key 'num_hidden_layers' = -3 is out of range (1..1048576)"),
           "negative: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(32));
     cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateNumber(0));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL, "zero kv heads");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+              !strcmp(zaya_error_message(), "model_type 'llama': num_key_value_heads must be positive (got 0)"),
+          "zero kv heads, named by its config key: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateString("8"));
     CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_key_value_heads"), "string kv: %s",
           zaya_error_message());
@@ -546,6 +748,50 @@ static void test_bad_inputs(void) {
               !strcmp(zaya_error_message(), "model_type 'zaya': missing required key 'ffn_hidden_size'"),
           "legacy zaya without ffn_hidden_size: %s", zaya_error_message());
     cJSON_Delete(cfg);
+    /* unmodelled features are named */
+    CHECK(zaya_json_parse("{\"model_type\":\"qwen3_next\",\"hidden_size\":2048}", "c", &cfg) == ZAYA_OK, "json");
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+              strstr(zaya_error_message(), "model_type 'qwen3_next': key 'layer_types' is not modelled"), "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("gpt-oss-20b.json");
+    cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+    cJSON_ReplaceItemInArray(lt, 3, cJSON_CreateString("linear_attention"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+              !strcmp(zaya_error_message(), "model_type 'gpt_oss': key 'layer_types': 'linear_attention' layers are not modelled"),
+          "%s", zaya_error_message());
+    cJSON_DeleteItemFromArray(lt, 3);
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "lists 23 layers but num_hidden_layers is 24"),
+          "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("llama-3-8b.json");
+    cJSON_AddBoolToObject(cfg, "mlp_bias", 1);
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+              !strcmp(zaya_error_message(), "model_type 'llama': key 'mlp_bias' is not modelled (biases on the MLP projections)"),
+          "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("deepseek-v3.json");
+    cJSON_ReplaceItemInObject(cfg, "attention_bias", cJSON_CreateTrue());
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "model_type 'deepseek_v3': key 'attention_bias' is not modelled"),
+          "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    /* qwen MoE layer lists: indices bounded, duplicates counted once */
+    cfg = load_json("qwen3-30b-a3b.json");
+    cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_Parse("[0, 0, 47]"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_OK && a.n_moe_layers == 46, "mlp_only_layers: %lld", (long long)a.n_moe_layers);
+    cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_Parse("[1e300]"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "mlp_only_layers"), "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    /* legacy ZAYA lists with huge entries */
+    cfg = load_json("zaya1-8b.json");
+    cJSON_ReplaceItemInObject(cfg, "ffn_hidden_size", cJSON_Parse("[0, 1e300]"));
+    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "ffn_hidden_size"), "%s", zaya_error_message());
+    cJSON_Delete(cfg);
+    /* duplicate keys anywhere are refused */
+    CHECK(zaya_json_parse("{\"model_type\":\"dbrx\",\"ffn_config\":{\"moe_top_k\":1,\"moe_top_k\":4}}", "c", &cfg) == ZAYA_OK, "json");
+    CHECK(zaya_json_check_unique_keys(cfg) == ZAYA_EFORMAT && strstr(zaya_error_message(), "duplicate key 'moe_top_k'"), "%s",
+          zaya_error_message());
+    cJSON_Delete(cfg);
+    CHECK(zaya_arch_load(data_dir(), &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "is a directory"), "dir: %s", zaya_error_message());
     double v;
     CHECK(zaya_size_parse_count("8.3B", &v) == ZAYA_OK && fabs(v - 8.3e9) < 1e-3, "8.3B");
     CHECK(zaya_size_parse_count("760M", &v) == ZAYA_OK && v == 760e6, "760M");
@@ -559,6 +805,8 @@ static void test_bad_inputs(void) {
 int main(void) {
     test_zaya1();
     test_published();
+    test_families();
+    test_fit();
     test_moe_bugs();
     test_memory();
     test_rules();

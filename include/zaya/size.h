@@ -330,6 +330,7 @@ typedef struct zaya_candidate {
     double total, active;               /* non-embedding */
     double train_tok_s, decode_s, gemm_eff, mem_gb;
     int pareto;
+    int recompute;                      /* ranked with activation recomputation (needed to fit) */
 } zaya_candidate;
 
 typedef struct zaya_search_result {
@@ -340,6 +341,15 @@ typedef struct zaya_search_result {
 } zaya_search_result;
 
 void zaya_search_opts_default(zaya_search_opts *o);
+/* One shape under the search's settings (batch, seq, DP, ZeRO-1, AdamW; recomputation exactly when the
+ * activations would not fit otherwise): the search ranks with it and the explanation re-evaluates with
+ * it, so candidate and reference are always compared under the same settings. */
+zaya_status zaya_size_search_eval(const zaya_hw *hw, const zaya_search_opts *o, const zaya_arch *a, int *recompute,
+                                  zaya_step_pred *sp, zaya_infer_pred *ip);
+/* Reference minus candidate, term by term of the step model; step == gemm + attn_mem + optimizer + comm
+ * exactly (the terms the explanation prints). */
+typedef struct zaya_step_diff { double step, gemm, attn_mem, optimizer, comm; } zaya_step_diff;
+void zaya_size_step_diff(const zaya_step_pred *cand, const zaya_step_pred *ref, zaya_step_diff *d);
 zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_search_result *r);
 void zaya_search_result_free(zaya_search_result *r);
 /* Writes the "why this shape" paragraph: the front's best vs the reference (or the runner-up). */

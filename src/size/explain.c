@@ -11,35 +11,38 @@ static void describe(const zaya_candidate *c, char *buf, size_t cap) {
              (long long)c->heads, (long long)c->kv_heads);
 }
 
+/* Re-evaluates a shape with the search's own settings (zaya_size_search_eval), so both sides of every
+ * comparison are priced the same way. */
 static void terms(const zaya_hw *hw, const zaya_search_opts *o, const zaya_candidate *c, zaya_step_pred *sp,
-                  zaya_infer_pred *ip) {
+                  zaya_infer_pred *ip, int *recompute) {
     zaya_arch a;
     zaya_arch_zaya_like(&a, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o->vocab);
-    zaya_step_opts so;
-    zaya_step_opts_default(&so);
-    so.batch = o->batch;
-    so.seq = o->seq;
-    so.dp = o->dp;
-    if (zaya_size_predict_step(&a, hw, &so, sp) != ZAYA_OK) memset(sp, 0, sizeof *sp);
-    zaya_size_predict_infer(&a, hw, 1, o->seq, ip);
+    if (zaya_size_search_eval(hw, o, &a, recompute, sp, ip) != ZAYA_OK) {
+        memset(sp, 0, sizeof *sp);
+        memset(ip, 0, sizeof *ip);
+    }
 }
 
 static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_candidate *win, const char *wname,
                     const zaya_candidate *ref, const char *rname, FILE *f) {
     zaya_step_pred sw, sr;
     zaya_infer_pred iw, ir;
-    terms(hw, o, win, &sw, &iw);
-    terms(hw, o, ref, &sr, &ir);
+    int rw = 0, rr = 0;
+    terms(hw, o, win, &sw, &iw, &rw);
+    terms(hw, o, ref, &sr, &ir, &rr);
     fprintf(f, "  %-22s %12s %12s\n", "", wname, rname);
-    fprintf(f, "  %-22s %12.0f %12.0f  (%+.1f%%)\n", "train tokens/s/rank", win->train_tok_s, ref->train_tok_s,
-            100 * (win->train_tok_s / ref->train_tok_s - 1));
+    fprintf(f, "  %-22s %12.0f %12.0f  (%+.1f%%)\n", "train tokens/s/rank", sw.tokens_per_s_rank, sr.tokens_per_s_rank,
+            100 * (sw.tokens_per_s_rank / sr.tokens_per_s_rank - 1));
+    fprintf(f, "  %-22s %12.1f %12.1f\n", "  step (ms)", 1e3 * sw.step_s, 1e3 * sr.step_s);
+    fprintf(f, "  %-22s %12s %12s\n", "  recomputation", rw ? "yes" : "no", rr ? "yes" : "no");
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  GEMM time (ms)", 1e3 * sw.gemm_s, 1e3 * sr.gemm_s);
     fprintf(f, "  %-22s %11.1f%% %11.1f%%\n", "  GEMM efficiency", 100 * sw.gemm_eff, 100 * sr.gemm_eff);
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  attention (ms)", 1e3 * sw.attn_s, 1e3 * sr.attn_s);
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  memory-bound ops (ms)", 1e3 * sw.memop_s, 1e3 * sr.memop_s);
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  optimizer (ms)", 1e3 * sw.optimizer_s, 1e3 * sr.optimizer_s);
-    fprintf(f, "  %-22s %12.3f %12.3f  (%+.1f%%)\n", "decode ms/token (b=1)", 1e3 * win->decode_s, 1e3 * ref->decode_s,
-            100 * (win->decode_s / ref->decode_s - 1));
+    fprintf(f, "  %-22s %12.1f %12.1f\n", "  exposed DP comm (ms)", 1e3 * sw.comm_exposed_s, 1e3 * sr.comm_exposed_s);
+    fprintf(f, "  %-22s %12.3f %12.3f  (%+.1f%%)\n", "decode ms/token (b=1)", 1e3 * iw.decode_s, 1e3 * ir.decode_s,
+            100 * (iw.decode_s / ir.decode_s - 1));
     fprintf(f, "  %-22s %12.1f %12.1f\n", "  weight+KV MB read", (iw.decode_weight_bytes + iw.decode_kv_bytes) / 1e6,
             (ir.decode_weight_bytes + ir.decode_kv_bytes) / 1e6);
     fprintf(f, "  %-22s %12.3f %12.3f\n", "  read time (ms)", 1e3 * iw.decode_bytes_s, 1e3 * ir.decode_bytes_s);
@@ -47,15 +50,21 @@ static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_can
             1e3 * (ir.decode_launch_s + ir.decode_route_s));
     fprintf(f, "  %-22s %12lld %12lld\n", "  layers (launch chain)", (long long)win->layers, (long long)ref->layers);
     /* name the dominant terms in words */
-    double d_train = (sr.step_s - sw.step_s) * 1e3, d_gemm = (sr.gemm_s - sw.gemm_s) * 1e3;
-    double d_other = (sr.attn_s + sr.memop_s - sw.attn_s - sw.memop_s) * 1e3;
+    zaya_step_diff d;
+    zaya_size_step_diff(&sw, &sr, &d);
     double d_read = (ir.decode_bytes_s - iw.decode_bytes_s) * 1e3;
     double d_launch = (ir.decode_launch_s + ir.decode_route_s - iw.decode_launch_s - iw.decode_route_s) * 1e3;
-    double d_opt = (sr.optimizer_s - sw.optimizer_s) * 1e3;
-    fprintf(f, "  why: %s's step is %.1f ms shorter = GEMMs %+.1f + attention/memory-bound ops %+.1f + optimizer %+.1f ms;\n"
-               "       its decoded token is %.3f ms faster = weight/KV reads %+.3f + kernel chain %+.3f ms (%lld vs %lld layers)\n",
-            wname, d_train, d_gemm, d_other, d_opt, 1e3 * (ref->decode_s - win->decode_s), d_read, d_launch,
+    double d_dec = (ir.decode_s - iw.decode_s) * 1e3;
+    /* decode = max(reads, FLOPs) + routing + launches: what the reads and the chain do not explain is a
+     * side bounded by its FLOPs */
+    double d_flops_bound = d_dec - d_read - d_launch;
+    fprintf(f, "  why: %s's step is %.1f ms %s = GEMMs %+.1f + attention/memory-bound ops %+.1f + optimizer %+.1f + exposed DP comm %+.1f ms;\n"
+               "       its decoded token is %.3f ms %s = weight/KV reads %+.3f + kernel chain %+.3f ms (%lld vs %lld layers)\n",
+            wname, 1e3 * fabs(d.step), d.step >= 0 ? "shorter" : "longer", 1e3 * d.gemm, 1e3 * d.attn_mem, 1e3 * d.optimizer,
+            1e3 * d.comm, fabs(d_dec), d_dec >= 0 ? "faster" : "slower", d_read, d_launch,
             (long long)win->layers, (long long)ref->layers);
+    if (fabs(d_flops_bound) > 0.0005)
+        fprintf(f, "       (+ %.3f ms where a side's decode is bounded by FLOPs, not reads)\n", d_flops_bound);
     int still = iw.decode_bytes_s <= ir.decode_bytes_s;
     fprintf(f, "       with a fully fused decode (no per-kernel cost) the reads alone decide: %.3f vs %.3f ms, %s %s\n",
             1e3 * iw.decode_bytes_s, 1e3 * ir.decode_bytes_s, still ? "still in favour of" : "in favour of", still ? wname : rname);
@@ -99,8 +108,8 @@ void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, cons
         zaya_infer_pred ip;
         memset(&refc, 0, sizeof refc);
         refc = (zaya_candidate){a.hidden, a.layers, a.experts, a.expert_ffn, a.top_k, a.heads, a.kv_heads,
-                                (double)p.non_embedding, (double)p.active_non_embedding, 0, 0, 0, 0, 0};
-        terms(hw, o, &refc, &sp, &ip);
+                                (double)p.non_embedding, (double)p.active_non_embedding, 0, 0, 0, 0, 0, 0};
+        terms(hw, o, &refc, &sp, &ip, &refc.recompute);
         refc.train_tok_s = sp.tokens_per_s_rank;
         refc.decode_s = ip.decode_s;
         refc.gemm_eff = sp.gemm_eff;

@@ -27,6 +27,35 @@ void zaya_search_result_free(zaya_search_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+zaya_status zaya_size_search_eval(const zaya_hw *hw, const zaya_search_opts *o, const zaya_arch *a, int *recompute,
+                                  zaya_step_pred *sp, zaya_infer_pred *ip) {
+    zaya_mem_opts mo;
+    zaya_mem_opts_default(&mo);
+    mo.dp = o->dp;
+    mo.micro_batch = o->batch;
+    mo.seq = o->seq;
+    zaya_mem mem;
+    zaya_size_train_memory(a, &mo, &mem);
+    zaya_step_opts so;
+    zaya_step_opts_default(&so);
+    so.batch = o->batch;
+    so.seq = o->seq;
+    so.dp = o->dp;
+    so.recompute = hw->mem_bytes > 0 && mem.total > hw->mem_bytes;
+    *recompute = so.recompute;
+    ZAYA_TRY(zaya_size_predict_step(a, hw, &so, sp));
+    zaya_size_predict_infer(a, hw, 1, o->seq, ip);
+    return ZAYA_OK;
+}
+
+void zaya_size_step_diff(const zaya_step_pred *c, const zaya_step_pred *r, zaya_step_diff *d) {
+    d->gemm = r->gemm_s - c->gemm_s;
+    d->attn_mem = (r->attn_s + r->memop_s) - (c->attn_s + c->memop_s);
+    d->optimizer = r->optimizer_s - c->optimizer_s;
+    d->comm = r->comm_exposed_s - c->comm_exposed_s;
+    d->step = d->gemm + d->attn_mem + d->optimizer + d->comm;
+}
+
 static const int64_t expert_counts[] = {4, 8, 16, 32, 64, 128, 256};
 static const int64_t topks[] = {1, 2, 4, 8};
 
@@ -142,18 +171,12 @@ zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_
                             continue;
                         }
                         m_mem.pass++;
-                        zaya_step_opts so;
-                        zaya_step_opts_default(&so);
-                        so.batch = o->batch;
-                        so.seq = o->seq;
-                        so.dp = o->dp;
-                        so.recompute = mem.total > hw->mem_bytes && hw->mem_bytes > 0;
                         zaya_step_pred sp;
-                        ZAYA_TRY(zaya_size_predict_step(&a, hw, &so, &sp));
                         zaya_infer_pred ip;
-                        zaya_size_predict_infer(&a, hw, 1, o->seq, &ip);
+                        int rec = 0;
+                        ZAYA_TRY(zaya_size_search_eval(hw, o, &a, &rec, &sp, &ip));
                         zaya_candidate c = {h, L, E, F, k, a.heads, a.kv_heads, tot, act, sp.tokens_per_s_rank,
-                                            ip.decode_s, sp.gemm_eff, (so.recompute ? mem.total_recompute : mem.total) / 1e9, 0};
+                                            ip.decode_s, sp.gemm_eff, (rec ? mem.total_recompute : mem.total) / 1e9, 0, rec};
                         ZAYA_TRY(push(r, &c));
                     }
                 }

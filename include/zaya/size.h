@@ -110,7 +110,7 @@ typedef struct zaya_params {
     int64_t total, active, embedding;          /* embedding = input table + untied head */
     int64_t non_embedding, active_non_embedding;
     int64_t matrix_total;                      /* Muon-eligible (2-D, non-embedding) */
-    int64_t active_compute;                    /* active without the input embedding lookup (no matmul):
+    int64_t active_compute;                    /* active without an untied input embedding (a lookup, no matmul):
                                                 * the "active" convention of the DeepSeek and gpt-oss cards */
     int64_t mtp;                               /* MTP modules (rows flagged mtp), not in total / active */
     int64_t checkpoint;                        /* total + mtp + the embedding/head copies an MTP module stores */

@@ -196,7 +196,7 @@ void zaya_size_count_params(const zaya_arch *a, zaya_params *p) {
     }
     p->non_embedding = p->total - p->embedding;
     p->active_non_embedding = p->active - p->embedding;
-    p->active_compute = p->active - a->vocab * D;
+    p->active_compute = p->active - (a->tied_embeddings ? 0 : a->vocab * D); /* a tied table is also the head */
     /* DeepSeek-V3's checkpoint stores each MTP module with its own copies of the embedding and head */
     p->checkpoint = p->total + p->mtp + a->mtp_layers * a->vocab * D * (a->tied_embeddings ? 1 : 2);
 }

@@ -113,8 +113,17 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
         incident *I = incident_add(S, "corrupt_checkpoint", e->rank, e->step, latency, e->detail);
         if (!I) return;
         I->recovery_s = 0;
-        I->steps_lost = S->resumed ? e->step - S->resume_step : -1;
+        /* the steps between the checkpoint used and the unusable one (which existed: someone got there) */
+        int64_t from = S->resumed ? S->resume_step : -1;
+        I->steps_lost = from >= 0 && e->step > from ? e->step - from : 0;
         say(S, "corrupt checkpoint at restart: %s", e->detail);
+        incident_write(S, I);
+    } else if (!strcmp(e->kind, "latest_repaired")) {
+        incident *I = incident_add(S, "latest_repaired", e->rank, e->step, latency, e->detail);
+        if (!I) return;
+        I->recovery_s = 0;
+        I->steps_lost = 0; /* the newest complete checkpoint was used */
+        say(S, "checkpoint pointer repaired at restart: %s", e->detail);
         incident_write(S, I);
     } else if (!strcmp(e->kind, "done")) {
         S->done = 1;

@@ -131,13 +131,12 @@ zaya_status zaya_train_checkpoint_wait(zaya_trainer *t) {
 /* Loads the newest good checkpoint under t->ckpt_dir, if any. *found = 0 for a fresh start. */
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found) {
     *found = 0;
-    char latest[4600];
-    ZAYA_TRY(zaya_path_join(latest, sizeof latest, t->ckpt_dir, "latest"));
-    FILE *f = fopen(latest, "r");
-    if (!f) return ZAYA_OK; /* nothing saved yet */
-    fclose(f);
+    memset(&t->ckpt_res, 0, sizeof t->ckpt_res);
+    /* Anything committed (a latest file or a step directory) is resumed from: a missing latest with
+     * step directories is a commit cut short, not a fresh start. */
+    if (!zaya_ckpt_root_has_checkpoints(t->ckpt_dir)) return ZAYA_OK;
     zaya_ckpt *c = NULL;
-    ZAYA_TRY(zaya_ckpt_open_latest(&c, t->ckpt_dir, 1));
+    ZAYA_TRY(zaya_ckpt_open_newest(&c, t->ckpt_dir, 1, &t->ckpt_res));
     zaya_status s = ZAYA_OK;
     /* The model must be the one that was saved. */
     const cJSON *mc = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);

@@ -75,6 +75,8 @@ typedef struct zaya_trainer {
     char ckpt_dir[4096];
     struct zaya_ckpt_writer *ckpt_pending; /* async save in flight */
     zaya_ckpt_snapshot snapshot;
+    zaya_ckpt_resolution ckpt_res; /* how the resumed checkpoint compares with `latest` */
+    int lock_fd;                   /* rank 0: flock of the output directory (-1: none) */
     double ckpt_stall_s;
     int64_t ckpt_saves;
 } zaya_trainer;

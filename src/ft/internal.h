@@ -73,6 +73,9 @@ zaya_status zaya_ft_write_summary(const zaya_supervise_result *r, const char *ou
 /* process.c: processes and files of a job. */
 int zaya_ft_pid_alive(int pid);  /* a zombie counts as dead */
 int zaya_ft_reap_orphans(void);  /* SIGKILL + reap our re-parented orphans; returns how many */
+/* SIGKILL every descendant of this process (the whole job tree, whoever its parents are now) and
+ * reap them until none is left; returns how many were signalled (counting repeats). */
+int zaya_ft_kill_tree(void);
 void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines);
 void zaya_ft_clear_dir(const char *dir);
 

@@ -61,6 +61,13 @@ typedef struct sup {
     int64_t skips[64], rollback_to;
     int nskips;
     incident *rollback_incident;
+    /* the job's trainer found its output directory locked by another run */
+    int locked;
+    char locked_msg[700];
+    pid_t job; /* the current attempt's direct child (its process group) */
+    pid_t self;
+    long long self_start;
+    int lock_fd;
 } sup;
 
 static volatile sig_atomic_t stop_signal;
@@ -125,6 +132,9 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
         I->steps_lost = 0; /* the newest complete checkpoint was used */
         say(S, "checkpoint pointer repaired at restart: %s", e->detail);
         incident_write(S, I);
+    } else if (!strcmp(e->kind, "output_locked")) {
+        S->locked = 1;
+        snprintf(S->locked_msg, sizeof S->locked_msg, "%s", e->detail);
     } else if (!strcmp(e->kind, "done")) {
         S->done = 1;
     } else if (!strcmp(e->kind, "preempted")) {
@@ -195,6 +205,19 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
     return exited;
 }
 
+/* The whole job tree: local ranks named in the heartbeats that are not done (launched outside our
+ * tree, e.g. by a resource manager), the process group, and every descendant, all reaped. */
+static void kill_job_tree(sup *S) {
+    for (int i = 0; i < S->mon->nranks; i++) {
+        const zaya_ft_rank *r = &S->mon->ranks[i];
+        if (local_rank(S, r) && strcmp(r->section, "done") && zaya_ft_pid_alive(r->pid)) kill(r->pid, SIGKILL);
+    }
+    if (S->job > 0) kill(-S->job, SIGKILL);
+    int n = zaya_ft_kill_tree();
+    if (n > 0) say(S, "killed and reaped %d leftover process%s of attempt %d", n, n == 1 ? "" : "es", S->attempt);
+    S->job = 0;
+}
+
 static double section_timeout(const sup *S, const char *section) {
     const zaya_supervise_opts *o = S->o;
     double startup = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
@@ -262,7 +285,15 @@ static outcome run_attempt(sup *S, incident **fail) {
     }
     if (pid == 0) {
         setpgid(0, 0);
-        char att[16];
+        /* the job dies with us: the kernel SIGKILLs it when this process exits (kill -9 included),
+         * and its ranks watch our pid and start time (src/train/lifeline.c) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != S->self) _exit(127);
+        char att[16], spid[24], sstart[32];
+        snprintf(spid, sizeof spid, "%d", (int)S->self);
+        snprintf(sstart, sizeof sstart, "%lld", S->self_start);
+        setenv(ZAYA_ENV_SUPERVISOR_PID, spid, 1);
+        setenv(ZAYA_ENV_SUPERVISOR_START, sstart, 1);
         snprintf(att, sizeof att, "%d", S->attempt);
         setenv("ZAYA_HEARTBEAT_DIR", hbdir, 1);
         setenv("ZAYA_ATTEMPT", att, 1);
@@ -283,8 +314,17 @@ static outcome run_attempt(sup *S, incident **fail) {
             snprintf(to, sizeof to, "%lld", (long long)S->rollback_to);
             setenv("ZAYA_ROLLBACK_TO", to, 1);
         }
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        /* appended: a rerun of the same command keeps the earlier run's logs above a separator */
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
+            char sep[200];
+            time_t now = time(NULL);
+            struct tm tmv;
+            char when[64] = "?";
+            if (localtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+            int n = snprintf(sep, sizeof sep, "==== zaya supervise (pid %d): attempt %d, %s ====\n", (int)S->self, S->attempt, when);
+            if (write(fd, sep, (size_t)n) != n) { /* the log is best effort */
+            }
             dup2(fd, 1);
             dup2(fd, 2);
             close(fd);
@@ -296,6 +336,7 @@ static outcome run_attempt(sup *S, incident **fail) {
         _exit(127);
     }
     setpgid(pid, pid);
+    S->job = pid;
     S->rollback_to = -1; /* only this attempt rolls back */
     say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)pid, logpath);
     int status = 0, exited = 0;
@@ -499,16 +540,24 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     ZAYA_TRY(zaya_mkdir_p(o->out_dir));
     sup S;
     memset(&S, 0, sizeof S);
+    /* one supervisor per output directory: a second one would treat the first one's job as its own */
+    ZAYA_TRY(zaya_dir_lock(o->out_dir, "supervise.lock", "zaya-supervise", &S.lock_fd));
+    S.self = getpid();
+    S.self_start = zaya_ft_proc_start_time((int)S.self);
     S.o = o;
     S.res = res;
     S.t0 = now_s();
     S.mon = calloc(1, sizeof *S.mon);
     char path[4096];
     ZAYA_TRY(zaya_path_join(path, sizeof path, o->out_dir, "incidents.jsonl"));
-    if (!S.mon) return zaya_error_set(ZAYA_ENOMEM, "supervisor state");
+    if (!S.mon) {
+        zaya_dir_unlock(S.lock_fd);
+        return zaya_error_set(ZAYA_ENOMEM, "supervisor state");
+    }
     zaya_status st = zaya_ft_log_open(&S.log, path);
     if (st != ZAYA_OK) {
         free(S.mon);
+        zaya_dir_unlock(S.lock_fd);
         return st;
     }
     if (gethostname(S.host, sizeof S.host) != 0) snprintf(S.host, sizeof S.host, "?");
@@ -546,6 +595,15 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
         }
         incident *f = NULL;
         outcome oc = run_attempt(&S, &f);
+        /* before anything else (a restart above all): nothing of this attempt may survive it, even
+         * when its direct child is already gone (mpirun killed, ranks re-parented to us) */
+        kill_job_tree(&S);
+        if (S.locked) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "the job's output directory is held by another run: %s", S.locked_msg);
+            res->gave_up = 1;
+            if (f) f->pending = 0, incident_write(&S, f);
+            break;
+        }
         if (oc == OUT_DONE) {
             res->completed = 1;
             say(&S, "job completed at step %lld", (long long)res->final_step);
@@ -628,5 +686,6 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     free(fail_steps);
     free(S.mon);
     zaya_ft_log_close(&S.log);
+    zaya_dir_unlock(S.lock_fd);
     return ZAYA_OK;
 }

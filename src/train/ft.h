@@ -37,6 +37,9 @@ void zaya_hb_step(int64_t step, double seconds, double busy);
 void zaya_hb_event(const char *kind, int64_t step, const char *detail);
 void zaya_hb_close(void);
 
+/* lifeline.c: under a supervisor, die with it (PR_SET_PDEATHSIG + a watcher on its pid). */
+void zaya_ft_lifeline_start(void);
+
 /* faults.c: the hooks the step loop calls. */
 void zaya_ft_init(struct zaya_trainer *t);
 void zaya_ft_enter(struct zaya_trainer *t, zaya_ft_section s); /* heartbeat + crash/hang/slow/kill-save */

@@ -55,6 +55,7 @@ static void hb_write(void) {
 void zaya_hb_open(int rank, int world) {
     const char *dir = getenv("ZAYA_HEARTBEAT_DIR");
     const char *att = getenv("ZAYA_ATTEMPT");
+    if (hb.on) return; /* opened early (before the output lock), kept */
     hb.rank = rank;
     hb.world = world;
     hb.attempt = att ? atoi(att) : 1;

@@ -341,6 +341,8 @@ static void trainer_free(zaya_trainer *t) {
     free(t->layer_max_share);
     if (t->metrics) fclose(t->metrics);
     zaya_train_history_free(&t->hist);
+    zaya_train_unlock_outputs(t);
+    zaya_hb_close(); /* normally closed by zaya_ft_finish; early failures end here */
 }
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
@@ -350,6 +352,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->opts = o;
     memset(res, 0, sizeof *res);
     /* Under mpirun every rank runs this; without it the world is one rank. */
+    zaya_ft_lifeline_start(); /* under a supervisor: die with it */
     zaya_status s = zaya_dist_init(NULL, NULL, &t->comm);
     if (s != ZAYA_OK) return s;
     t->world = zaya_comm_size(t->comm);
@@ -364,7 +367,12 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_train_opts ro = *o;
     if (t->rank != 0) ro.quiet = 1; /* only rank 0 prints and writes results */
     t->opts = o = &ro;
+    t->lock_fd = t->ckpt_lock_fd = -1;
+    if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
+    else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
+    zaya_hb_open(t->rank, t->world);
     s = t->rank == 0 ? zaya_mkdir_p(o->out_dir) : ZAYA_OK;
+    if (s == ZAYA_OK) s = zaya_train_lock_outputs(t); /* before anything is written there */
     if (s == ZAYA_OK) s = open_data(t);
     if (s == ZAYA_OK) s = setup_model(t);
     if (s == ZAYA_OK) s = setup_optimizer(t);
@@ -378,8 +386,6 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     /* Resume from the newest good checkpoint unless told otherwise. */
-    if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
-    else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
     int64_t tokens = 0;
     int resumed = 0;
     zaya_ft_init(t);

@@ -31,6 +31,7 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     o->hang_factor = 10;
     o->hang_floor_s = 10;
     o->hang_cap_s = 600;
+    o->eval_timeout_s = 300;
     o->grace_s = 10;
     o->preempt_timeout_s = 300;
     o->straggler_factor = 2;
@@ -218,13 +219,28 @@ static void kill_job_tree(sup *S) {
     S->job = 0;
 }
 
-static double section_timeout(const sup *S, const char *section) {
+/* The timeout of the section a rank is in. In-step sections: hang_factor x the median step time of
+ * the rank's regime (phase, sequence length), clamped to [floor, cap], once 3 steps of that regime
+ * were seen (in any attempt); a new phase or sequence length starts uncalibrated. Startup and
+ * uncalibrated steps: --startup-timeout. Eval: the step timeout of the regime (each eval batch is a
+ * heartbeat; at least hang_factor x the longest gap seen between eval batches), capped by
+ * --eval-timeout, which is also the value before calibration. Checkpoint: --save-timeout. */
+static double section_timeout(const sup *S, const zaya_ft_rank *r) {
     const zaya_supervise_opts *o = S->o;
+    const char *section = r->section;
     double startup = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
-    if (!strcmp(section, "startup") || !strcmp(section, "eval") || !strcmp(section, "checkpoint")) return startup;
-    if (S->mon->nsamples < 3) return startup; /* not calibrated yet */
-    double t = o->hang_factor * zaya_ft_monitor_median_step(S->mon);
-    return fmin(fmax(t, o->hang_floor_s), o->hang_cap_s);
+    double save = o->save_timeout_s > 0 ? o->save_timeout_s : o->hang_cap_s;
+    double eval = o->eval_timeout_s > 0 ? fmin(o->eval_timeout_s, o->hang_cap_s) : o->hang_cap_s;
+    if (!strcmp(section, "startup")) return startup;
+    if (!strcmp(section, "checkpoint")) return save;
+    int n = 0;
+    double med = zaya_ft_monitor_median_regime(S->mon, r->phase, r->seq_len, &n);
+    double step = n >= 3 ? fmin(fmax(o->hang_factor * med, o->hang_floor_s), o->hang_cap_s) : -1;
+    if (!strcmp(section, "eval")) {
+        if (step < 0) return eval;
+        return fmin(fmax(step, o->hang_factor * S->mon->eval_gap_max), eval);
+    }
+    return step > 0 ? step : startup;
 }
 
 static void check_stragglers(sup *S) {
@@ -407,7 +423,7 @@ static outcome run_attempt(sup *S, incident **fail) {
             zaya_ft_rank *r = &m->ranks[i];
             if (!r->seen) continue;
             if (!strcmp(r->section, "done")) continue;
-            double to = section_timeout(S, r->section);
+            double to = section_timeout(S, r);
             if (now - r->last_change <= to) hung = 0;
             if (r->last_change > newest) newest = r->last_change, timeout = to;
             /* the culprit: the rank that stopped first outside a collective */

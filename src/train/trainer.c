@@ -177,6 +177,7 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
         t->targets = nt;
     }
     ZAYA_TRY(zaya_run_set_loader_phase(&t->run, si->phase, &t->loader));
+    zaya_hb_regime(si->phase, si->seq_len);
     ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld), RoPE theta %g, %.1f MiB of activations",
               si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
               (long long)micro, (long long)t->accum, si->rope_theta, (double)t->model.activation_bytes / 1048576.0);
@@ -310,6 +311,7 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
             split_micro(t, 0, T); /* t->micro == B: the model is planned for one micro-batch */
             float loss = 0;
             ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
+            zaya_hb_tick(); /* each batch is progress: the eval timeout need not cover the whole evaluation */
             sum += loss;
         }
         per_source[s] = sum / (double)t->opts->eval_batches;

@@ -7,7 +7,7 @@
  *   ZAYA_FAULT_SPIKE=S[:FACTOR]     the reduced gradients of step S are multiplied by FACTOR (1000)
  *   ZAYA_FAULT_CORRUPT_CKPT=S       once checkpoint S has landed, one byte of its model file is flipped
  *   ZAYA_FAULT_KILL_SAVE=R:S        rank R SIGKILLs itself while checkpoint S is being written
- *   ZAYA_FAULT_SLOW=R:SECONDS       rank R sleeps SECONDS in the data section of every step
+ *   ZAYA_FAULT_SLOW=R:SECONDS[:S]   rank R sleeps SECONDS in the data section of every step (from step S)
  * and the supervisor's rollback of numeric faults:
  *   ZAYA_ROLLBACK_TO=S              before resuming, checkpoints after step S are moved aside
  *   ZAYA_SKIP_STEPS=S1,S2,...       the updates of these steps are skipped (their batches consumed)
@@ -148,11 +148,13 @@ void zaya_ft_init(zaya_trainer *t) {
     parse_fault("ZAYA_FAULT_CORRUPT_CKPT", &ft.corrupt, 0, ZAYA_FT_CHECKPOINT, 0);
     parse_fault("ZAYA_FAULT_KILL_SAVE", &ft.kill_save, 1, ZAYA_FT_CHECKPOINT, 0);
     const char *slow = getenv("ZAYA_FAULT_SLOW");
-    if (slow && *slow) { /* R:SECONDS, every step */
+    if (slow && *slow) { /* R:SECONDS[:FROM_STEP], every step (from FROM_STEP on) */
         ft.slow.on = 1;
         ft.slow.rank = atoi(slow);
         const char *c = strchr(slow, ':');
         ft.slow.value = c ? atof(c + 1) : 0.5;
+        const char *f = c ? strchr(c + 1, ':') : NULL;
+        ft.slow.step = f ? atoll(f + 1) : 0;
     }
     const char *sk = getenv("ZAYA_SKIP_STEPS");
     for (const char *p = sk; p && *p && ft.nskip < 64;) {
@@ -186,7 +188,7 @@ static int fires(const fault *f, int rank, int64_t step) {
 
 void zaya_ft_enter(zaya_trainer *t, zaya_ft_section s) {
     zaya_hb_section(s, t->step);
-    if (s == ZAYA_FT_DATA && ft.slow.on && ft.armed && ft.slow.rank == t->rank && ft.slow.value > 0) {
+    if (s == ZAYA_FT_DATA && ft.slow.on && ft.armed && ft.slow.rank == t->rank && ft.slow.value > 0 && t->step >= ft.slow.step) {
         struct timespec ts = {(time_t)ft.slow.value, (long)((ft.slow.value - floor(ft.slow.value)) * 1e9)};
         nanosleep(&ts, NULL);
     }

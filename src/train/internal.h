@@ -74,6 +74,7 @@ typedef struct zaya_trainer {
     /* checkpoints */
     char ckpt_dir[4096];
     struct zaya_ckpt_writer *ckpt_pending; /* async save in flight */
+    int64_t ckpt_pending_step;             /* ... of this step */
     zaya_ckpt_snapshot snapshot;
     zaya_ckpt_resolution ckpt_res; /* how the resumed checkpoint compares with `latest` */
     int lock_fd, ckpt_lock_fd;     /* rank 0: flocks of the output and checkpoint directories (-1: none) */

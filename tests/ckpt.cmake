@@ -20,3 +20,8 @@ set_tests_properties(ckpt_export_ref PROPERTIES LABELS ref TIMEOUT 300 ENVIRONME
 set(ZAYA_HF_PYTHON "${CMAKE_BINARY_DIR}/hfvenv/bin/python" CACHE FILEPATH "Python with transformers for the HF check")
 add_test(NAME ckpt_transformers COMMAND ckpt_export_ref ${CMAKE_CURRENT_SOURCE_DIR}/ref/ckpt_export_check.py ${ZAYA_HF_PYTHON} transformers)
 set_tests_properties(ckpt_transformers PROPERTIES LABELS ref TIMEOUT 600 SKIP_RETURN_CODE 77 ENVIRONMENT "OMP_NUM_THREADS=2")
+
+# The commit protocol through training runs: kill between rename and latest, missing/garbage latest,
+# a flipped digit in the manifest's JSON state, a step redone (~25 s).
+add_test(NAME ckpt_commit COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/ckpt_commit.sh $<TARGET_FILE:zaya>)
+set_tests_properties(ckpt_commit PROPERTIES LABELS "ckpt;train" TIMEOUT 300)

@@ -107,8 +107,19 @@ static void test_single(void) {
     const zaya_ckpt_entry *e = zaya_ckpt_find(c, "opt.v");
     CHECK(e && e->ndim == 2 && e->shape[1] == NV / 2 && e->npieces == 2, "global shape and pieces of opt.v");
     zaya_ckpt_close(c);
-    CHECK(save_single(root, 5, &s, NULL) == ZAYA_EINVAL && strstr(zaya_error_message(), "already exists"),
-          "resaving a step is refused: %s", zaya_error_message());
+    /* a step redone (resume from an older step, --no-resume) replaces the existing directory atomically */
+    state s5;
+    fill_state(&s5, 55);
+    CHECK(save_single(root, 5, &s5, NULL) == ZAYA_OK, "resaving step 5 replaces it: %s", zaya_error_message());
+    CHECK(zaya_ckpt_open_latest(&c, root, 1) == ZAYA_OK && c->step == 5, "replaced step 5 opens");
+    if (c) check_state(c, &s5, "replaced step");
+    zaya_ckpt_close(c);
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "ls -a %s | grep -q tmp", root);
+        CHECK(system(cmd) != 0, "no temp or replaced directory left after the replace");
+    }
+    CHECK(save_single(root, 5, &s, NULL) == ZAYA_OK, "identical re-save");
     /* bf16 model storage */
     zaya_ckpt_options o = zaya_ckpt_default_options();
     o.model_dtype = ZAYA_ST_BF16;
@@ -304,12 +315,137 @@ static void test_fallback(void) {
     cJSON *piece = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tensors"), 0), "pieces"), 0);
     cJSON_ReplaceItemInObject(piece, "offset", cJSON_CreateNumber(8));
     zaya_json_write_file(p, m, 1);
+    snprintf(p, sizeof p, "%s/step-00000003", root3);
+    CHECK(zaya_ckpt_open(&c, p, 0) == ZAYA_EFORMAT && strstr(zaya_error_message(), "manifest checksum") &&
+              strstr(zaya_error_message(), "step-00000003/manifest.json"),
+          "edited manifest refused by its checksum: %s", zaya_error_message());
+    snprintf(p, sizeof p, "%s/step-00000003/manifest.json", root3);
+    CHECK(zaya_ckpt_manifest_seal(m) == ZAYA_OK, "reseal");
+    zaya_json_write_file(p, m, 1);
     cJSON_Delete(m);
     snprintf(p, sizeof p, "%s/step-00000003", root3);
     CHECK(zaya_ckpt_open(&c, p, 0) == ZAYA_EFORMAT && strstr(zaya_error_message(), "offset"), "lying offset: %s",
           zaya_error_message());
     CHECK(zaya_ckpt_open_latest(&c, root3, 0) != ZAYA_OK && strstr(zaya_error_message(), "no loadable checkpoint"),
           "nothing to fall back to: %s", zaya_error_message());
+}
+
+/* Flips one digit of the first occurrence of `key` in a manifest file (its value). */
+static int flip_digit(const char *path, const char *key) {
+    char *txt;
+    size_t len;
+    if (zaya_read_file(path, &txt, &len) != ZAYA_OK) return 0;
+    char *k = strstr(txt, key), *d = k;
+    while (d && *d && !(*d >= '0' && *d <= '9')) d++;
+    int ok = d && *d;
+    if (ok) *d = *d == '9' ? '8' : (char)(*d + 1);
+    FILE *f = fopen(path, "wb");
+    ok = ok && f && fwrite(txt, 1, len, f) == len;
+    if (f) fclose(f);
+    free(txt);
+    return ok;
+}
+
+/* JSON state in the manifest is covered by manifest_xxh3: a one-digit change anywhere is refused. */
+static void test_manifest_checksum(void) {
+    char root[300], p[600], d[600];
+    snprintf(root, sizeof root, "%s/msum", g_root);
+    state s;
+    fill_state(&s, 9);
+    static const char *const keys[] = {"\"lr\"", "\"tokens\"", "\"offset\"", "\"rank_written\"", NULL};
+    for (int i = 0; keys[i]; i++) {
+        char sub[400];
+        snprintf(sub, sizeof sub, "%s/%d", root, i);
+        CHECK(save_single(sub, 4, &s, NULL) == ZAYA_OK, "save");
+        snprintf(p, sizeof p, "%s/step-00000004/manifest.json", sub);
+        snprintf(d, sizeof d, "%s/step-00000004", sub);
+        CHECK(flip_digit(p, keys[i]), "flip a digit of %s", keys[i]);
+        zaya_ckpt *c = NULL;
+        CHECK(zaya_ckpt_open(&c, d, 0) == ZAYA_EFORMAT && strstr(zaya_error_message(), "manifest checksum") &&
+                  strstr(zaya_error_message(), "step-00000004/manifest.json"),
+              "flipped digit after %s detected: %s", keys[i], zaya_error_message());
+        zaya_ckpt_close(c);
+        c = NULL;
+        CHECK(zaya_ckpt_open_latest(&c, sub, 1) != ZAYA_OK, "no fallback exists: refused");
+    }
+    /* reformatting (whitespace) is not a change; a removed checksum is refused in version 2 */
+    snprintf(p, sizeof p, "%s/0/step-00000004/manifest.json", root);
+    save_single(root, 5, &s, NULL);
+    snprintf(p, sizeof p, "%s/step-00000005/manifest.json", root);
+    snprintf(d, sizeof d, "%s/step-00000005", root);
+    cJSON *m = NULL;
+    zaya_json_load_file(p, &m);
+    zaya_json_write_file(p, m, 0);
+    zaya_ckpt *c = NULL;
+    CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_OK, "reformatted manifest opens: %s", zaya_error_message());
+    zaya_ckpt_close(c);
+    c = NULL;
+    cJSON_DeleteItemFromObject(m, "manifest_xxh3");
+    zaya_json_write_file(p, m, 1);
+    CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_EFORMAT && strstr(zaya_error_message(), "manifest_xxh3"), "missing checksum: %s",
+          zaya_error_message());
+    /* a version-1 manifest (before the checksum) still opens */
+    cJSON_ReplaceItemInObject(m, "format_version", cJSON_CreateNumber(1));
+    zaya_json_write_file(p, m, 1);
+    CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_OK, "version 1 without checksum opens: %s", zaya_error_message());
+    zaya_ckpt_close(c);
+    cJSON_Delete(m);
+}
+
+/* latest is a hint: the newest step directory that opens and verifies wins, and the resolution says
+ * how latest compared (what the trainer repairs and reports). */
+static void test_latest_resolution(void) {
+    char root[300], p[600];
+    snprintf(root, sizeof root, "%s/resolve", g_root);
+    state s[4];
+    for (int i = 1; i <= 3; i++) {
+        fill_state(&s[i], 20 + (uint64_t)i);
+        save_single(root, i * 4, &s[i], NULL);
+    }
+    snprintf(p, sizeof p, "%s/latest", root);
+    zaya_ckpt *c = NULL;
+    zaya_ckpt_resolution r;
+    /* killed between the commit rename and the latest rewrite: latest names step 8, step 12 is complete */
+    zaya_write_file_atomic(p, "step-00000008\n", 14);
+    CHECK(zaya_ckpt_open_newest(&c, root, 1, &r) == ZAYA_OK && c->step == 12 && r.latest == ZAYA_CKPT_LATEST_BEHIND &&
+              r.latest_step == 8 && r.nunusable == 0,
+          "latest behind: newest complete step wins (%s)", r.detail);
+    if (c) check_state(c, &s[3], "behind");
+    zaya_ckpt_close(c);
+    c = NULL;
+    unlink(p);
+    CHECK(zaya_ckpt_root_has_checkpoints(root), "step directories count as checkpoints without latest");
+    CHECK(zaya_ckpt_open_newest(&c, root, 1, &r) == ZAYA_OK && c->step == 12 && r.latest == ZAYA_CKPT_LATEST_MISSING,
+          "missing latest: reconstructed from the directories");
+    zaya_ckpt_close(c);
+    c = NULL;
+    zaya_write_file_atomic(p, "", 0);
+    CHECK(zaya_ckpt_open_newest(&c, root, 1, &r) == ZAYA_OK && c->step == 12 && r.latest == ZAYA_CKPT_LATEST_GARBAGE,
+          "empty latest: garbage (%s)", r.detail);
+    zaya_ckpt_close(c);
+    c = NULL;
+    zaya_write_file_atomic(p, "step-00003000\n", 14);
+    CHECK(zaya_ckpt_open_newest(&c, root, 1, &r) == ZAYA_OK && c->step == 12 && r.latest == ZAYA_CKPT_LATEST_ABSENT &&
+              r.latest_step == 3000 && strstr(r.detail, "does not exist"),
+          "latest names a missing step (%s)", r.detail);
+    zaya_ckpt_close(c);
+    c = NULL;
+    /* the newest is corrupt and latest names it: fall back, report it unusable */
+    zaya_write_file_atomic(p, "step-00000012\n", 14);
+    snprintf(p, sizeof p, "%s/step-00000012/state-r00000.safetensors", root);
+    corrupt(p, -10, SEEK_END);
+    CHECK(zaya_ckpt_open_newest(&c, root, 1, &r) == ZAYA_OK && c->step == 8 && r.latest == ZAYA_CKPT_LATEST_UNUSABLE &&
+              r.nunusable == 1 && r.unusable[0] == 12 && strstr(r.detail, "checksum"),
+          "corrupt newest: step 8, step 12 unusable (%s)", r.detail);
+    if (c) check_state(c, &s[2], "fallback");
+    zaya_ckpt_close(c);
+    c = NULL;
+    CHECK(zaya_ckpt_open_latest(&c, root, 1) == ZAYA_OK && c->step == 8, "open_latest follows the same rule");
+    zaya_ckpt_close(c);
+    /* an empty root is not a checkpoint */
+    snprintf(p, sizeof p, "%s/empty", g_root);
+    zaya_mkdir_p(p);
+    CHECK(!zaya_ckpt_root_has_checkpoints(p), "empty root has no checkpoints");
 }
 
 static void test_retention(void) {
@@ -329,8 +465,20 @@ static void test_retention(void) {
     /* a temp dir of a dead process is removed by the next save */
     snprintf(p, sizeof p, "%s/step-00000099.tmp-999999999", root);
     zaya_mkdir_p(p);
+    char lt[500], q1[500], q2[500], q3[500];
+    snprintf(lt, sizeof lt, "%s/latest.tmp.999999999", root);
+    snprintf(q1, sizeof q1, "%s/unusable-step-00000008-999999999", root);
+    snprintf(q2, sizeof q2, "%s/rolledback-step-00000006-999999999", root);
+    snprintf(q3, sizeof q3, "%s/unusable-step-00000020-999999999", root);
+    zaya_write_file_atomic(lt, "step-00000007\n", 14);
+    zaya_mkdir_p(q1);
+    zaya_mkdir_p(q2);
+    zaya_mkdir_p(q3);
     save_single(root, 8, &s, &o);
     CHECK(!exists(p), "stale temp dir removed");
+    CHECK(!exists(lt), "stale latest.tmp.PID removed");
+    CHECK(!exists(q1) && !exists(q2), "quarantined steps <= the committed step removed");
+    CHECK(exists(q3), "a quarantined step newer than the committed one is kept");
 }
 
 static void test_async(void) {
@@ -414,6 +562,8 @@ int main(void) {
     test_ranks();
     test_disk_full();
     test_fallback();
+    test_manifest_checksum();
+    test_latest_resolution();
     test_retention();
     test_async();
     test_reshape();

@@ -1,9 +1,12 @@
-/* Fault-tolerance building blocks: the exact-integer GEMM health check, the robust median, and the
+/* Fault-tolerance building blocks: the exact-integer GEMM health check, the robust median, the
  * supervisor's reading of the heartbeat channel written by the trainer's heartbeat writer (same
- * process here: the writer is driven through its environment variables). */
+ * process here: the writer is driven through its environment variables), per-regime step samples,
+ * the output-directory lock, process identity and the job-tree kill. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ft/internal.h"
@@ -63,7 +66,56 @@ int main(void) {
     zaya_ft_monitor_poll(m, 11.0, on_event, &s); /* events are delivered once */
     CHECK(s.nonfinite == 1 && s.step == 7 && !strcmp(s.detail, "loss 'nan'"), "nonfinite event: %d, step %lld, '%s'",
           s.nonfinite, (long long)s.step, s.detail);
+    /* a new regime (phase 1, sequence length 64) starts uncalibrated; the old one keeps its samples */
+    zaya_hb_regime(1, 64);
+    for (int step = 4; step < 6; step++) {
+        zaya_hb_section(ZAYA_FT_FORWARD, step);
+        zaya_hb_step(step, 10.0, 9.0);
+        zaya_ft_monitor_poll(m, 12.0 + step, on_event, &s);
+    }
+    int n0 = 0, n1 = 0;
+    double med0 = zaya_ft_monitor_median_regime(m, 0, 0, &n0), med1 = zaya_ft_monitor_median_regime(m, 1, 64, &n1);
+    CHECK(n0 == 4 && med0 == 0.625 && n1 == 2 && med1 == 10.0, "per-regime samples: %d at %g, %d at %g", n0, med0, n1, med1);
+    CHECK(m->ranks[3].phase == 1 && m->ranks[3].seq_len == 64, "regime in the record");
+    /* eval: each batch is a record; the longest gap between two of them is kept */
+    zaya_hb_section(ZAYA_FT_EVAL, 6);
+    zaya_ft_monitor_poll(m, 20.0, on_event, &s);
+    zaya_hb_tick();
+    zaya_ft_monitor_poll(m, 23.5, on_event, &s);
+    zaya_hb_tick();
+    zaya_ft_monitor_poll(m, 24.0, on_event, &s);
+    CHECK(m->eval_gap_max == 3.5 && m->ranks[3].last_change == 24.0, "eval gap %g", m->eval_gap_max);
     zaya_hb_close();
+
+    /* one lock per directory: the second taker is refused with the holder's pid */
+    int fd1 = -1, fd2 = -1;
+    CHECK(zaya_dir_lock(dir, "x.lock", "zaya-test", &fd1) == ZAYA_OK && fd1 >= 0, "lock: %s", zaya_error_message());
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %d (zaya-test", (int)getpid());
+    CHECK(zaya_dir_lock(dir, "x.lock", "zaya-test", &fd2) == ZAYA_EBUSY && strstr(zaya_error_message(), pid) &&
+              strstr(zaya_error_message(), "x.lock") && fd2 < 0,
+          "second lock refused: %s", zaya_error_message());
+    zaya_dir_unlock(fd1);
+    CHECK(zaya_dir_lock(dir, "x.lock", "zaya-test", &fd2) == ZAYA_OK, "lock again after unlock");
+    zaya_dir_unlock(fd2);
+
+    /* process identity: a pid with another start time is not the same process */
+    long long st = zaya_ft_proc_start_time((int)getpid());
+    CHECK(st > 0 && zaya_ft_process_alive((int)getpid(), st) && !zaya_ft_process_alive((int)getpid(), st + 1),
+          "start time %lld identifies this process", st);
+    /* the job tree: a child and its grandchild (in another session) are both killed, the child reaped */
+    pid_t child = fork();
+    if (child == 0) {
+        if (fork() == 0) {
+            setsid();
+            for (;;) pause();
+        }
+        for (;;) pause();
+    }
+    usleep(100000);
+    CHECK(zaya_ft_process_alive((int)child, 0), "child runs");
+    int killed = zaya_ft_kill_tree();
+    CHECK(killed >= 2 && !zaya_ft_process_alive((int)child, 0) && waitpid(-1, NULL, WNOHANG) < 0, "tree killed (%d)", killed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");

@@ -7,8 +7,11 @@
  *                                    schedule, ...), per-rank sections, file table and tensor table
  *   ROOT/step-00000100/model-r00000.safetensors   model tensors (rank 0, or split across ranks)
  *   ROOT/step-00000100/state-r00003.safetensors   the named arrays rank 3 owns
- * A save writes into ROOT/step-XXXXXXXX.tmp-<pid>/, fsyncs every file and the directory, renames it,
- * fsyncs ROOT, then rewrites `latest`. A kill at any instant leaves the previous checkpoint loadable.
+ * A save writes into ROOT/step-XXXXXXXX.tmp-<pid>/, fsyncs every file and the directory, renames it
+ * (or atomically exchanges it with an existing step-XXXXXXXX being redone), fsyncs ROOT, then
+ * rewrites `latest`. A kill at any instant leaves a loadable checkpoint: readers take the newest step
+ * directory that opens and verifies, so a `latest` that is missing, stale or broken is only a hint.
+ * The manifest carries `manifest_xxh3`, the XXH3-64 of its own content (every JSON section included).
  *
  * Tensors are either model tensors (full, each written by exactly one rank) or sharded arrays: a
  * global array (name, dtype, global shape) of which each rank stores ranges [start, start+count) of
@@ -25,7 +28,7 @@
 #include "zaya/status.h"
 
 #define ZAYA_CKPT_FORMAT "zaya-checkpoint"
-#define ZAYA_CKPT_VERSION 1
+#define ZAYA_CKPT_VERSION 2 /* 2: manifest_xxh3 required; 1 (no manifest checksum) is still read */
 #define ZAYA_CKPT_SECTION_MODEL "model_config" /* zaya_config_to_json of the model */
 
 /* How ranks coordinate during a save. The trainer implements it over MPI (gather = MPI_Gather of
@@ -145,12 +148,45 @@ typedef struct zaya_ckpt {
     zaya_ckpt_entry *entries;
 } zaya_ckpt;
 
-/* Opens one step directory: manifest, every file (validated), every piece (present, dtype and
- * count match, offset matches) and the tiling of every entry. verify = 1 also checks every xxh3. */
+/* Opens one step directory: manifest (its manifest_xxh3 checked), every file (validated), every
+ * piece (present, dtype and count match, offset matches) and the tiling of every entry. verify = 1
+ * also checks every tensor xxh3. */
 zaya_status zaya_ckpt_open(zaya_ckpt **c, const char *step_dir, int verify);
-/* `path` is a step directory or a root: follows `latest`; if that checkpoint is missing, incomplete
- * or corrupt, warns with the reason and falls back to the newest step directory that opens. */
+
+/* What `latest` said compared with what the step directories hold (zaya_ckpt_open_newest). */
+typedef enum zaya_ckpt_latest_state {
+    ZAYA_CKPT_LATEST_OK,        /* latest names the checkpoint that was opened */
+    ZAYA_CKPT_LATEST_MISSING,   /* no latest file (or unreadable) */
+    ZAYA_CKPT_LATEST_GARBAGE,   /* latest does not name a step directory */
+    ZAYA_CKPT_LATEST_BEHIND,    /* latest names an older step: a commit stopped before rewriting it */
+    ZAYA_CKPT_LATEST_ABSENT,    /* latest names a step directory that does not exist */
+    ZAYA_CKPT_LATEST_UNUSABLE,  /* latest names a step directory that did not open or verify */
+} zaya_ckpt_latest_state;
+
+#define ZAYA_CKPT_MAX_UNUSABLE 16
+typedef struct zaya_ckpt_resolution {
+    zaya_ckpt_latest_state latest;
+    int64_t latest_step;        /* the step latest names; -1 when missing or garbage */
+    int64_t step;               /* the step opened */
+    int nunusable;              /* step directories newer than `step` that did not open or verify */
+    int64_t unusable[ZAYA_CKPT_MAX_UNUSABLE]; /* newest first */
+    char detail[1024];          /* why: latest's problem and the first unusable directory's error */
+} zaya_ckpt_resolution;
+const char *zaya_ckpt_latest_state_name(zaya_ckpt_latest_state s);
+
+/* `root` holds step directories: opens the newest one that opens (and verifies with verify = 1),
+ * whatever `latest` says, and describes in *r (may be NULL) how that compares with `latest`. Also
+ * accepts a step directory (r->latest = OK). Error when no step directory opens. */
+zaya_status zaya_ckpt_open_newest(zaya_ckpt **c, const char *root, int verify, zaya_ckpt_resolution *r);
+/* zaya_ckpt_open_newest that warns (with the reason) when latest disagrees with what was opened. */
 zaya_status zaya_ckpt_open_latest(zaya_ckpt **c, const char *path, int verify);
+/* 1 when root has anything committed: a latest file or a step directory. */
+int zaya_ckpt_root_has_checkpoints(const char *root);
+/* The manifest checksum: XXH3-64 (16 hex digits) of cJSON_PrintUnformatted of the manifest without its
+ * "manifest_xxh3" key, so it covers every value (sections, tables) but not the formatting. seal sets
+ * or replaces the key (as the last one): call it after editing a manifest by hand. */
+zaya_status zaya_ckpt_manifest_checksum(cJSON *manifest, char out[17]);
+zaya_status zaya_ckpt_manifest_seal(cJSON *manifest);
 void zaya_ckpt_close(zaya_ckpt *c);
 zaya_status zaya_ckpt_verify(const zaya_ckpt *c); /* every checksum */
 /* Error (naming both sizes and the reshape command) unless the checkpoint was saved by `world` ranks.
@@ -174,7 +210,9 @@ void zaya_ckpt_print_info(const zaya_ckpt *c, FILE *f, int list_tensors);
 zaya_status zaya_ckpt_reshape(const char *src, const char *dst_root, int new_world, int split_model);
 
 /* Retention over ROOT (what commit applies): removes step directories that are neither among the
- * newest keep_last nor multiples of keep_every, and abandoned temp directories of dead processes. */
+ * newest keep_last nor multiples of keep_every, abandoned temp directories and latest.tmp.PID files
+ * of dead processes, and (keep_last > 0) quarantined unusable-step-N-PID / rolledback-step-N-PID
+ * directories once a step >= N is committed again. */
 zaya_status zaya_ckpt_apply_retention(const char *root, int keep_last, int keep_every);
 
 /* ---- model import/export (src/ckpt/hf.c) ---- */

@@ -13,4 +13,10 @@ zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t le
 /* Reads a whole file (malloc'd, NUL-terminated for convenience). */
 zaya_status zaya_read_file(const char *path, char **data, size_t *len);
 
+/* An exclusive flock on DIR/NAME (created; holds "pid host what"), kept until zaya_dir_unlock or exit
+ * (the descriptor is close-on-exec, so children never hold it). When another process holds it the
+ * error names the directory, the holder's pid, host and role, and the lock file. */
+zaya_status zaya_dir_lock(const char *dir, const char *name, const char *what, int *fd);
+void zaya_dir_unlock(int fd);
+
 #endif

@@ -19,9 +19,13 @@ typedef struct zaya_supervise_opts {
     int max_restarts;          /* restarts after failures before giving up (default 10) */
     int same_step_limit;       /* K failures at the same step in a row stop the run (default 3) */
     double backoff_s, backoff_max_s; /* restart delay, doubled per failure without progress (1, 30) */
-    double hang_factor;        /* section timeout = hang_factor x median step time ... (default 10) */
+    double hang_factor;        /* section timeout = hang_factor x median step time of the rank's regime ... (default 10) */
     double hang_floor_s, hang_cap_s; /* ... clamped to [floor, cap] (default 10, 600) */
-    double startup_timeout_s;  /* first heartbeat, eval and checkpoint sections (default: cap) */
+    double startup_timeout_s;  /* first heartbeat and startup section, and the first steps of a regime
+                                  (phase, sequence length) before 3 of its steps calibrate it (default: cap) */
+    double eval_timeout_s;     /* eval section: the calibrated step timeout of its regime (each eval batch
+                                  is a heartbeat), never above this; before calibration this (default 300, <= cap) */
+    double save_timeout_s;     /* checkpoint section (default: cap) */
     double grace_s;            /* SIGTERM -> SIGKILL (default 10) */
     double preempt_timeout_s;  /* a preempted job must save and exit within this (default 300) */
     double straggler_factor;   /* busy time > factor x median of the other ranks (default 2) */
@@ -44,6 +48,16 @@ typedef struct zaya_supervise_result {
 
 void zaya_supervise_opts_default(zaya_supervise_opts *o);
 zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *r);
+
+/* Process identity for lifelines: the start time of pid (clock ticks since boot, /proc/PID/stat field
+ * 22; 0 when unknown), and whether pid is that same process, alive and not a zombie (start 0: any). */
+long long zaya_ft_proc_start_time(int pid);
+int zaya_ft_process_alive(int pid, long long start);
+
+/* Environment the supervisor gives the job: its pid and start time. A trainer that sees them dies
+ * with the supervisor (and with its own launcher): see zaya_train lifeline, docs/fault-tolerance.md. */
+#define ZAYA_ENV_SUPERVISOR_PID "ZAYA_SUPERVISOR_PID"
+#define ZAYA_ENV_SUPERVISOR_START "ZAYA_SUPERVISOR_START"
 
 /* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
  * matrices whose products and sums are exactly representable, compared with an int64 reference. */

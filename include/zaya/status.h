@@ -21,6 +21,7 @@ typedef enum zaya_status {
     ZAYA_EMPI,         /* MPI call failed or world size mismatch */
     ZAYA_ENUMERIC,     /* NaN/Inf or other numeric failure */
     ZAYA_EBACKEND,     /* oneDNN or another backend reported an error */
+    ZAYA_EBUSY,        /* a resource (an output directory) is held by another process */
 } zaya_status;
 
 const char *zaya_status_name(zaya_status s);

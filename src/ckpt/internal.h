@@ -9,8 +9,10 @@
 
 /* rm -rf (does not follow symlinks); returns 0 on success. */
 int ck_remove_tree(const char *path);
-/* Removes ROOT/step-*.tmp-<pid> directories whose process is gone. */
+/* Removes ROOT/step-*.tmp-<pid> directories and ROOT/latest.tmp.<pid> files whose process is gone. */
 void ck_cleanup_stale_tmp(const char *root);
+/* Removes ROOT/unusable-step-N-* and ROOT/rolledback-step-N-* with N <= committed. */
+void ck_cleanup_quarantine(const char *root, int64_t committed);
 /* memcpy split over the OpenMP pool (snapshot stalls are memory-bandwidth bound). */
 void ck_parallel_copy(void *dst, const void *src, size_t bytes);
 /* Parses "step-XXXXXXXX" (exactly 8 digits, nothing after); -1 otherwise. */

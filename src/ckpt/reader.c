@@ -47,6 +47,40 @@ static int get_u(const cJSON *o, const char *key, int64_t *v) {
     return 0;
 }
 
+zaya_status zaya_ckpt_manifest_checksum(cJSON *m, char out[17]) {
+    cJSON *own = cJSON_DetachItemFromObjectCaseSensitive(m, "manifest_xxh3");
+    char *txt = cJSON_PrintUnformatted(m);
+    if (own) cJSON_AddItemToObject(m, "manifest_xxh3", own);
+    if (!txt) return zaya_error_set(ZAYA_ENOMEM, "manifest text");
+    snprintf(out, 17, "%016" PRIx64, (uint64_t)XXH3_64bits(txt, strlen(txt)));
+    free(txt);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_manifest_seal(cJSON *m) {
+    char hx[17];
+    cJSON_DeleteItemFromObjectCaseSensitive(m, "manifest_xxh3");
+    ZAYA_TRY(zaya_ckpt_manifest_checksum(m, hx));
+    if (!cJSON_AddStringToObject(m, "manifest_xxh3", hx)) return zaya_error_set(ZAYA_ENOMEM, "manifest");
+    return ZAYA_OK;
+}
+
+/* Version 2 manifests carry the checksum of their own content; version 1 predates it. */
+static zaya_status check_manifest_sum(cJSON *m, int version, const char *mpath) {
+    const cJSON *own = cJSON_GetObjectItemCaseSensitive(m, "manifest_xxh3");
+    if (version < 2 && !own) return ZAYA_OK;
+    if (!cJSON_IsString(own) || strlen(own->valuestring) != 16)
+        return zaya_error_set(ZAYA_EFORMAT, "%s: missing or malformed 'manifest_xxh3' (format_version %d requires it)", mpath, version);
+    char hx[17];
+    ZAYA_TRY(zaya_ckpt_manifest_checksum(m, hx));
+    if (strcmp(hx, own->valuestring))
+        return zaya_error_set(ZAYA_EFORMAT,
+                              "%s: manifest checksum %s != stored manifest_xxh3 %s (the manifest's JSON was modified or "
+                              "corrupted; after a deliberate edit reseal it)",
+                              mpath, hx, own->valuestring);
+    return ZAYA_OK;
+}
+
 static zaya_status load_entries(zaya_ckpt *c, const char *mpath) {
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(c->manifest, "tensors");
     if (!cJSON_IsArray(tensors)) return zaya_error_set(ZAYA_EFORMAT, "%s: missing array 'tensors'", mpath);
@@ -144,8 +178,15 @@ zaya_status zaya_ckpt_open(zaya_ckpt **out, const char *dir, int verify) {
     if (s == ZAYA_OK && strcmp(fmt, ZAYA_CKPT_FORMAT))
         s = zaya_error_set(ZAYA_EFORMAT, "format '%s' is not '%s'", fmt, ZAYA_CKPT_FORMAT);
     if (s == ZAYA_OK) s = zaya_json_get_int(c->manifest, "format_version", &version, 1);
-    if (s == ZAYA_OK && version != ZAYA_CKPT_VERSION)
-        s = zaya_error_set(ZAYA_EUNSUPPORTED, "format_version %d (this build reads %d)", version, ZAYA_CKPT_VERSION);
+    if (s == ZAYA_OK && (version < 1 || version > ZAYA_CKPT_VERSION))
+        s = zaya_error_set(ZAYA_EUNSUPPORTED, "format_version %d (this build reads 1 to %d)", version, ZAYA_CKPT_VERSION);
+    if (s == ZAYA_OK) {
+        s = check_manifest_sum(c->manifest, version, mpath);
+        if (s != ZAYA_OK) { /* the message names the manifest already */
+            zaya_ckpt_close(c);
+            return s;
+        }
+    }
     if (s == ZAYA_OK) s = zaya_json_get_i64(c->manifest, "step", &c->step, 1);
     if (s == ZAYA_OK) s = zaya_json_get_i64(c->manifest, "tokens", &c->tokens, 1);
     if (s == ZAYA_OK) s = zaya_json_get_int(c->manifest, "world_size", &world, 1);
@@ -204,45 +245,107 @@ zaya_status zaya_ckpt_verify(const zaya_ckpt *c) {
     return ZAYA_OK;
 }
 
-zaya_status zaya_ckpt_open_latest(zaya_ckpt **out, const char *path, int verify) {
+static const char *const latest_names[] = {"ok", "missing", "garbage", "behind", "absent", "unusable"};
+const char *zaya_ckpt_latest_state_name(zaya_ckpt_latest_state s) {
+    return s >= 0 && s <= ZAYA_CKPT_LATEST_UNUSABLE ? latest_names[s] : "?";
+}
+
+int zaya_ckpt_root_has_checkpoints(const char *root) {
+    char buf[1024];
+    struct stat sb;
+    snprintf(buf, sizeof buf, "%s/latest", root);
+    if (stat(buf, &sb) == 0) return 1;
+    char **names;
+    int64_t *steps;
+    int n = ck_list_steps(root, &names, &steps);
+    ck_free_list(names, steps, n);
+    return n > 0;
+}
+
+/* The step latest names (-1: missing or not a step name; *state says which). */
+static int64_t read_latest(const char *root, zaya_ckpt_latest_state *state, char *why, size_t cap) {
+    char buf[1024], *txt = NULL;
+    size_t len;
+    snprintf(buf, sizeof buf, "%s/latest", root);
+    if (zaya_read_file(buf, &txt, &len) != ZAYA_OK) {
+        *state = ZAYA_CKPT_LATEST_MISSING;
+        snprintf(why, cap, "%.600s", zaya_error_message());
+        return -1;
+    }
+    while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' ' || txt[len - 1] == '\r')) txt[--len] = '\0';
+    int64_t step = ck_parse_step_name(txt);
+    if (step < 0) {
+        *state = ZAYA_CKPT_LATEST_GARBAGE;
+        snprintf(why, cap, "'%.500s' holds '%.40s', not a step directory name", buf, txt);
+    }
+    free(txt);
+    return step;
+}
+
+zaya_status zaya_ckpt_open_newest(zaya_ckpt **out, const char *path, int verify, zaya_ckpt_resolution *res) {
+    zaya_ckpt_resolution local;
+    zaya_ckpt_resolution *r = res ? res : &local;
+    memset(r, 0, sizeof *r);
+    r->latest_step = r->step = -1;
+    *out = NULL;
     char buf[1024];
     struct stat sb;
     snprintf(buf, sizeof buf, "%s/manifest.json", path);
-    if (stat(buf, &sb) == 0) return zaya_ckpt_open(out, path, verify);
-    snprintf(buf, sizeof buf, "%s/latest", path);
-    char *txt = NULL, tried[64] = "", why[1200] = "";
-    size_t len;
-    if (zaya_read_file(buf, &txt, &len) == ZAYA_OK) {
-        while (len && (txt[len - 1] == '\n' || txt[len - 1] == ' ')) txt[--len] = '\0';
-        if (ck_parse_step_name(txt) < 0) snprintf(why, sizeof why, "'%s' does not name a step directory", buf);
-        else {
-            snprintf(tried, sizeof tried, "%s", txt);
-            char dir[800];
-            snprintf(dir, sizeof dir, "%s/%s", path, txt);
-            if (zaya_ckpt_open(out, dir, verify) == ZAYA_OK) {
-                free(txt);
-                return ZAYA_OK;
-            }
-            snprintf(why, sizeof why, "%s", zaya_error_message());
-        }
-        free(txt);
-    } else snprintf(why, sizeof why, "%s", zaya_error_message());
+    if (stat(buf, &sb) == 0) {
+        ZAYA_TRY(zaya_ckpt_open(out, path, verify));
+        r->step = r->latest_step = (*out)->step;
+        return ZAYA_OK;
+    }
+    char why[700] = "";
+    r->latest = ZAYA_CKPT_LATEST_OK;
+    r->latest_step = read_latest(path, &r->latest, why, sizeof why);
     char **names;
     int64_t *steps;
     int n = ck_list_steps(path, &names, &steps);
-    for (int i = 0; i < n; i++) {
-        if (!strcmp(names[i], tried)) continue;
+    char first_err[700] = "";
+    int latest_exists = 0, latest_failed = 0;
+    for (int i = 0; i < n && !*out; i++) {
         char dir[800];
         snprintf(dir, sizeof dir, "%s/%s", path, names[i]);
+        if (steps[i] == r->latest_step) latest_exists = 1;
         if (zaya_ckpt_open(out, dir, verify) == ZAYA_OK) {
-            ZAYA_WARN("latest checkpoint unusable (%s); falling back to %s", why, dir);
-            ck_free_list(names, steps, n);
-            return ZAYA_OK;
+            r->step = steps[i];
+            break;
         }
+        *out = NULL;
+        if (steps[i] == r->latest_step) latest_failed = 1;
+        if (!*first_err) snprintf(first_err, sizeof first_err, "%.690s", zaya_error_message());
+        if (r->nunusable < ZAYA_CKPT_MAX_UNUSABLE) r->unusable[r->nunusable++] = steps[i];
         ZAYA_WARN("checkpoint %s unusable: %s", dir, zaya_error_message());
     }
+    for (int i = 0; i < n && r->latest_step >= 0 && !latest_exists; i++) latest_exists = steps[i] == r->latest_step;
     ck_free_list(names, steps, n);
-    return zaya_error_set(ZAYA_EIO, "no loadable checkpoint in '%s' (latest: %s)", path, why);
+    if (r->latest == ZAYA_CKPT_LATEST_OK && r->latest_step != r->step) {
+        if (!latest_exists) {
+            r->latest = ZAYA_CKPT_LATEST_ABSENT;
+            snprintf(why, sizeof why, "latest names step-%08lld, which does not exist", (long long)r->latest_step);
+        } else if (latest_failed) {
+            r->latest = ZAYA_CKPT_LATEST_UNUSABLE;
+            snprintf(why, sizeof why, "latest names step-%08lld, which is unusable", (long long)r->latest_step);
+        } else {
+            r->latest = ZAYA_CKPT_LATEST_BEHIND;
+            snprintf(why, sizeof why, "latest names step-%08lld, older than the newest complete step (a commit stopped before rewriting latest)",
+                     (long long)r->latest_step);
+        }
+    }
+    if (*first_err) snprintf(r->detail, sizeof r->detail, "%.400s; newest unusable: %.580s", why, first_err);
+    else snprintf(r->detail, sizeof r->detail, "%s", why);
+    if (!*out) return zaya_error_set(ZAYA_EIO, "no loadable checkpoint in '%s' (%s)", path, *r->detail ? r->detail : "no step directories");
+    return ZAYA_OK;
+}
+
+zaya_status zaya_ckpt_open_latest(zaya_ckpt **out, const char *path, int verify) {
+    zaya_ckpt_resolution r;
+    ZAYA_TRY(zaya_ckpt_open_newest(out, path, verify, &r));
+    if (r.latest != ZAYA_CKPT_LATEST_OK || r.nunusable)
+        ZAYA_WARN("latest checkpoint disagrees with the step directories (%s: %s); using %s", zaya_ckpt_latest_state_name(r.latest),
+                  r.detail, (*out)->dir);
+    return ZAYA_OK;
 }
 
 zaya_status zaya_ckpt_require_world(const zaya_ckpt *c, int world) {
@@ -307,7 +410,7 @@ void zaya_ckpt_print_info(const zaya_ckpt *c, FILE *f, int list_tensors) {
             (long long)c->tokens, c->world);
     fprintf(f, "sections   ");
     static const char *const skip[] = {"format", "format_version", "step", "tokens", "world_size", "options",
-                                       "files", "tensors", "ranks", "created_unix", NULL};
+                                       "files", "tensors", "ranks", "created_unix", "manifest_xxh3", NULL};
     for (const cJSON *s = c->manifest->child; s; s = s->next) {
         int k = 0;
         for (int i = 0; skip[i]; i++) k |= !strcmp(skip[i], s->string);

@@ -22,7 +22,7 @@ typedef struct reshape_job {
 } reshape_job;
 
 static const char *const reserved[] = {"format", "format_version", "step", "tokens", "world_size", "options",
-                                       "files", "tensors", "ranks", "created_unix", NULL};
+                                       "files", "tensors", "ranks", "created_unix", "manifest_xxh3", NULL};
 
 static void *rank_main(void *arg) {
     reshape_job *j = arg;

@@ -81,18 +81,50 @@ void ck_free_list(char **names, int64_t *steps, int n) {
     free(steps);
 }
 
+static int dead_pid(long pid) { return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH; }
+
 void ck_cleanup_stale_tmp(const char *root) {
     DIR *d = opendir(root);
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
+        if (!strncmp(e->d_name, "latest.tmp.", 11)) { /* a latest rewrite killed before its rename */
+            if (!dead_pid(strtol(e->d_name + 11, NULL, 10))) continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+            ZAYA_INFO("removing the abandoned %s", path);
+            unlink(path);
+            continue;
+        }
         const char *t = strstr(e->d_name, ".tmp-");
         if (strncmp(e->d_name, "step-", 5) != 0 || !t) continue;
         long pid = strtol(t + 5, NULL, 10);
-        if (pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue; /* alive (or not ours to judge) */
+        if (!dead_pid(pid)) continue; /* alive (or not ours to judge) */
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", root, e->d_name);
         ZAYA_INFO("removing the abandoned checkpoint temp directory %s", path);
+        ck_remove_tree(path);
+    }
+    closedir(d);
+}
+
+/* unusable-step-N-PID (moved aside at a fallback) and rolledback-step-N-PID (a numeric rollback) are
+ * kept for inspection until the run has committed step N or a later one again. */
+void ck_cleanup_quarantine(const char *root, int64_t committed) {
+    DIR *d = opendir(root);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *rest = !strncmp(e->d_name, "unusable-", 9) ? e->d_name + 9 : !strncmp(e->d_name, "rolledback-", 11) ? e->d_name + 11 : NULL;
+        char name[16];
+        if (!rest || strlen(rest) < 14 || rest[13] != '-') continue;
+        memcpy(name, rest, 13);
+        name[13] = 0;
+        int64_t step = ck_parse_step_name(name);
+        if (step < 0 || step > committed) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        ZAYA_INFO("removing %s: step %lld has been committed again", path, (long long)committed);
         ck_remove_tree(path);
     }
     closedir(d);
@@ -114,7 +146,9 @@ zaya_status zaya_ckpt_apply_retention(const char *root, int keep_last, int keep_
         if (rename(path, dead) != 0 || ck_remove_tree(dead) != 0)
             s = zaya_error_set(ZAYA_EIO, "cannot remove old checkpoint '%s': %s", path, strerror(errno));
     }
+    int64_t newest = n > 0 ? steps[0] : -1;
     ck_free_list(names, steps, n);
     ck_cleanup_stale_tmp(root);
+    if (keep_last > 0 && newest >= 0) ck_cleanup_quarantine(root, newest);
     return s;
 }

@@ -47,7 +47,7 @@ struct zaya_ckpt_writer {
 };
 
 static const char *const reserved[] = {"format", "format_version", "step", "tokens", "world_size", "options",
-                                       "files", "tensors", "ranks", "created_unix", NULL};
+                                       "files", "tensors", "ranks", "created_unix", "manifest_xxh3", NULL};
 
 zaya_ckpt_options zaya_ckpt_default_options(void) { return (zaya_ckpt_options){ZAYA_ST_F32, 1, 0, 0}; }
 
@@ -406,6 +406,7 @@ static zaya_status build_manifest(zaya_ckpt_writer *w, cJSON **descs, cJSON **ou
         i = j;
     }
     free(all);
+    if (s == ZAYA_OK) s = zaya_ckpt_manifest_seal(m); /* last: covers everything above */
     if (s != ZAYA_OK) {
         cJSON_Delete(m);
         return s;
@@ -445,14 +446,32 @@ static zaya_status finish_rank0(zaya_ckpt_writer *w, const char *tmp, const char
     }
     cJSON_Delete(man);
     if (s == ZAYA_OK) s = fsync_path(tmp);
-    if (s == ZAYA_OK && rename(tmp, final) != 0)
+    /* The commit. A step being redone (a resume from an older step, --no-resume) replaces the
+     * existing directory with one atomic exchange, so step-N is complete at every instant; the old
+     * one, now under the temp name, is removed after latest points at the new one. */
+    struct stat sb;
+    int replace = s == ZAYA_OK && lstat(final, &sb) == 0;
+    char old[640] = "";
+    if (s == ZAYA_OK && !replace && rename(tmp, final) != 0)
         s = zaya_error_set(ZAYA_EIO, "rename '%s' -> '%s' failed: %s", tmp, final, strerror(errno));
+    if (s == ZAYA_OK && replace) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) == 0) {
+            snprintf(old, sizeof old, "%s", tmp);
+        } else if (errno == EINVAL || errno == ENOSYS) { /* filesystem without exchange: brief gap, readers fall back */
+            snprintf(old, sizeof old, "%s.replaced", tmp);
+            if (rename(final, old) != 0 || rename(tmp, final) != 0)
+                s = zaya_error_set(ZAYA_EIO, "replacing '%s' failed: %s", final, strerror(errno));
+        } else
+            s = zaya_error_set(ZAYA_EIO, "exchange '%s' <-> '%s' failed: %s", tmp, final, strerror(errno));
+        if (s == ZAYA_OK) ZAYA_INFO("checkpoint %s existed (a step redone): replaced atomically", final);
+    }
     if (s != ZAYA_OK) return s;
     ZAYA_TRY(fsync_path(w->root));
     char latest[600], line[80];
     ZAYA_TRY(zaya_path_join(latest, sizeof latest, w->root, "latest"));
     snprintf(line, sizeof line, "%s\n", dirname_);
     ZAYA_TRY(zaya_write_file_atomic(latest, line, strlen(line)));
+    if (*old && ck_remove_tree(old) != 0) ZAYA_WARN("cannot remove the replaced checkpoint %s: %s", old, strerror(errno));
     if (w->opt.keep_last > 0 || w->opt.keep_every > 0) {
         zaya_status rs = zaya_ckpt_apply_retention(w->root, w->opt.keep_last, w->opt.keep_every);
         if (rs != ZAYA_OK) ZAYA_WARN("checkpoint retention: %s", zaya_error_message()); /* the save itself succeeded */
@@ -472,9 +491,6 @@ static zaya_status commit_run(zaya_ckpt_writer *w, zaya_ckpt_save_stats *st) {
     if (rank == 0) {
         zaya_status s = zaya_mkdir_p(w->root);
         if (s == ZAYA_OK) s = zaya_path_join(final, sizeof final, w->root, dirname_);
-        struct stat sb;
-        if (s == ZAYA_OK && stat(final, &sb) == 0)
-            s = zaya_error_set(ZAYA_EINVAL, "checkpoint '%s' already exists", final);
         if (s == ZAYA_OK) {
             ck_cleanup_stale_tmp(w->root);
             snprintf(msg->name, sizeof msg->name, "%s.tmp-%d", dirname_, (int)getpid());

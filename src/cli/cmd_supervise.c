@@ -19,7 +19,9 @@ int zaya_cmd_supervise(int argc, char **argv) {
         {"hang-factor", 0, ZAYA_FLAG_DOUBLE, &o.hang_factor, "X", "section timeout = X x median step time (default 10)"},
         {"hang-floor", 0, ZAYA_FLAG_DOUBLE, &o.hang_floor_s, "S", "smallest section timeout (default 10)"},
         {"hang-cap", 0, ZAYA_FLAG_DOUBLE, &o.hang_cap_s, "S", "largest section timeout (default 600)"},
-        {"startup-timeout", 0, ZAYA_FLAG_DOUBLE, &o.startup_timeout_s, "S", "timeout of startup, eval and checkpoint sections (default: --hang-cap)"},
+        {"startup-timeout", 0, ZAYA_FLAG_DOUBLE, &o.startup_timeout_s, "S", "timeout of startup and of a new phase's first steps (default: --hang-cap)"},
+        {"eval-timeout", 0, ZAYA_FLAG_DOUBLE, &o.eval_timeout_s, "S", "largest eval timeout, used until steps calibrate it (default 300, <= --hang-cap)"},
+        {"save-timeout", 0, ZAYA_FLAG_DOUBLE, &o.save_timeout_s, "S", "timeout of a checkpoint save (default: --hang-cap)"},
         {"grace", 0, ZAYA_FLAG_DOUBLE, &o.grace_s, "S", "SIGTERM to SIGKILL when terminating a job (default 10)"},
         {"preempt-timeout", 0, ZAYA_FLAG_DOUBLE, &o.preempt_timeout_s, "S", "time a preempted job has to save and exit (default 300)"},
         {"straggler-factor", 0, ZAYA_FLAG_DOUBLE, &o.straggler_factor, "X", "report a rank whose busy step time exceeds X x the others' median (default 2)"},
@@ -44,7 +46,7 @@ int zaya_cmd_supervise(int argc, char **argv) {
     if (args.npos == 0) return zaya_flags_usage_error(&spec, "missing the command to supervise (after --)");
     if (o.max_restarts < 0 || o.same_step_limit < 0 || o.backoff_s < 0 || o.backoff_max_s < 0 || o.hang_factor <= 0 ||
         o.hang_floor_s <= 0 || o.hang_cap_s < o.hang_floor_s || o.grace_s < 0 || o.poll_s <= 0 || o.poll_s > 10 ||
-        o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0)
+        o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0 || o.eval_timeout_s < 0 || o.save_timeout_s < 0)
         return zaya_flags_usage_error(&spec, "timeouts and counts must be positive, --hang-cap >= --hang-floor, --straggler-factor > 1");
     if (!strcmp(policy, "rollback")) o.rollback = 1;
     else if (strcmp(policy, "record")) return zaya_flags_usage_error(&spec, "--numeric-policy must be record or rollback, got '%s'", policy);

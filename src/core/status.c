@@ -18,6 +18,7 @@ const char *zaya_status_name(zaya_status s) {
     case ZAYA_EMPI: return "MPI error";
     case ZAYA_ENUMERIC: return "numeric error";
     case ZAYA_EBACKEND: return "backend error";
+    case ZAYA_EBUSY: return "in use";
     }
     return "unknown status";
 }

@@ -15,7 +15,7 @@
 typedef struct zaya_ft_rank {
     int seen, pid, world;
     long long seq, steps_done, events_off;
-    int64_t step;
+    int64_t step, phase, seq_len;  /* regime of the last record */
     char section[32], host[64];
     double last_change;           /* supervisor clock when seq last changed */
     double hb_time;               /* the rank's wall clock in that record */
@@ -29,8 +29,11 @@ typedef struct zaya_ft_monitor {
     char dir[4096];
     zaya_ft_rank ranks[ZAYA_FT_MAX_RANKS];
     int nranks;                   /* highest rank seen + 1 */
-    double samples[ZAYA_FT_SAMPLES]; /* recent step times, all ranks and attempts */
+    /* recent step times, all ranks and attempts, each with its regime (phase, sequence length) */
+    double samples[ZAYA_FT_SAMPLES];
+    int64_t sample_phase[ZAYA_FT_SAMPLES], sample_seq[ZAYA_FT_SAMPLES];
     int nsamples, sample_head;
+    double eval_gap_max;          /* longest observed wait between two records of a rank in 'eval' */
 } zaya_ft_monitor;
 
 /* A numeric or checkpoint event read from a rank's event log. */
@@ -47,6 +50,8 @@ void zaya_ft_monitor_reset(zaya_ft_monitor *m, const char *dir); /* keeps the st
 /* Re-reads every heartbeat and new event lines; now is the supervisor's clock. */
 void zaya_ft_monitor_poll(zaya_ft_monitor *m, double now, zaya_ft_event_fn fn, void *ctx);
 double zaya_ft_monitor_median_step(const zaya_ft_monitor *m);
+/* Median step time of one regime and how many samples it has (*n). */
+double zaya_ft_monitor_median_regime(const zaya_ft_monitor *m, int64_t phase, int64_t seq_len, int *n);
 
 /* incidents.c: the incident log (JSONL, one line per incident once its figures are known). */
 typedef struct zaya_ft_incident {
@@ -73,6 +78,9 @@ zaya_status zaya_ft_write_summary(const zaya_supervise_result *r, const char *ou
 /* process.c: processes and files of a job. */
 int zaya_ft_pid_alive(int pid);  /* a zombie counts as dead */
 int zaya_ft_reap_orphans(void);  /* SIGKILL + reap our re-parented orphans; returns how many */
+/* SIGKILL every descendant of this process (the whole job tree, whoever its parents are now) and
+ * reap them until none is left; returns how many were signalled (counting repeats). */
+int zaya_ft_kill_tree(void);
 void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines);
 void zaya_ft_clear_dir(const char *dir);
 

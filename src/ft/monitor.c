@@ -40,7 +40,18 @@ double zaya_ft_monitor_median_step(const zaya_ft_monitor *m) {
     return zaya_ft_median(v, m->nsamples);
 }
 
-static void add_sample(zaya_ft_monitor *m, double x) {
+double zaya_ft_monitor_median_regime(const zaya_ft_monitor *m, int64_t phase, int64_t seq_len, int *n) {
+    double v[ZAYA_FT_SAMPLES];
+    int k = 0;
+    for (int i = 0; i < m->nsamples; i++)
+        if (m->sample_phase[i] == phase && m->sample_seq[i] == seq_len) v[k++] = m->samples[i];
+    *n = k;
+    return zaya_ft_median(v, k);
+}
+
+static void add_sample(zaya_ft_monitor *m, double x, int64_t phase, int64_t seq_len) {
+    m->sample_phase[m->sample_head] = phase;
+    m->sample_seq[m->sample_head] = seq_len;
     m->samples[m->sample_head] = x;
     m->sample_head = (m->sample_head + 1) % ZAYA_FT_SAMPLES;
     if (m->nsamples < ZAYA_FT_SAMPLES) m->nsamples++;
@@ -68,6 +79,9 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
         zaya_json_get_i64(j, "seq", &seq, 0);
         zaya_json_get_i64(j, "steps_done", &steps, 0);
         if (!r->seen || seq != r->seq) {
+            /* how long a rank can go between two records in an evaluation (one batch) */
+            if (r->seen && !strcmp(r->section, "eval") && now - r->last_change > m->eval_gap_max)
+                m->eval_gap_max = now - r->last_change;
             r->last_change = now;
             r->seq = seq;
             const char *sec = "?";
@@ -79,12 +93,15 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
             snprintf(r->host, sizeof r->host, "%s", host);
             zaya_json_get_int(j, "world", &r->world, 0);
             zaya_json_get_i64(j, "step", &r->step, 0);
+            r->phase = r->seq_len = 0;
+            zaya_json_get_i64(j, "phase", &r->phase, 0);
+            zaya_json_get_i64(j, "seq_len", &r->seq_len, 0);
             zaya_json_get_f64(j, "step_time", &r->step_time, 0);
             zaya_json_get_f64(j, "time", &r->hb_time, 0);
             zaya_json_get_f64(j, "busy_time", &r->busy_time, 0);
             zaya_json_get_f64(j, "train_time", &r->train_time, 0);
             if (steps > r->steps_done && r->step_time > 0) { /* a step finished since the last look */
-                add_sample(m, r->step_time);
+                add_sample(m, r->step_time, r->phase, r->seq_len);
                 r->busy_hist[r->nbusy++ % 32] = r->busy_time;
             }
             r->steps_done = steps;

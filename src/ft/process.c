@@ -26,6 +26,79 @@ int zaya_ft_pid_alive(int pid) {
     return !(p && p[1] == ' ' && p[2] == 'Z');
 }
 
+long long zaya_ft_proc_start_time(int pid) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    if (!p) return 0;
+    /* fields after the command: 3 state, 4 ppid, ... 22 starttime */
+    long long v = 0;
+    int field = 2;
+    for (const char *c = p + 1; *c; c++)
+        if (*c == ' ' && ++field == 22) {
+            v = atoll(c + 1);
+            break;
+        }
+    return v;
+}
+
+int zaya_ft_process_alive(int pid, long long start) {
+    if (pid <= 0 || !zaya_ft_pid_alive(pid)) return 0;
+    return start <= 0 || zaya_ft_proc_start_time(pid) == start;
+}
+
+/* Every descendant of this process (children, their children, ...), from /proc's parent links. */
+static int list_descendants(int *out, int cap) {
+    enum { MAXP = 65536 };
+    static int pids[MAXP], ppids[MAXP];
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < MAXP) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = 0;
+        const char *p = strrchr(buf, ')');
+        char st;
+        int ppid = 0;
+        if (p && sscanf(p + 2, "%c %d", &st, &ppid) == 2) pids[n] = pid, ppids[n++] = ppid;
+    }
+    if (d) closedir(d);
+    /* breadth first from ourselves: out[0] is this process, then every generation below it */
+    int total = 0;
+    out[total++] = (int)getpid();
+    for (int i = 0; i < total && total < cap; i++)
+        for (int j = 0; j < n && total < cap; j++)
+            if (ppids[j] == out[i]) out[total++] = pids[j];
+    memmove(out, out + 1, sizeof *out * (size_t)(total - 1));
+    return total - 1;
+}
+
+int zaya_ft_kill_tree(void) {
+    int pids[4096], found = 0;
+    for (int round = 0; round < 200; round++) {
+        int n = list_descendants(pids, 4096);
+        for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+        int reaped = 0;
+        while (waitpid(-1, NULL, WNOHANG) > 0) reaped++;
+        found += n;
+        if (n == 0) break;
+        if (!reaped) usleep(5000);
+    }
+    return found;
+}
+
 /* Children the job orphaned were re-parented to us (subreaper): kill and reap them. */
 int zaya_ft_reap_orphans(void) {
     int found = 0;

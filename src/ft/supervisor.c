@@ -31,6 +31,7 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     o->hang_factor = 10;
     o->hang_floor_s = 10;
     o->hang_cap_s = 600;
+    o->eval_timeout_s = 300;
     o->grace_s = 10;
     o->preempt_timeout_s = 300;
     o->straggler_factor = 2;
@@ -61,6 +62,13 @@ typedef struct sup {
     int64_t skips[64], rollback_to;
     int nskips;
     incident *rollback_incident;
+    /* the job's trainer found its output directory locked by another run */
+    int locked;
+    char locked_msg[700];
+    pid_t job; /* the current attempt's direct child (its process group) */
+    pid_t self;
+    long long self_start;
+    int lock_fd;
 } sup;
 
 static volatile sig_atomic_t stop_signal;
@@ -113,9 +121,21 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
         incident *I = incident_add(S, "corrupt_checkpoint", e->rank, e->step, latency, e->detail);
         if (!I) return;
         I->recovery_s = 0;
-        I->steps_lost = S->resumed ? e->step - S->resume_step : -1;
+        /* the steps between the checkpoint used and the unusable one (which existed: someone got there) */
+        int64_t from = S->resumed ? S->resume_step : -1;
+        I->steps_lost = from >= 0 && e->step > from ? e->step - from : 0;
         say(S, "corrupt checkpoint at restart: %s", e->detail);
         incident_write(S, I);
+    } else if (!strcmp(e->kind, "latest_repaired")) {
+        incident *I = incident_add(S, "latest_repaired", e->rank, e->step, latency, e->detail);
+        if (!I) return;
+        I->recovery_s = 0;
+        I->steps_lost = 0; /* the newest complete checkpoint was used */
+        say(S, "checkpoint pointer repaired at restart: %s", e->detail);
+        incident_write(S, I);
+    } else if (!strcmp(e->kind, "output_locked")) {
+        S->locked = 1;
+        snprintf(S->locked_msg, sizeof S->locked_msg, "%s", e->detail);
     } else if (!strcmp(e->kind, "done")) {
         S->done = 1;
     } else if (!strcmp(e->kind, "preempted")) {
@@ -186,13 +206,41 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
     return exited;
 }
 
-static double section_timeout(const sup *S, const char *section) {
+/* The whole job tree: local ranks named in the heartbeats that are not done (launched outside our
+ * tree, e.g. by a resource manager), the process group, and every descendant, all reaped. */
+static void kill_job_tree(sup *S) {
+    for (int i = 0; i < S->mon->nranks; i++) {
+        const zaya_ft_rank *r = &S->mon->ranks[i];
+        if (local_rank(S, r) && strcmp(r->section, "done") && zaya_ft_pid_alive(r->pid)) kill(r->pid, SIGKILL);
+    }
+    if (S->job > 0) kill(-S->job, SIGKILL);
+    int n = zaya_ft_kill_tree();
+    if (n > 0) say(S, "killed and reaped %d leftover process%s of attempt %d", n, n == 1 ? "" : "es", S->attempt);
+    S->job = 0;
+}
+
+/* The timeout of the section a rank is in. In-step sections: hang_factor x the median step time of
+ * the rank's regime (phase, sequence length), clamped to [floor, cap], once 3 steps of that regime
+ * were seen (in any attempt); a new phase or sequence length starts uncalibrated. Startup and
+ * uncalibrated steps: --startup-timeout. Eval: the step timeout of the regime (each eval batch is a
+ * heartbeat; at least hang_factor x the longest gap seen between eval batches), capped by
+ * --eval-timeout, which is also the value before calibration. Checkpoint: --save-timeout. */
+static double section_timeout(const sup *S, const zaya_ft_rank *r) {
     const zaya_supervise_opts *o = S->o;
+    const char *section = r->section;
     double startup = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
-    if (!strcmp(section, "startup") || !strcmp(section, "eval") || !strcmp(section, "checkpoint")) return startup;
-    if (S->mon->nsamples < 3) return startup; /* not calibrated yet */
-    double t = o->hang_factor * zaya_ft_monitor_median_step(S->mon);
-    return fmin(fmax(t, o->hang_floor_s), o->hang_cap_s);
+    double save = o->save_timeout_s > 0 ? o->save_timeout_s : o->hang_cap_s;
+    double eval = o->eval_timeout_s > 0 ? fmin(o->eval_timeout_s, o->hang_cap_s) : o->hang_cap_s;
+    if (!strcmp(section, "startup")) return startup;
+    if (!strcmp(section, "checkpoint")) return save;
+    int n = 0;
+    double med = zaya_ft_monitor_median_regime(S->mon, r->phase, r->seq_len, &n);
+    double step = n >= 3 ? fmin(fmax(o->hang_factor * med, o->hang_floor_s), o->hang_cap_s) : -1;
+    if (!strcmp(section, "eval")) {
+        if (step < 0) return eval;
+        return fmin(fmax(step, o->hang_factor * S->mon->eval_gap_max), eval);
+    }
+    return step > 0 ? step : startup;
 }
 
 static void check_stragglers(sup *S) {
@@ -253,7 +301,15 @@ static outcome run_attempt(sup *S, incident **fail) {
     }
     if (pid == 0) {
         setpgid(0, 0);
-        char att[16];
+        /* the job dies with us: the kernel SIGKILLs it when this process exits (kill -9 included),
+         * and its ranks watch our pid and start time (src/train/lifeline.c) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != S->self) _exit(127);
+        char att[16], spid[24], sstart[32];
+        snprintf(spid, sizeof spid, "%d", (int)S->self);
+        snprintf(sstart, sizeof sstart, "%lld", S->self_start);
+        setenv(ZAYA_ENV_SUPERVISOR_PID, spid, 1);
+        setenv(ZAYA_ENV_SUPERVISOR_START, sstart, 1);
         snprintf(att, sizeof att, "%d", S->attempt);
         setenv("ZAYA_HEARTBEAT_DIR", hbdir, 1);
         setenv("ZAYA_ATTEMPT", att, 1);
@@ -274,8 +330,17 @@ static outcome run_attempt(sup *S, incident **fail) {
             snprintf(to, sizeof to, "%lld", (long long)S->rollback_to);
             setenv("ZAYA_ROLLBACK_TO", to, 1);
         }
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        /* appended: a rerun of the same command keeps the earlier run's logs above a separator */
+        int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
+            char sep[200];
+            time_t now = time(NULL);
+            struct tm tmv;
+            char when[64] = "?";
+            if (localtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+            int n = snprintf(sep, sizeof sep, "==== zaya supervise (pid %d): attempt %d, %s ====\n", (int)S->self, S->attempt, when);
+            if (write(fd, sep, (size_t)n) != n) { /* the log is best effort */
+            }
             dup2(fd, 1);
             dup2(fd, 2);
             close(fd);
@@ -287,6 +352,7 @@ static outcome run_attempt(sup *S, incident **fail) {
         _exit(127);
     }
     setpgid(pid, pid);
+    S->job = pid;
     S->rollback_to = -1; /* only this attempt rolls back */
     say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)pid, logpath);
     int status = 0, exited = 0;
@@ -357,7 +423,7 @@ static outcome run_attempt(sup *S, incident **fail) {
             zaya_ft_rank *r = &m->ranks[i];
             if (!r->seen) continue;
             if (!strcmp(r->section, "done")) continue;
-            double to = section_timeout(S, r->section);
+            double to = section_timeout(S, r);
             if (now - r->last_change <= to) hung = 0;
             if (r->last_change > newest) newest = r->last_change, timeout = to;
             /* the culprit: the rank that stopped first outside a collective */
@@ -490,16 +556,24 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     ZAYA_TRY(zaya_mkdir_p(o->out_dir));
     sup S;
     memset(&S, 0, sizeof S);
+    /* one supervisor per output directory: a second one would treat the first one's job as its own */
+    ZAYA_TRY(zaya_dir_lock(o->out_dir, "supervise.lock", "zaya-supervise", &S.lock_fd));
+    S.self = getpid();
+    S.self_start = zaya_ft_proc_start_time((int)S.self);
     S.o = o;
     S.res = res;
     S.t0 = now_s();
     S.mon = calloc(1, sizeof *S.mon);
     char path[4096];
     ZAYA_TRY(zaya_path_join(path, sizeof path, o->out_dir, "incidents.jsonl"));
-    if (!S.mon) return zaya_error_set(ZAYA_ENOMEM, "supervisor state");
+    if (!S.mon) {
+        zaya_dir_unlock(S.lock_fd);
+        return zaya_error_set(ZAYA_ENOMEM, "supervisor state");
+    }
     zaya_status st = zaya_ft_log_open(&S.log, path);
     if (st != ZAYA_OK) {
         free(S.mon);
+        zaya_dir_unlock(S.lock_fd);
         return st;
     }
     if (gethostname(S.host, sizeof S.host) != 0) snprintf(S.host, sizeof S.host, "?");
@@ -537,6 +611,15 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
         }
         incident *f = NULL;
         outcome oc = run_attempt(&S, &f);
+        /* before anything else (a restart above all): nothing of this attempt may survive it, even
+         * when its direct child is already gone (mpirun killed, ranks re-parented to us) */
+        kill_job_tree(&S);
+        if (S.locked) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "the job's output directory is held by another run: %s", S.locked_msg);
+            res->gave_up = 1;
+            if (f) f->pending = 0, incident_write(&S, f);
+            break;
+        }
         if (oc == OUT_DONE) {
             res->completed = 1;
             say(&S, "job completed at step %lld", (long long)res->final_step);
@@ -619,5 +702,6 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     free(fail_steps);
     free(S.mon);
     zaya_ft_log_close(&S.log);
+    zaya_dir_unlock(S.lock_fd);
     return ZAYA_OK;
 }

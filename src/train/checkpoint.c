@@ -50,7 +50,10 @@ zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t to
         zaya_ckpt_save_stats st;
         zaya_status s = zaya_ckpt_writer_wait(t->ckpt_pending, &st);
         t->ckpt_pending = NULL;
-        ZAYA_TRY(s);
+        /* the failure is the earlier step's, not the one being saved now */
+        if (s != ZAYA_OK)
+            return zaya_error_context(s, "the background save of step %lld failed (seen before saving step %lld)",
+                                      (long long)t->ckpt_pending_step, (long long)step);
     }
     zaya_ckpt_comm comm = {t->rank, t->world, t->comm, gather_cb, bcast_cb};
     zaya_ckpt_options copt = zaya_ckpt_default_options();
@@ -105,7 +108,7 @@ zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t to
      * funneled threading, so multi-rank saves commit synchronously. */
     if (s == ZAYA_OK && t->world == 1 && o->async_save) {
         s = zaya_ckpt_writer_commit_async(w, &t->snapshot, &stall);
-        if (s == ZAYA_OK) t->ckpt_pending = w;
+        if (s == ZAYA_OK) t->ckpt_pending = w, t->ckpt_pending_step = step;
     } else {
         s = zaya_ckpt_writer_commit(w, &st);
         stall = zaya_now_s() - t0;
@@ -125,19 +128,19 @@ zaya_status zaya_train_checkpoint_wait(zaya_trainer *t) {
     zaya_ckpt_save_stats st;
     zaya_status s = zaya_ckpt_writer_wait(t->ckpt_pending, &st);
     t->ckpt_pending = NULL;
+    if (s != ZAYA_OK) return zaya_error_context(s, "the background save of step %lld failed", (long long)t->ckpt_pending_step);
     return s;
 }
 
 /* Loads the newest good checkpoint under t->ckpt_dir, if any. *found = 0 for a fresh start. */
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found) {
     *found = 0;
-    char latest[4600];
-    ZAYA_TRY(zaya_path_join(latest, sizeof latest, t->ckpt_dir, "latest"));
-    FILE *f = fopen(latest, "r");
-    if (!f) return ZAYA_OK; /* nothing saved yet */
-    fclose(f);
+    memset(&t->ckpt_res, 0, sizeof t->ckpt_res);
+    /* Anything committed (a latest file or a step directory) is resumed from: a missing latest with
+     * step directories is a commit cut short, not a fresh start. */
+    if (!zaya_ckpt_root_has_checkpoints(t->ckpt_dir)) return ZAYA_OK;
     zaya_ckpt *c = NULL;
-    ZAYA_TRY(zaya_ckpt_open_latest(&c, t->ckpt_dir, 1));
+    ZAYA_TRY(zaya_ckpt_open_newest(&c, t->ckpt_dir, 1, &t->ckpt_res));
     zaya_status s = ZAYA_OK;
     /* The model must be the one that was saved. */
     const cJSON *mc = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);

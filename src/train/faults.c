@@ -7,7 +7,7 @@
  *   ZAYA_FAULT_SPIKE=S[:FACTOR]     the reduced gradients of step S are multiplied by FACTOR (1000)
  *   ZAYA_FAULT_CORRUPT_CKPT=S       once checkpoint S has landed, one byte of its model file is flipped
  *   ZAYA_FAULT_KILL_SAVE=R:S        rank R SIGKILLs itself while checkpoint S is being written
- *   ZAYA_FAULT_SLOW=R:SECONDS       rank R sleeps SECONDS in the data section of every step
+ *   ZAYA_FAULT_SLOW=R:SECONDS[:S]   rank R sleeps SECONDS in the data section of every step (from step S)
  * and the supervisor's rollback of numeric faults:
  *   ZAYA_ROLLBACK_TO=S              before resuming, checkpoints after step S are moved aside
  *   ZAYA_SKIP_STEPS=S1,S2,...       the updates of these steps are skipped (their batches consumed)
@@ -148,11 +148,13 @@ void zaya_ft_init(zaya_trainer *t) {
     parse_fault("ZAYA_FAULT_CORRUPT_CKPT", &ft.corrupt, 0, ZAYA_FT_CHECKPOINT, 0);
     parse_fault("ZAYA_FAULT_KILL_SAVE", &ft.kill_save, 1, ZAYA_FT_CHECKPOINT, 0);
     const char *slow = getenv("ZAYA_FAULT_SLOW");
-    if (slow && *slow) { /* R:SECONDS, every step */
+    if (slow && *slow) { /* R:SECONDS[:FROM_STEP], every step (from FROM_STEP on) */
         ft.slow.on = 1;
         ft.slow.rank = atoi(slow);
         const char *c = strchr(slow, ':');
         ft.slow.value = c ? atof(c + 1) : 0.5;
+        const char *f = c ? strchr(c + 1, ':') : NULL;
+        ft.slow.step = f ? atoll(f + 1) : 0;
     }
     const char *sk = getenv("ZAYA_SKIP_STEPS");
     for (const char *p = sk; p && *p && ft.nskip < 64;) {
@@ -186,7 +188,7 @@ static int fires(const fault *f, int rank, int64_t step) {
 
 void zaya_ft_enter(zaya_trainer *t, zaya_ft_section s) {
     zaya_hb_section(s, t->step);
-    if (s == ZAYA_FT_DATA && ft.slow.on && ft.armed && ft.slow.rank == t->rank && ft.slow.value > 0) {
+    if (s == ZAYA_FT_DATA && ft.slow.on && ft.armed && ft.slow.rank == t->rank && ft.slow.value > 0 && t->step >= ft.slow.step) {
         struct timespec ts = {(time_t)ft.slow.value, (long)((ft.slow.value - floor(ft.slow.value)) * 1e9)};
         nanosleep(&ts, NULL);
     }
@@ -218,36 +220,40 @@ void zaya_ft_inject_grads(zaya_trainer *t) {
     }
 }
 
-static int64_t latest_named_step(const char *ckpt_dir) {
-    char path[4200], *data = NULL;
-    size_t len = 0;
-    long long step = -1;
-    snprintf(path, sizeof path, "%s/latest", ckpt_dir);
-    if (zaya_read_file(path, &data, &len) != ZAYA_OK) return -1;
-    if (sscanf(data, "step-%lld", &step) != 1) step = -1;
-    free(data);
-    return step;
-}
-
+/* After a resume, rank 0 makes the directory agree with what was loaded: every step directory newer
+ * than it that did not open or verify is moved aside (unusable-step-N-PID, kept for inspection until
+ * the run commits step N again), and latest is rewritten when it was missing, garbage, behind,
+ * pointing nowhere or at a bad checkpoint. Both are incidents: ckpt_fallback (a bad checkpoint cost
+ * steps) or latest_repaired (latest alone was wrong; nothing lost). */
 void zaya_ft_resumed(zaya_trainer *t, int found) {
     if (!found || t->rank != 0) return;
-    char d[160];
-    int64_t named = latest_named_step(t->ckpt_dir);
+    const zaya_ckpt_resolution *r = &t->ckpt_res;
+    char d[1400];
     snprintf(d, sizeof d, "resumed from step-%08lld", (long long)t->step);
     zaya_hb_event("resumed", t->step, d);
-    if (named >= 0 && named != t->step) {
-        snprintf(d, sizeof d, "latest names step-%08lld, unreadable: fell back to step-%08lld", (long long)named,
-                 (long long)t->step);
-        zaya_hb_event("ckpt_fallback", named, d);
-        /* Move the unusable checkpoint aside (kept for inspection) and point latest at the one in use:
-         * this run will write that step again, and a crash before it must not find the bad one. */
-        char bad[4300], aside[4300], latest[4300], name[32];
-        snprintf(bad, sizeof bad, "%s/step-%08lld", t->ckpt_dir, (long long)named);
-        snprintf(aside, sizeof aside, "%s/unusable-step-%08lld-%d", t->ckpt_dir, (long long)named, (int)getpid());
-        snprintf(latest, sizeof latest, "%s/latest", t->ckpt_dir);
-        int n = snprintf(name, sizeof name, "step-%08lld\n", (long long)t->step);
+    if (r->latest == ZAYA_CKPT_LATEST_OK && r->nunusable == 0) return;
+    for (int i = 0; i < r->nunusable; i++) {
+        char bad[4300], aside[4300];
+        snprintf(bad, sizeof bad, "%s/step-%08lld", t->ckpt_dir, (long long)r->unusable[i]);
+        snprintf(aside, sizeof aside, "%s/unusable-step-%08lld-%d", t->ckpt_dir, (long long)r->unusable[i], (int)getpid());
         if (rename(bad, aside) == 0) ZAYA_WARN("moved the unusable checkpoint %s to %s", bad, aside);
+    }
+    char latest[4300], name[32];
+    snprintf(latest, sizeof latest, "%s/latest", t->ckpt_dir);
+    int n = snprintf(name, sizeof name, "step-%08lld\n", (long long)t->step);
+    if (r->latest != ZAYA_CKPT_LATEST_OK) {
         if (zaya_write_file_atomic(latest, name, (size_t)n) != ZAYA_OK) ZAYA_WARN("%s", zaya_error_message());
+        else ZAYA_WARN("latest was %s (%s): rewritten to step-%08lld from the step directories", zaya_ckpt_latest_state_name(r->latest),
+                       r->detail, (long long)t->step);
+    }
+    if (r->nunusable > 0) {
+        snprintf(d, sizeof d, "step-%08lld unusable: fell back to step-%08lld (latest %s; %s)", (long long)r->unusable[0],
+                 (long long)t->step, zaya_ckpt_latest_state_name(r->latest), r->detail);
+        zaya_hb_event("ckpt_fallback", r->unusable[0], d);
+    } else {
+        snprintf(d, sizeof d, "latest %s: reconstructed as step-%08lld from the step directories (%s)",
+                 zaya_ckpt_latest_state_name(r->latest), (long long)t->step, r->detail);
+        zaya_hb_event("latest_repaired", t->step, d);
     }
 }
 

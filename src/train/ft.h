@@ -31,11 +31,19 @@ const char *zaya_ft_section_name(zaya_ft_section s);
 /* heartbeat.c: the channel. Without ZAYA_HEARTBEAT_DIR these do nothing. */
 void zaya_hb_open(int rank, int world);
 void zaya_hb_section(zaya_ft_section s, int64_t step);
+/* The step regime (curriculum phase, sequence length) carried by the next records: the supervisor
+ * calibrates step-time timeouts per regime. */
+void zaya_hb_regime(int64_t phase, int64_t seq_len);
+/* Progress inside a long section (an evaluation batch): rewrites the record, same section. */
+void zaya_hb_tick(void);
 /* A finished step: wall seconds and busy seconds (not waiting on other ranks). */
 void zaya_hb_step(int64_t step, double seconds, double busy);
 /* One JSON line in this rank's event log: kind, step, and a short detail. */
 void zaya_hb_event(const char *kind, int64_t step, const char *detail);
 void zaya_hb_close(void);
+
+/* lifeline.c: under a supervisor, die with it (PR_SET_PDEATHSIG + a watcher on its pid). */
+void zaya_ft_lifeline_start(void);
 
 /* faults.c: the hooks the step loop calls. */
 void zaya_ft_init(struct zaya_trainer *t);

@@ -17,7 +17,7 @@
 static struct {
     int on, rank, world, attempt, events_fd, fd;
     char host[64];
-    int64_t seq, step, steps_done;
+    int64_t seq, step, steps_done, phase, seq_len;
     zaya_ft_section section;
     double section_t, step_time, busy_time, train_time;
 } hb = {.events_fd = -1, .fd = -1};
@@ -41,10 +41,10 @@ static void hb_write(void) {
     int n = snprintf(buf, sizeof buf,
                      "{\"seq\":%lld,\"rank\":%d,\"world\":%d,\"host\":\"%s\",\"pid\":%d,\"attempt\":%d,\"section\":\"%s\","
                      "\"step\":%lld,\"time\":%.6f,\"section_time\":%.6f,\"steps_done\":%lld,\"step_time\":%.6f,"
-                     "\"busy_time\":%.6f,\"train_time\":%.6f,\"seq_end\":%lld}",
+                     "\"busy_time\":%.6f,\"train_time\":%.6f,\"phase\":%lld,\"seq_len\":%lld,\"seq_end\":%lld}",
                      seq, hb.rank, hb.world, hb.host, (int)getpid(), hb.attempt, zaya_ft_section_name(hb.section),
                      (long long)hb.step, wall_s(), hb.section_t, (long long)hb.steps_done, hb.step_time, hb.busy_time,
-                     hb.train_time, seq);
+                     hb.train_time, (long long)hb.phase, (long long)hb.seq_len, seq);
     if (n < 0 || n >= HB_RECORD - 1) return;
     memset(buf + n, ' ', (size_t)(HB_RECORD - 1 - n));
     buf[HB_RECORD - 1] = '\n';
@@ -55,6 +55,7 @@ static void hb_write(void) {
 void zaya_hb_open(int rank, int world) {
     const char *dir = getenv("ZAYA_HEARTBEAT_DIR");
     const char *att = getenv("ZAYA_ATTEMPT");
+    if (hb.on) return; /* opened early (before the output lock), kept */
     hb.rank = rank;
     hb.world = world;
     hb.attempt = att ? atoi(att) : 1;
@@ -81,6 +82,15 @@ void zaya_hb_section(zaya_ft_section s, int64_t step) {
     hb.step = step;
     hb.section_t = wall_s();
     hb_write();
+}
+
+void zaya_hb_regime(int64_t phase, int64_t seq_len) {
+    hb.phase = phase;
+    hb.seq_len = seq_len;
+}
+
+void zaya_hb_tick(void) {
+    if (hb.on) hb_write();
 }
 
 void zaya_hb_step(int64_t step, double seconds, double busy) {

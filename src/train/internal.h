@@ -74,7 +74,10 @@ typedef struct zaya_trainer {
     /* checkpoints */
     char ckpt_dir[4096];
     struct zaya_ckpt_writer *ckpt_pending; /* async save in flight */
+    int64_t ckpt_pending_step;             /* ... of this step */
     zaya_ckpt_snapshot snapshot;
+    zaya_ckpt_resolution ckpt_res; /* how the resumed checkpoint compares with `latest` */
+    int lock_fd, ckpt_lock_fd;     /* rank 0: flocks of the output and checkpoint directories (-1: none) */
     double ckpt_stall_s;
     int64_t ckpt_saves;
 } zaya_trainer;
@@ -82,6 +85,10 @@ typedef struct zaya_trainer {
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);
+
+/* lifeline.c: rank 0 locks the output (and checkpoint) directory; collective. */
+zaya_status zaya_train_lock_outputs(zaya_trainer *t);
+void zaya_train_unlock_outputs(zaya_trainer *t);
 
 zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean);
 zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0);

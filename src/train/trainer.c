@@ -177,6 +177,7 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
         t->targets = nt;
     }
     ZAYA_TRY(zaya_run_set_loader_phase(&t->run, si->phase, &t->loader));
+    zaya_hb_regime(si->phase, si->seq_len);
     ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld), RoPE theta %g, %.1f MiB of activations",
               si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
               (long long)micro, (long long)t->accum, si->rope_theta, (double)t->model.activation_bytes / 1048576.0);
@@ -310,6 +311,7 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
             split_micro(t, 0, T); /* t->micro == B: the model is planned for one micro-batch */
             float loss = 0;
             ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
+            zaya_hb_tick(); /* each batch is progress: the eval timeout need not cover the whole evaluation */
             sum += loss;
         }
         per_source[s] = sum / (double)t->opts->eval_batches;
@@ -341,6 +343,8 @@ static void trainer_free(zaya_trainer *t) {
     free(t->layer_max_share);
     if (t->metrics) fclose(t->metrics);
     zaya_train_history_free(&t->hist);
+    zaya_train_unlock_outputs(t);
+    zaya_hb_close(); /* normally closed by zaya_ft_finish; early failures end here */
 }
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
@@ -350,6 +354,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->opts = o;
     memset(res, 0, sizeof *res);
     /* Under mpirun every rank runs this; without it the world is one rank. */
+    zaya_ft_lifeline_start(); /* under a supervisor: die with it */
     zaya_status s = zaya_dist_init(NULL, NULL, &t->comm);
     if (s != ZAYA_OK) return s;
     t->world = zaya_comm_size(t->comm);
@@ -364,7 +369,12 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_train_opts ro = *o;
     if (t->rank != 0) ro.quiet = 1; /* only rank 0 prints and writes results */
     t->opts = o = &ro;
+    t->lock_fd = t->ckpt_lock_fd = -1;
+    if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
+    else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
+    zaya_hb_open(t->rank, t->world);
     s = t->rank == 0 ? zaya_mkdir_p(o->out_dir) : ZAYA_OK;
+    if (s == ZAYA_OK) s = zaya_train_lock_outputs(t); /* before anything is written there */
     if (s == ZAYA_OK) s = open_data(t);
     if (s == ZAYA_OK) s = setup_model(t);
     if (s == ZAYA_OK) s = setup_optimizer(t);
@@ -378,8 +388,6 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     /* Resume from the newest good checkpoint unless told otherwise. */
-    if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
-    else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
     int64_t tokens = 0;
     int resumed = 0;
     zaya_ft_init(t);

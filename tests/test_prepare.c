@@ -11,8 +11,27 @@
 #include "testutil.h"
 #include "zaya/data.h"
 
-enum { VOCAB = 257, EOS = 256 };
+enum { VOCAB = 257, EOS = 256, NCTX = 4 };
 static char dir[64];
+
+/* One call counter per encoding thread. */
+typedef struct counters {
+    int calls[NCTX];
+    void *ctx[NCTX];
+} counters;
+
+static void counters_init(counters *c) {
+    for (int i = 0; i < NCTX; i++) {
+        c->calls[i] = 0;
+        c->ctx[i] = &c->calls[i];
+    }
+}
+
+static int counters_total(const counters *c) {
+    int n = 0;
+    for (int i = 0; i < NCTX; i++) n += c->calls[i];
+    return n;
+}
 
 /* Byte-level: id = byte value. */
 static zaya_status byte_encode(void *ctx, const char *text, size_t len, int32_t **ids, size_t *n, size_t *cap) {
@@ -90,14 +109,15 @@ static void test_prepare_tree(void) {
     char in[128];
     snprintf(in, sizeof in, "%s/in", dir);
     const char *inputs[1] = {in};
-    int calls = 0;
+    counters cn;
+    counters_init(&cn);
     zaya_prepare_opts o = {.name = "prose", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS, .val_fraction = 0.3,
                            .seed = 11, .shard_tokens = 20, .doc_delimiter = "%"};
     zaya_prepare_stats st;
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, &st) == ZAYA_OK, "prepare: %s", zaya_error_message());
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 2, &st) == ZAYA_OK, "prepare: %s", zaya_error_message());
     CHECK(st.files == 4 && st.skipped_files == 1 && st.docs == NEXP, "files %llu skipped %llu docs %llu",
           (unsigned long long)st.files, (unsigned long long)st.skipped_files, (unsigned long long)st.docs);
-    CHECK(calls == NEXP, "encode called %d times", calls);
+    CHECK(counters_total(&cn) == NEXP, "encode called %d times", counters_total(&cn));
     char train[16][64], val[16][64];
     int nt = collect(out, "prose", "train", train, 16), nv = collect(out, "prose", "val", val, 16);
     CHECK(nt + nv == NEXP && (uint64_t)nt == st.train_docs && (uint64_t)nv == st.val_docs, "train %d + val %d docs", nt, nv);
@@ -113,12 +133,12 @@ static void test_prepare_tree(void) {
     CHECK(access(man, F_OK) == 0, "manifest written");
 
     /* Existing shards are protected unless overwrite is set; extensions filter walked files. */
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, &st) == ZAYA_EINVAL &&
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 2, &st) == ZAYA_EINVAL &&
               strstr(zaya_error_message(), "already exists"), "overwrite refused: %s", zaya_error_message());
     o.overwrite = 1;
     o.extensions = "h";
     o.val_fraction = 0;
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, &st) == ZAYA_OK && st.docs == 1 && st.val_docs == 0,
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 2, &st) == ZAYA_OK && st.docs == 1 && st.val_docs == 0,
           "extension filter: %s", zaya_error_message());
     CHECK(count_shards(out) == 1, "old shards replaced (%d left)", count_shards(out));
 }
@@ -129,43 +149,46 @@ static void expect_jsonl_error(const char *content, const char *want) {
     snprintf(path, sizeof path, "%s/bad.jsonl", dir);
     put("bad.jsonl", content, strlen(content));
     const char *inputs[1] = {path};
-    int calls = 0;
-    zaya_prepare_opts o = {.name = "j", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS, .shard_tokens = 4};
-    zaya_status s = zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, NULL);
+    counters cn;
+    counters_init(&cn);
+    zaya_prepare_opts o = {.name = "j", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS, .shard_tokens = 4, .strict = 1};
+    zaya_status s = zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 2, NULL);
     CHECK(s == ZAYA_EFORMAT && strstr(zaya_error_message(), want), "'%s': got %s", want, zaya_error_message());
     CHECK(count_shards(out) == 0, "a failed prepare left %d shards", count_shards(out));
 }
 
 static void test_jsonl_errors(void) {
     expect_jsonl_error("{\"text\": \"ok ok ok\"}\n{\"text\": \"fine\"}\n{\"text\": oops}\n", "bad.jsonl:3: malformed JSON");
-    expect_jsonl_error("{\"text\": \"ok\"}\n{\"body\": \"x\"}\n", "bad.jsonl:2: missing string field 'text'");
+    expect_jsonl_error("{\"text\": \"ok\"}\n{\"body\": \"x\"}\n", "bad.jsonl:2: missing field 'text'");
     expect_jsonl_error("\n\n[1, 2]\n", "bad.jsonl:3: expected a JSON object");
-    expect_jsonl_error("{\"text\": 5}\n", "bad.jsonl:1: missing string field 'text'");
+    expect_jsonl_error("{\"text\": 5}\n", "bad.jsonl:1: field 'text' is not a string");
 }
 
 static void test_bad_opts(void) {
     char out[128];
     snprintf(out, sizeof out, "%s/o2", dir);
     const char *inputs[1] = {"/nonexistent/input"};
-    int calls = 0;
+    counters cn;
+    counters_init(&cn);
     zaya_prepare_opts o = {.name = "x", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS};
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, NULL) == ZAYA_EIO &&
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 1, NULL) == ZAYA_EIO &&
               strstr(zaya_error_message(), "/nonexistent/input"), "missing input: %s", zaya_error_message());
     o.eos_id = VOCAB;
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, NULL) == ZAYA_EINVAL, "eos >= vocab");
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 1, NULL) == ZAYA_EINVAL, "eos >= vocab");
     o.eos_id = EOS;
     o.val_fraction = 0.9;
-    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, &calls, NULL) == ZAYA_EINVAL, "val fraction");
+    CHECK(zaya_data_prepare(inputs, 1, &o, byte_encode, cn.ctx, 1, NULL) == ZAYA_EINVAL, "val fraction");
 }
 
 /* `test_prepare --corpus OUT NAME INPUT...`: byte-level shards for the CLI test and the loader
  * benchmark, written through the same zaya_data_prepare path. */
 static int make_corpus(int argc, char **argv) {
-    int calls = 0;
+    counters cn;
+    counters_init(&cn);
     zaya_prepare_opts o = {.name = argv[3], .out_dir = argv[2], .vocab_size = VOCAB, .eos_id = EOS, .val_fraction = 0.05,
                            .seed = 1, .shard_tokens = 16u << 20, .extensions = "h,c,txt,jsonl", .overwrite = 1};
     zaya_prepare_stats st;
-    if (zaya_data_prepare((const char *const *)argv + 4, argc - 4, &o, byte_encode, &calls, &st) != ZAYA_OK) {
+    if (zaya_data_prepare((const char *const *)argv + 4, argc - 4, &o, byte_encode, cn.ctx, 1, &st) != ZAYA_OK) {
         fprintf(stderr, "test_prepare: %s\n", zaya_error_message());
         return 1;
     }

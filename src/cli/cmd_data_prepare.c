@@ -2,6 +2,7 @@
  * held-out split. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -76,6 +77,11 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
     if (args.npos == 0) return zaya_flags_usage_error(&spec, "no INPUT given");
     if (val < 0 || val > 0.5) return zaya_flags_usage_error(&spec, "--val-fraction must be in [0, 0.5]");
     if (shard_tokens < 0) return zaya_flags_usage_error(&spec, "--shard-tokens must be >= 0");
+    for (int i = 0; i < filter_list.n; i++) {
+        const char *f = filters[i], *eq = strchr(f, '=');
+        if (!eq || eq == f || (eq == f + 1 && f[0] == '!'))
+            return zaya_flags_usage_error(&spec, "--jsonl-filter '%s' must be KEY=VALUE or KEY!=VALUE", f);
+    }
     zaya_threads_init(threads);
     if (zaya_mkdir_p(out) != ZAYA_OK) {
         fprintf(stderr, "zaya data prepare: error: %s\n", zaya_error_message());

@@ -87,10 +87,12 @@ static zaya_status walk_dir(const char *dir, const char *exts, file_list *out) {
     return s;
 }
 
-/* Documents are gathered into a batch (their bytes in one arena), encoded in parallel, then written
- * in input order: the shards are the same for any number of threads. */
-enum { BATCH_DOCS = 4096, MAX_REPORTED_LINES = 10 };
-#define BATCH_BYTES ((size_t)8 << 20)
+/* Documents are gathered into batches (their bytes in one arena per batch) and go through three
+ * stages: read (JSONL lines or text documents copied in), encode (all threads), write (in input
+ * order). While the team encodes batch k, the master thread writes batch k-1 and reads batch k+1,
+ * then joins the encoding: the shards are the same for any number of threads. */
+enum { BATCH_DOCS = 4096, MAX_REPORTED_LINES = 10, NBATCH = 3 };
+#define BATCH_BYTES ((size_t)4 << 20)
 
 enum { SLOT_TEXT, SLOT_JSONL };
 
@@ -106,6 +108,23 @@ typedef struct doc_slot {
     size_t nids, cap;
 } doc_slot;
 
+typedef struct batch {
+    char *arena;
+    size_t alen, acap;
+    doc_slot *slots; /* BATCH_DOCS, reused: their id buffers keep their capacity */
+    int n;
+} batch;
+
+/* Where reading stands: the open JSONL stream or the text file being split. */
+typedef struct reader {
+    int next_file;
+    zaya_text_stream *ts;
+    int file;
+    char *text; /* text file in memory */
+    size_t tlen, pos, start;
+    int end;    /* all input read */
+} reader;
+
 typedef struct prep {
     const zaya_prepare_opts *o;
     zaya_encode_fn encode;
@@ -118,14 +137,12 @@ typedef struct prep {
     int nshards[2];
     cJSON *lists[2];
     uint64_t shard_tokens;
-    char *arena;
-    size_t alen, acap;
-    doc_slot *slots; /* BATCH_DOCS, reused: their id buffers keep their capacity */
-    int nslots;
+    batch b[NBATCH];
+    reader r;
     uint64_t reported;
     /* progress */
     zaya_progress prog;
-    uint64_t disk_total, disk_done, cur_bytes;
+    uint64_t disk_total, disk_done;
     double t0;
 } prep;
 
@@ -143,6 +160,178 @@ static int is_blank(const char *t, size_t n) {
         if (t[k] != ' ' && t[k] != '\n' && t[k] != '\t' && t[k] != '\r') return 0;
     return 1;
 }
+
+/* ---- read ---- */
+
+static int batch_full(const batch *b, size_t next_len) {
+    return b->n == BATCH_DOCS || (b->alen > 0 && b->alen + next_len > BATCH_BYTES);
+}
+
+static zaya_status push_doc(batch *b, int kind, int file, uint64_t line, const char *text, size_t len) {
+    if (b->alen + len > b->acap) {
+        size_t cap = b->acap ? b->acap : BATCH_BYTES;
+        while (cap < b->alen + len) cap *= 2;
+        char *a = realloc(b->arena, cap);
+        if (!a) return zaya_error_set(ZAYA_ENOMEM, "out of memory (document of %zu bytes)", len);
+        b->arena = a;
+        b->acap = cap;
+    }
+    memcpy(b->arena + b->alen, text, len);
+    doc_slot *d = &b->slots[b->n++];
+    d->kind = kind;
+    d->file = file;
+    d->line = line;
+    d->off = b->alen;
+    d->len = len;
+    b->alen += len;
+    return ZAYA_OK;
+}
+
+static void show_progress(prep *p) {
+    if (!p->o->progress) return;
+    const reader *r = &p->r;
+    uint64_t off = r->ts ? zaya_text_stream_file_offset(r->ts) : 0;
+    uint64_t bytes = p->st->bytes + (r->ts ? zaya_text_stream_data_bytes(r->ts) : 0);
+    double el = zaya_now_s() - p->t0;
+    uint64_t tokens = p->st->train_tokens + p->st->val_tokens;
+    char note[160];
+    snprintf(note, sizeof note, "%.1f MB/s text, %.2fM tokens/s, %" PRIu64 " docs", el > 0 ? (double)bytes / 1e6 / el : 0.0,
+             el > 0 ? (double)tokens / 1e6 / el : 0.0, p->st->docs);
+    zaya_progress_update(&p->prog, (int64_t)(p->disk_done + off), note);
+}
+
+static void end_file(prep *p, int file) {
+    struct stat st;
+    if (stat(p->files->v[file], &st) == 0) p->disk_done += (uint64_t)st.st_size;
+}
+
+/* Opens the next input: a JSONL stream, or a text file read whole. */
+static zaya_status open_next(prep *p) {
+    reader *r = &p->r;
+    const char *path = p->files->v[r->next_file];
+    r->file = r->next_file++;
+    p->st->files++;
+    size_t base = zaya_stream_base_len(path);
+    if (base >= 6 && !strncmp(path + base - 6, ".jsonl", 6)) return zaya_text_stream_open(path, &r->ts);
+    if (zaya_stream_codec_of(path) != ZAYA_STREAM_PLAIN)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "'%s': compressed input is read for JSONL only (*.jsonl.gz, *.jsonl.zst)", path);
+    ZAYA_TRY(zaya_read_file(path, &r->text, &r->tlen));
+    p->st->bytes += r->tlen;
+    r->pos = r->start = 0;
+    if (memchr(r->text, 0, r->tlen)) {
+        ZAYA_WARN("data prepare: skipping '%s': contains NUL bytes (binary file?)", path);
+        p->st->skipped_files++;
+        free(r->text);
+        r->text = NULL;
+        end_file(p, r->file);
+    }
+    return ZAYA_OK;
+}
+
+/* Next document of the text file in memory (whole file, or the pieces between delimiter lines);
+ * *got = 0 once the file is done. */
+static void next_text_doc(prep *p, const char **doc, size_t *len, int *got) {
+    reader *r = &p->r;
+    const char *delim = p->o->doc_delimiter, *t = r->text;
+    *got = 0;
+    if (r->start > r->tlen) return;
+    if (!delim) {
+        *doc = t;
+        *len = r->tlen;
+        r->start = r->tlen + 1;
+        *got = 1;
+        return;
+    }
+    size_t dl = strlen(delim);
+    while (r->pos <= r->tlen) {
+        const char *nl = r->pos < r->tlen ? memchr(t + r->pos, '\n', r->tlen - r->pos) : NULL;
+        size_t end = nl ? (size_t)(nl - t) : r->tlen, i = r->pos; /* line is t[i, end) */
+        r->pos = nl ? end + 1 : r->tlen + 1;
+        if (end - i == dl && !memcmp(t + i, delim, dl)) {
+            *doc = t + r->start;
+            *len = i - r->start;
+            r->start = nl ? end + 1 : r->tlen;
+            *got = 1;
+            return;
+        }
+        if (!nl) break;
+    }
+    *doc = t + r->start; /* the rest after the last delimiter */
+    *len = r->tlen - r->start;
+    r->start = r->tlen + 1;
+    *got = 1;
+}
+
+/* Reads into b until it is full or the input ends (then p->r.end is set). */
+static zaya_status fill_batch(prep *p, batch *b) {
+    reader *r = &p->r;
+    b->n = 0;
+    b->alen = 0;
+    uint64_t lines = 0;
+    while (!r->end) {
+        if (r->ts) {
+            const char *line;
+            size_t len;
+            if (batch_full(b, 0)) break;
+            ZAYA_TRY(zaya_text_stream_next(r->ts, &line, &len));
+            if (!line) {
+                p->st->bytes += zaya_text_stream_data_bytes(r->ts);
+                zaya_text_stream_close(r->ts);
+                r->ts = NULL;
+                end_file(p, r->file);
+                continue;
+            }
+            p->st->jsonl_lines++;
+            if (is_blank(line, len)) p->st->skipped_lines[ZAYA_SKIP_LINE_BLANK]++;
+            else ZAYA_TRY(push_doc(b, SLOT_JSONL, r->file, zaya_text_stream_line_no(r->ts), line, len));
+            if ((++lines & 4095) == 0) show_progress(p);
+        } else if (r->text) {
+            const char *doc;
+            size_t len;
+            if (batch_full(b, 0)) break;
+            int got;
+            next_text_doc(p, &doc, &len, &got);
+            if (got) {
+                zaya_status s = push_doc(b, SLOT_TEXT, r->file, 0, doc, len);
+                if (s != ZAYA_OK) return zaya_error_context(s, "%s", p->files->v[r->file]);
+            } else {
+                free(r->text);
+                r->text = NULL;
+                end_file(p, r->file);
+            }
+        } else if (r->next_file < p->files->n) {
+            ZAYA_TRY(open_next(p));
+            show_progress(p);
+        } else {
+            r->end = 1;
+        }
+    }
+    return ZAYA_OK;
+}
+
+/* ---- encode (any thread) ---- */
+
+static void encode_slot(const prep *p, doc_slot *d, const char *arena, void *ctx) {
+    const char *text = arena + d->off;
+    size_t len = d->len;
+    char *owned = NULL;
+    d->nids = 0;
+    d->status = ZAYA_OK;
+    d->skip = ZAYA_SKIP_LINE_NONE;
+    if (d->kind == SLOT_JSONL) {
+        d->skip = zaya_jsonl_select(&p->spec, text, len, &owned, &len);
+        if (d->skip != ZAYA_SKIP_LINE_NONE) return;
+        text = owned;
+    } else if (is_blank(text, len)) {
+        d->skip = ZAYA_SKIP_LINE_BLANK; /* blank documents carry nothing to learn */
+        return;
+    }
+    d->status = p->encode(ctx, text, len, &d->ids, &d->nids, &d->cap);
+    if (d->status != ZAYA_OK) d->err = strdup(zaya_error_message());
+    free(owned);
+}
+
+/* ---- write (master thread, input order) ---- */
 
 /* Routes one encoded document to its split and shard. */
 static zaya_status write_doc(prep *p, const int32_t *ids, size_t n) {
@@ -168,27 +357,6 @@ static zaya_status write_doc(prep *p, const int32_t *ids, size_t n) {
     return ZAYA_OK;
 }
 
-/* Runs on any thread: JSON selection and encoding of one slot. */
-static void encode_slot(const prep *p, doc_slot *d, void *ctx) {
-    const char *text = p->arena + d->off;
-    size_t len = d->len;
-    char *owned = NULL;
-    d->nids = 0;
-    d->status = ZAYA_OK;
-    d->skip = ZAYA_SKIP_LINE_NONE;
-    if (d->kind == SLOT_JSONL) {
-        d->skip = zaya_jsonl_select(&p->spec, text, len, &owned, &len);
-        if (d->skip != ZAYA_SKIP_LINE_NONE) return;
-        text = owned;
-    } else if (is_blank(text, len)) {
-        d->skip = ZAYA_SKIP_LINE_BLANK; /* blank documents carry nothing to learn */
-        return;
-    }
-    d->status = p->encode(ctx, text, len, &d->ids, &d->nids, &d->cap);
-    if (d->status != ZAYA_OK) d->err = strdup(zaya_error_message());
-    free(owned);
-}
-
 static const char *skip_text(const prep *p, zaya_prepare_skip r, char *buf, size_t cap) {
     switch (r) {
     case ZAYA_SKIP_LINE_MALFORMED: return "malformed JSON";
@@ -199,30 +367,10 @@ static const char *skip_text(const prep *p, zaya_prepare_skip r, char *buf, size
     }
 }
 
-static void show_progress(prep *p, uint64_t file_offset) {
-    if (!p->o->progress) return;
-    double el = zaya_now_s() - p->t0;
-    uint64_t tokens = p->st->train_tokens + p->st->val_tokens;
-    char note[160];
-    double bytes = (double)(p->st->bytes + p->cur_bytes);
-    snprintf(note, sizeof note, "%.1f MB/s text, %.2fM tokens/s, %" PRIu64 " docs", el > 0 ? bytes / 1e6 / el : 0.0,
-             el > 0 ? (double)tokens / 1e6 / el : 0.0, p->st->docs);
-    zaya_progress_update(&p->prog, (int64_t)(p->disk_done + file_offset), note);
-}
-
-/* Encodes the batch on all threads, then writes it in order. */
-static zaya_status flush_batch(prep *p) {
-    const int n = p->nslots;
-    if (n == 0) return ZAYA_OK;
-    if (p->nctx > 1 && n > 1) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(p->nctx)
-        for (int i = 0; i < n; i++) encode_slot(p, &p->slots[i], p->ctxs[omp_get_thread_num()]);
-    } else {
-        for (int i = 0; i < n; i++) encode_slot(p, &p->slots[i], p->ctxs[0]);
-    }
+static zaya_status write_batch(prep *p, batch *b) {
     zaya_status s = ZAYA_OK;
-    for (int i = 0; i < n && s == ZAYA_OK; i++) {
-        doc_slot *d = &p->slots[i];
+    for (int i = 0; i < b->n && s == ZAYA_OK; i++) {
+        doc_slot *d = &b->slots[i];
         const char *path = p->files->v[d->file];
         if (d->status != ZAYA_OK) {
             s = zaya_error_set(d->status, "%s", d->err ? d->err : "encoding failed");
@@ -247,97 +395,39 @@ static zaya_status flush_batch(prep *p) {
         }
         if (d->skip == ZAYA_SKIP_LINE_NONE) s = write_doc(p, d->ids, d->nids);
     }
-    for (int i = 0; i < n; i++) {
-        free(p->slots[i].err);
-        p->slots[i].err = NULL;
+    for (int i = 0; i < b->n; i++) {
+        free(b->slots[i].err);
+        b->slots[i].err = NULL;
     }
-    p->nslots = 0;
-    p->alen = 0;
+    b->n = 0;
     return s;
 }
 
-/* Copies a document (or JSONL line) into the batch, flushing it first when full. */
-static zaya_status push_doc(prep *p, int kind, int file, uint64_t line, const char *text, size_t len) {
-    if (p->nslots == BATCH_DOCS || (p->alen > 0 && p->alen + len > BATCH_BYTES)) ZAYA_TRY(flush_batch(p));
-    if (p->alen + len > p->acap) {
-        size_t cap = p->acap ? p->acap : BATCH_BYTES;
-        while (cap < p->alen + len) cap *= 2;
-        char *a = realloc(p->arena, cap);
-        if (!a) return zaya_error_set(ZAYA_ENOMEM, "out of memory (document of %zu bytes)", len);
-        p->arena = a;
-        p->acap = cap;
-    }
-    memcpy(p->arena + p->alen, text, len);
-    doc_slot *d = &p->slots[p->nslots++];
-    d->kind = kind;
-    d->file = file;
-    d->line = line;
-    d->off = p->alen;
-    d->len = len;
-    p->alen += len;
-    return ZAYA_OK;
-}
-
-static zaya_status do_text(prep *p, int file, const char *text, size_t len) {
-    const char *delim = p->o->doc_delimiter;
-    if (!delim) return push_doc(p, SLOT_TEXT, file, 0, text, len);
-    size_t dl = strlen(delim), start = 0;
-    for (size_t i = 0; i <= len;) {
-        const char *nl = i < len ? memchr(text + i, '\n', len - i) : NULL;
-        size_t end = nl ? (size_t)(nl - text) : len; /* line is text[i, end) */
-        if (end - i == dl && !memcmp(text + i, delim, dl)) {
-            ZAYA_TRY(push_doc(p, SLOT_TEXT, file, 0, text + start, i - start));
-            start = nl ? end + 1 : len;
+/* The pipeline: batch `enc` is encoded by the team while the master writes `wr` and reads `rd`. */
+static zaya_status run_pipeline(prep *p) {
+    batch *rd = &p->b[0], *enc = &p->b[1], *wr = &p->b[2];
+    zaya_status s = fill_batch(p, enc);
+    while (s == ZAYA_OK && (enc->n > 0 || wr->n > 0)) {
+        zaya_status ms = ZAYA_OK;
+        const int n = enc->n;
+        const char *arena = enc->arena;
+        doc_slot *slots = enc->slots;
+#pragma omp parallel num_threads(p->nctx)
+        {
+#pragma omp master
+            {
+                ms = write_batch(p, wr);
+                if (ms == ZAYA_OK) ms = fill_batch(p, rd);
+            }
+#pragma omp for schedule(dynamic, 1) nowait
+            for (int i = 0; i < n; i++) encode_slot(p, &slots[i], arena, p->ctxs[omp_get_thread_num()]);
         }
-        if (!nl) break;
-        i = end + 1;
+        s = ms;
+        batch *t = wr; /* written: reused for reading */
+        wr = enc;
+        enc = rd;
+        rd = t;
     }
-    return push_doc(p, SLOT_TEXT, file, 0, text + start, len - start);
-}
-
-static zaya_status do_jsonl(prep *p, int file) {
-    const char *path = p->files->v[file];
-    zaya_text_stream *ts;
-    ZAYA_TRY(zaya_text_stream_open(path, &ts));
-    zaya_status s = ZAYA_OK;
-    const char *line;
-    size_t len;
-    uint64_t n = 0;
-    while ((s = zaya_text_stream_next(ts, &line, &len)) == ZAYA_OK && line) {
-        p->st->jsonl_lines++;
-        if (is_blank(line, len)) p->st->skipped_lines[ZAYA_SKIP_LINE_BLANK]++;
-        else s = push_doc(p, SLOT_JSONL, file, zaya_text_stream_line_no(ts), line, len);
-        if (s != ZAYA_OK) break;
-        if ((++n & 1023) == 0) {
-            p->cur_bytes = zaya_text_stream_data_bytes(ts);
-            show_progress(p, zaya_text_stream_file_offset(ts));
-        }
-    }
-    p->cur_bytes = 0;
-    p->st->bytes += zaya_text_stream_data_bytes(ts);
-    zaya_text_stream_close(ts);
-    return s;
-}
-
-static zaya_status do_file(prep *p, int file) {
-    const char *path = p->files->v[file];
-    size_t base = zaya_stream_base_len(path);
-    p->st->files++;
-    if (base >= 6 && !strncmp(path + base - 6, ".jsonl", 6)) return do_jsonl(p, file);
-    if (zaya_stream_codec_of(path) != ZAYA_STREAM_PLAIN)
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "'%s': compressed input is read for JSONL only (*.jsonl.gz, *.jsonl.zst)", path);
-    char *text;
-    size_t len;
-    ZAYA_TRY(zaya_read_file(path, &text, &len));
-    zaya_status s = ZAYA_OK;
-    p->st->bytes += len;
-    if (memchr(text, 0, len)) {
-        ZAYA_WARN("data prepare: skipping '%s': contains NUL bytes (binary file?)", path);
-        p->st->skipped_files++;
-    } else {
-        s = zaya_error_context(do_text(p, file, text, len), "%s", path);
-    }
-    free(text);
     return s;
 }
 
@@ -431,13 +521,11 @@ static zaya_status prepare(prep *p, const char *const *inputs, int n) {
         zaya_progress_init(&p->prog, "data prepare", "MB", (int64_t)p->disk_total);
         p->prog.scale = 1e6;
     }
-    for (int i = 0; i < files.n && s == ZAYA_OK; i++) {
-        struct stat st;
-        s = do_file(p, i);
-        if (stat(files.v[i], &st) == 0) p->disk_done += (uint64_t)st.st_size;
-        if (s == ZAYA_OK) show_progress(p, 0);
-    }
-    if (s == ZAYA_OK) s = flush_batch(p);
+    if (s == ZAYA_OK) s = run_pipeline(p);
+    if (p->r.ts) zaya_text_stream_close(p->r.ts);
+    free(p->r.text);
+    p->r.ts = NULL;
+    p->r.text = NULL;
     p->files = NULL;
     files_free(&files);
     for (int val = 0; val < 2 && s == ZAYA_OK; val++) s = close_shard(p, val);
@@ -476,8 +564,9 @@ zaya_status zaya_data_prepare(const char *const *inputs, int ninputs, const zaya
     p.shard_tokens = opts->shard_tokens ? opts->shard_tokens : 64ull << 20;
     p.lists[0] = cJSON_CreateArray();
     p.lists[1] = cJSON_CreateArray();
-    p.slots = calloc(BATCH_DOCS, sizeof *p.slots);
-    zaya_status s = (p.lists[0] && p.lists[1] && p.slots) ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "out of memory");
+    int have = p.lists[0] && p.lists[1];
+    for (int k = 0; k < NBATCH; k++) have &= (p.b[k].slots = calloc(BATCH_DOCS, sizeof *p.b[k].slots)) != NULL;
+    zaya_status s = have ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "out of memory");
     if (s == ZAYA_OK) s = zaya_jsonl_spec_init(&p.spec, opts->jsonl_key, opts->jsonl_filters, opts->njsonl_filters);
     if (s == ZAYA_OK) s = prepare(&p, inputs, ninputs);
     for (int val = 0; val < 2; val++) {
@@ -489,12 +578,14 @@ zaya_status zaya_data_prepare(const char *const *inputs, int ninputs, const zaya
         }
         cJSON_Delete(p.lists[val]);
     }
-    for (int i = 0; p.slots && i < BATCH_DOCS; i++) {
-        free(p.slots[i].ids);
-        free(p.slots[i].err);
+    for (int k = 0; k < NBATCH; k++) {
+        for (int i = 0; p.b[k].slots && i < BATCH_DOCS; i++) {
+            free(p.b[k].slots[i].ids);
+            free(p.b[k].slots[i].err);
+        }
+        free(p.b[k].slots);
+        free(p.b[k].arena);
     }
-    free(p.slots);
-    free(p.arena);
     zaya_jsonl_spec_free(&p.spec);
     return s == ZAYA_OK ? ZAYA_OK : zaya_error_context(s, "data prepare (source '%s')", opts->name ? opts->name : "");
 }

@@ -3,7 +3,8 @@
 # fortunes corpus): ~60 MB of web-like JSONL records (prose pages and C headers, with metadata),
 # plain / gzip / zstd, on 2 threads. Checks that every input and thread count gives the same shards
 # and that plain JSONL on 2 threads reaches the target of 20 MB/s. Prints wall and CPU seconds: on a
-# shared machine the CPU figure (MB per CPU-second) is the stable one.
+# shared machine the CPU figure (MB per CPU-second) is the stable one, and `cores` (CPU / wall) shows
+# how much of the machine the run actually got.
 #   data_prepare_bench.sh ZAYA WORKDIR [MB]
 set -u
 zaya="$1"; work="$2"; mb="${3:-60}"
@@ -39,13 +40,13 @@ run() { # run NAME THREADS INPUT -> "wall user sys" in $t
   t=$( { time "$zaya" data prepare -q --threads "$2" -t tok/tokenizer.json -n c -o "out_$1" "$3" > "log_$1" 2>&1; } 2>&1 ) ||
     { echo "FAIL: prepare $1"; cat "log_$1"; fail=$((fail+1)); }
 }
-printf '%-22s %8s %8s %10s %12s\n' input wall_s cpu_s MB/s MB/cpu_s
+printf '%-22s %8s %8s %7s %10s %12s\n' input wall_s cpu_s cores MB/s MB/cpu_s
 for spec in plain:1:corpus.jsonl plain:2:corpus.jsonl gz:2:corpus.jsonl.gz zst:2:corpus.jsonl.zst; do
   IFS=: read -r kind th in <<<"$spec"
   run "$kind$th" "$th" "$in"
   read -r wall user sys <<<"$t"
   awk -v n="$kind, $th threads" -v w="$wall" -v u="$user" -v s="$sys" -v b="$raw" \
-    'BEGIN { printf "%-22s %8.2f %8.2f %10.1f %12.1f\n", n, w, u + s, b / 1e6 / w, b / 1e6 / (u + s) }'
+    'BEGIN { printf "%-22s %8.2f %8.2f %7.2f %10.1f %12.1f\n", n, w, u + s, (u + s) / w, b / 1e6 / w, b / 1e6 / (u + s) }'
   [ "$kind$th" = plain2 ] && plain2_mbs=$(awk -v w="$wall" -v b="$raw" 'BEGIN { printf "%.1f", b / 1e6 / w }')
 done
 for d in out_plain2 out_gz2 out_zst2; do

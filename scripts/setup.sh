@@ -9,6 +9,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin        # distributed engine
   libcjson-dev                      # JSON configs and results
   libxxhash-dev                     # checkpoint checksums
+  zlib1g-dev libzstd-dev zstd       # data prepare: .jsonl.gz / .jsonl.zst input (zstd CLI: tests)
   gnuplot-nox                       # PNG plots
   python3 python3-numpy python3-torch  # test-only reference implementations
   python3-pip                       # PyPI packages below (HF tokenizers: not packaged by Debian 12)

@@ -2,3 +2,7 @@
 add_test(NAME data_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/data_cli.sh $<TARGET_FILE:zaya>
          $<TARGET_FILE:test_prepare> ${PROJECT_SOURCE_DIR})
 set_tests_properties(data_cli PROPERTIES LABELS unit TIMEOUT 120)
+# data prepare throughput on ~60 MB of JSONL (plain, gzip, zstd) with a zaya-trained BPE (bench).
+add_test(NAME data_prepare_bench COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/data_prepare_bench.sh $<TARGET_FILE:zaya>
+                                       ${CMAKE_CURRENT_BINARY_DIR}/data_prepare_bench_work)
+set_tests_properties(data_prepare_bench PROPERTIES LABELS bench TIMEOUT 600)

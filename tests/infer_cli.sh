@@ -60,6 +60,11 @@ expect 1 "longer than the model's context (max_position_embeddings = 48)" -- "$z
 expect 1 "$work/ckpt" -- "$zaya" generate --checkpoint "$work/ckpt" -t "$tok" --prompt hi
 expect 1 "give --checkpoint PATH, or --config SPEC --random-init SEED" -- "$zaya" generate -t "$tok" --prompt hi
 expect 0 "hi" -- "$zaya" generate --config zaya1-tiny --random-init 1 -t "$tok" --prompt hi -n 2
+# the short spelling of --prompt, mixed with the long one, is the same batch (greedy, so byte-identical)
+a=$("$zaya" generate "${cfg[@]}" -t "$tok" -p "the fox" --prompt "a" -n 4 --temperature 0 2>/dev/null)
+b=$("$zaya" generate "${cfg[@]}" -t "$tok" --prompt "the fox" -pa -n 4 --temperature 0 2>/dev/null)
+grep -q -- "--- \[2\] ---" <<<"$a" && [ "$a" = "$b" ] && echo "ok: generate -p == --prompt" ||
+  { echo "FAIL: generate -p: '$a' vs '$b'"; fail=$((fail+1)); }
 
 # eval: perplexity on text, multiple choice
 cat > "$work/mc.jsonl" <<'JSONL'
@@ -68,9 +73,12 @@ cat > "$work/mc.jsonl" <<'JSONL'
 
 {"context": "the lazy", "choices": [" dog", " fox"], "label": 0}
 JSONL
+head -1 "$work/mc.jsonl" > "$work/mc2.jsonl"
 expect 0 "results: $work/ev/eval.json" -- "$zaya" eval "${cfg[@]}" -t "$tok" --text "$work/text.txt" --ctx 32 --task "$work/mc.jsonl" -o "$work/ev"
 grep -q '"bpb"' "$work/ev/eval.json" && grep -q '"acc_norm"' "$work/ev/eval.json" && echo "ok: eval.json" ||
   { echo "FAIL: eval.json content"; fail=$((fail+1)); }
+# --task repeated (both forms): one result per file, in order
+expect 0 "mc2.jsonl" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/mc.jsonl" --task="$work/mc2.jsonl" -o "$work/ev2"
 # eval errors: line numbers, exit 1, no result printed or written
 printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '{"context": "a", "choices": [" b"' > "$work/bad1.jsonl"
 printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '' '{"context": "a", "choices": [" b", " c"], "label": 2}' > "$work/bad2.jsonl"

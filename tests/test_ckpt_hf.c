@@ -100,9 +100,9 @@ static void test_export(zaya_model *m, zaya_model *m2) {
             ok &= m2->params[j] == zaya_bf16_to_f32(zaya_f32_to_bf16(m->params[j]));
     CHECK(ok, "bf16 values");
     /* import-hf of our own export round trips */
-    char imp[300], step[700];
+    char imp[300];
     snprintf(imp, sizeof imp, "%s/imported", g_root);
-    CHECK(zaya_ckpt_import_hf(hf, imp, step, sizeof step) == ZAYA_OK, "import: %s", zaya_error_message());
+    CHECK(zaya_ckpt_import_hf(hf, imp, NULL, NULL) == ZAYA_OK, "import: %s", zaya_error_message());
     memset(m2->params, 0, (size_t)m2->nfloats * 4);
     CHECK(zaya_ckpt_load_model(imp, m2) == ZAYA_OK && params_equal(m, m2), "import -> model exact");
     /* a model of another config is refused with the tensor named */
@@ -221,9 +221,12 @@ static void test_original(zaya_model *m, zaya_model *m2) {
         }
     }
     CHECK(ok, "original layout values (experts f32, the rest bf16)");
-    char imp[300], step[700];
+    char imp[300];
     snprintf(imp, sizeof imp, "%s/orig_imported", g_root);
-    CHECK(zaya_ckpt_import_hf(dir, imp, step, sizeof step) == ZAYA_OK, "import original: %s", zaya_error_message());
+    zaya_hf_import_result r;
+    CHECK(zaya_ckpt_import_hf(dir, imp, NULL, &r) == ZAYA_OK, "import original: %s", zaya_error_message());
+    CHECK(r.original_layout == 1 && r.skip_mode == ZAYA_SKIP_ZERO && !strcmp(r.skip_source, "default"),
+          "original layout without zaya_skip_mode: zero by default (got %d from %s)", r.skip_mode, r.skip_source);
     zaya_ckpt *c;
     if (zaya_ckpt_open_latest(&c, imp, 1) == ZAYA_OK) {
         const cJSON *imps = zaya_ckpt_section(c, "import");
@@ -238,6 +241,77 @@ static void test_original(zaya_model *m, zaya_model *m2) {
     free(names);
 }
 
+static const char *skip_key(const char *path) {
+    static char v[32];
+    cJSON *j = NULL;
+    v[0] = '\0';
+    if (zaya_json_load_file(path, &j) != ZAYA_OK) return "(unreadable)";
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "zaya_skip_mode");
+    snprintf(v, sizeof v, "%s", cJSON_IsString(k) ? k->valuestring : "(absent)");
+    cJSON_Delete(j);
+    return v;
+}
+
+static int imported_skip_mode(const char *root) {
+    zaya_ckpt *c;
+    int mode = -1;
+    if (zaya_ckpt_open_latest(&c, root, 0) != ZAYA_OK) return -1;
+    zaya_config back;
+    if (zaya_config_from_json(zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL), &back) == ZAYA_OK) mode = (int)back.skip_mode;
+    zaya_ckpt_close(c);
+    return mode;
+}
+
+/* Skip semantics across HF interchange: export always writes "zaya_skip_mode"; a config without it
+ * (as transformers writes it) imports as zero, transformers' output for skip-routed tokens; the key,
+ * when present, wins; an explicit import option overrides both. */
+static void test_skip_mode(zaya_model *m) {
+    char root[300], hf[300], p[400], imp[300];
+    for (int mode = ZAYA_SKIP_IDENTITY; mode <= ZAYA_SKIP_ZERO; mode++) {
+        zaya_config c = m->cfg;
+        c.skip_mode = (zaya_skip_mode)mode;
+        zaya_model ms;
+        CHECK(zaya_model_init(&ms, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init skip %d", mode);
+        memcpy(ms.params, m->params, (size_t)m->nfloats * 4);
+        snprintf(root, sizeof root, "%s/skip%d_ckpt", g_root, mode);
+        snprintf(hf, sizeof hf, "%s/skip%d_hf", g_root, mode);
+        save_model(&ms, root);
+        zaya_model_free(&ms);
+        CHECK(zaya_ckpt_export_hf(root, hf, NULL, NULL) == ZAYA_OK, "export skip %d: %s", mode, zaya_error_message());
+        snprintf(p, sizeof p, "%s/config.json", hf);
+        const char *want = mode == ZAYA_SKIP_ZERO ? "zero" : "identity";
+        CHECK(!strcmp(skip_key(p), want), "export writes zaya_skip_mode \"%s\" (got %s)", want, skip_key(p));
+        zaya_hf_import_result r;
+        snprintf(imp, sizeof imp, "%s/skip%d_imp", g_root, mode);
+        CHECK(zaya_ckpt_import_hf(hf, imp, NULL, &r) == ZAYA_OK && r.skip_mode == mode &&
+                  !strcmp(r.skip_source, "config.json") && imported_skip_mode(imp) == mode,
+              "explicit key %s kept on import (got %d from %s)", want, r.skip_mode, r.skip_source);
+    }
+    /* drop the key, as in a config.json written by transformers (hf is the identity export) */
+    snprintf(hf, sizeof hf, "%s/skip%d_hf", g_root, ZAYA_SKIP_IDENTITY);
+    snprintf(p, sizeof p, "%s/config.json", hf);
+    cJSON *j = NULL;
+    CHECK(zaya_json_load_file(p, &j) == ZAYA_OK, "read exported config");
+    if (!j) return;
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "zaya_skip_mode");
+    CHECK(zaya_json_write_file(p, j, 1) == ZAYA_OK && !strcmp(skip_key(p), "(absent)"), "config without the key");
+    cJSON_Delete(j);
+    zaya_config back;
+    CHECK(zaya_ckpt_load_config(hf, &back) == ZAYA_OK && back.skip_mode == ZAYA_SKIP_ZERO, "HF dir without key loads as zero");
+    zaya_hf_import_result r;
+    snprintf(imp, sizeof imp, "%s/skip_default_imp", g_root);
+    CHECK(zaya_ckpt_import_hf(hf, imp, NULL, &r) == ZAYA_OK && r.skip_mode == ZAYA_SKIP_ZERO &&
+              !strcmp(r.skip_source, "default") && r.original_layout == 0 && imported_skip_mode(imp) == ZAYA_SKIP_ZERO,
+          "no key -> zero (got %d from %s)", r.skip_mode, r.skip_source);
+    zaya_hf_import_opts io = {ZAYA_SKIP_IDENTITY};
+    snprintf(imp, sizeof imp, "%s/skip_forced_imp", g_root);
+    CHECK(zaya_ckpt_import_hf(hf, imp, &io, &r) == ZAYA_OK && r.skip_mode == ZAYA_SKIP_IDENTITY &&
+              !strcmp(r.skip_source, "option") && imported_skip_mode(imp) == ZAYA_SKIP_IDENTITY,
+          "option overrides (got %d from %s)", r.skip_mode, r.skip_source);
+    io.skip_mode = 7;
+    CHECK(zaya_ckpt_import_hf(hf, imp, &io, &r) == ZAYA_EINVAL, "bad skip mode option rejected");
+}
+
 int main(void) {
     zaya_log_set_level(ZAYA_LOG_ERROR);
     snprintf(g_root, sizeof g_root, "/tmp/zaya_test_ckpt_hf_%d", (int)getpid());
@@ -247,6 +321,7 @@ int main(void) {
     random_params(&m, 11);
     test_export(&m, &m2);
     test_original(&m, &m2);
+    test_skip_mode(&m);
     zaya_model_free(&m);
     zaya_model_free(&m2);
     char cmd[300];

@@ -183,22 +183,29 @@ static void test_parsers(void) {
     char *argv5[] = {"--threads"};
     CHECK(zaya_flags_parse(&spec, 1, argv5, &args) == 2, "missing value -> 2");
 
-    /* repeatable options are taken out of argv; `--` protects what follows */
-    char *argv6[] = {"--task", "a.jsonl", "-o", "d", "--task=b.jsonl", "--", "--task", "c"};
-    int argc6 = 8, nt = 0;
-    const char *tasks[4];
-    CHECK(zaya_flags_take_repeated(&argc6, argv6, "task", tasks, 4, &nt) == 0 && nt == 2 &&
-              !strcmp(tasks[0], "a.jsonl") && !strcmp(tasks[1], "b.jsonl") && argc6 == 5 && !strcmp(argv6[0], "-o") &&
-              !strcmp(argv6[3], "--task"),
-          "take_repeated: n=%d argc=%d", nt, argc6);
-    char *argv7[] = {"--task"};
-    int argc7 = 1;
-    nt = 0;
-    CHECK(zaya_flags_take_repeated(&argc7, argv7, "task", tasks, 4, &nt) == -1, "missing value -> -1");
-    char *argv8[] = {"--task", "a", "--task", "b"};
-    int argc8 = 4;
-    nt = 0;
-    CHECK(zaya_flags_take_repeated(&argc8, argv8, "task", tasks, 1, &nt) == -2, "too many -> -2");
+    /* a repeatable option: short and long spellings, every form, append to one list; `--` protects what
+     * follows; more than max occurrences is a usage error */
+    const char *tasks[3];
+    zaya_flag_list tl = {tasks, 3, 0};
+    zaya_flag lflags[] = {
+        {"task", 'k', ZAYA_FLAG_LIST, &tl, "FILE", "task"},
+        ZAYA_FLAG_OUTDIR(&out, "def"),
+    };
+    zaya_cmd_spec lspec = {"test", "test command", "[options]", NULL, lflags, 2};
+    char *argv6[] = {"--task", "a.jsonl", "-o", "d", "-k", "b.jsonl", "--task=c.jsonl", "--", "--task", "z"};
+    CHECK(zaya_flags_parse(&lspec, 10, argv6, &args) == -1, "parse list ok");
+    CHECK(tl.n == 3 && !strcmp(tasks[0], "a.jsonl") && !strcmp(tasks[1], "b.jsonl") && !strcmp(tasks[2], "c.jsonl") &&
+              !strcmp(out, "d") && args.npos == 2 && !strcmp(args.pos[0], "--task"),
+          "list: n=%d npos=%d", tl.n, args.npos);
+    tl.n = 0;
+    char *argv7[] = {"-kx.jsonl"};
+    CHECK(zaya_flags_parse(&lspec, 1, argv7, &args) == -1 && tl.n == 1 && !strcmp(tasks[0], "x.jsonl"), "-kVALUE");
+    tl.n = 0;
+    char *argv8[] = {"-k"};
+    CHECK(zaya_flags_parse(&lspec, 1, argv8, &args) == 2 && tl.n == 0, "missing list value -> 2");
+    tl.n = 0;
+    char *argv9[] = {"-k", "a", "-k", "b", "--task", "c", "-k", "d"};
+    CHECK(zaya_flags_parse(&lspec, 8, argv9, &args) == 2 && tl.n == 3, "more than max -> 2");
 }
 
 static void test_status(void) {

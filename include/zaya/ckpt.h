@@ -222,7 +222,9 @@ struct zaya_config;
  * or a Hugging Face directory (HF or original 80-half-layer layout; f32/bf16/f16). Shapes must
  * match m's table; every tensor must be present. Syncs the bf16 shadow. */
 zaya_status zaya_ckpt_load_model(const char *path, struct zaya_model *m);
-/* The model config stored with a checkpoint or an HF directory (config.json). */
+/* The model config stored with a checkpoint or an HF directory (config.json). An HF config without
+ * the zaya extension key "zaya_skip_mode" gets skip mode zero: transformers' (and vLLM's) Zaya
+ * outputs zero for tokens routed to the skip class. */
 zaya_status zaya_ckpt_load_config(const char *path, struct zaya_config *cfg);
 
 typedef struct zaya_hf_export_opts {
@@ -231,7 +233,18 @@ typedef struct zaya_hf_export_opts {
     const char *tokenizer; /* tokenizer.json to copy (NULL: none) */
 } zaya_hf_export_opts;
 zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards);
-/* HF directory (either layout) -> a zaya checkpoint at out_root/step-00000000 (model + config). */
-zaya_status zaya_ckpt_import_hf(const char *hf_dir, const char *out_root, char *step_dir, size_t cap);
+typedef struct zaya_hf_import_opts {
+    int skip_mode; /* -1: "zaya_skip_mode" of config.json, zero when absent; else a zaya_skip_mode that overrides it */
+} zaya_hf_import_opts;
+typedef struct zaya_hf_import_result {
+    char step_dir[1024];     /* the checkpoint written */
+    int skip_mode;           /* the zaya_skip_mode the checkpoint got */
+    const char *skip_source; /* "config.json", "default" (key absent: transformers' zero) or "option" */
+    int original_layout;     /* the tensors were in the original 80-half-layer layout */
+} zaya_hf_import_result;
+/* HF directory (either layout) -> a zaya checkpoint at out_root/step-00000000 (model + config).
+ * o may be NULL (skip_mode -1); r may be NULL. */
+zaya_status zaya_ckpt_import_hf(const char *hf_dir, const char *out_root, const zaya_hf_import_opts *o,
+                                zaya_hf_import_result *r);
 
 #endif

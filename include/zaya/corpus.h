@@ -12,8 +12,9 @@
  * matched later. */
 zaya_status zaya_corpus_tokenizer_hash(const char *tokenizer_path, uint64_t *hash);
 
-/* zaya_data_prepare with the tokenizer as the encoder; opts->vocab_size, eos_id and tokenizer_hash
- * are filled from the tokenizer (eos must exist). */
+/* zaya_data_prepare with the tokenizer as the encoder, one encoder per OpenMP thread
+ * (omp_get_max_threads()); opts->vocab_size, eos_id and tokenizer_hash are filled from the tokenizer
+ * (eos must exist). */
 zaya_status zaya_corpus_prepare(const char *tokenizer_path, const char *const *inputs, int ninputs,
                                 zaya_prepare_opts *opts, zaya_prepare_stats *stats);
 

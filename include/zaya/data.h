@@ -140,22 +140,59 @@ typedef struct zaya_prepare_opts {
     const char *doc_delimiter; /* text files: a line equal to this separates documents (e.g. "%");
                                   NULL: one document per file */
     const char *extensions;  /* comma list of file name endings to read when walking directories
-                                ("h,c"); NULL: all. Files named explicitly are always read. */
-    const char *jsonl_key;   /* JSONL field holding the text (NULL: "text") */
+                                ("h,c", "jsonl.gz"); NULL: all. Files named explicitly are always read. */
+    const char *jsonl_key;   /* dotted path of the JSONL field holding the text, e.g. "meta.body"
+                                (NULL: "text") */
+    const char *const *jsonl_filters; /* "KEY=VALUE" / "KEY!=VALUE", KEY dotted: a record is kept when all
+                                         hold (strings compare as is; numbers, true, false, null by value) */
+    int njsonl_filters;
+    int strict;              /* a malformed JSONL line is an error; by default it is skipped, counted
+                                and reported with file:line */
+    int progress;            /* a progress line on stderr: MB/s, tokens/s, ETA */
     int overwrite;           /* replace existing shards of this source; otherwise they are an error */
 } zaya_prepare_opts;
 
+/* Why a JSONL line gave no document. */
+typedef enum zaya_prepare_skip {
+    ZAYA_SKIP_LINE_NONE = 0,
+    ZAYA_SKIP_LINE_MALFORMED,  /* not valid JSON */
+    ZAYA_SKIP_LINE_NOT_OBJECT, /* valid JSON, but not an object */
+    ZAYA_SKIP_LINE_NO_KEY,     /* the text field is absent */
+    ZAYA_SKIP_LINE_NOT_STRING, /* the text field is not a string */
+    ZAYA_SKIP_LINE_FILTERED,   /* a metadata filter did not hold */
+    ZAYA_SKIP_LINE_BLANK,      /* empty line, or text of whitespace only */
+    ZAYA_SKIP_LINE_NREASONS
+} zaya_prepare_skip;
+/* "malformed_json", "not_an_object", "missing_key", "key_not_a_string", "filtered", "blank". */
+const char *zaya_prepare_skip_name(zaya_prepare_skip r);
+/* The first four reasons: broken data, as opposed to lines filtered out or blank. */
+static inline int zaya_prepare_skip_is_bad(zaya_prepare_skip r) {
+    return r >= ZAYA_SKIP_LINE_MALFORMED && r <= ZAYA_SKIP_LINE_NOT_STRING;
+}
+
 typedef struct zaya_prepare_stats {
-    uint64_t files, skipped_files, bytes, docs;
+    uint64_t files, skipped_files;
+    uint64_t bytes;      /* text read: decompressed for .gz / .zst */
+    uint64_t file_bytes; /* of the input files on disk */
+    uint64_t docs;
     uint64_t train_docs, val_docs, train_tokens, val_tokens;
     int train_shards, val_shards;
+    uint64_t jsonl_lines;
+    uint64_t skipped_lines[ZAYA_SKIP_LINE_NREASONS]; /* by reason */
+    char first_bad_line[512]; /* "FILE:LINE: reason" of the first broken JSONL line ("" if none) */
+    int threads;              /* encoding threads used */
+    double seconds;
 } zaya_prepare_stats;
 
-/* Walks inputs (files and directories, recursively, in sorted order; *.jsonl files are JSONL with
- * one {"<key>": "..."} object per line, everything else is text), encodes every document with
- * encode(ctx, ...), assigns it to train or validation by zaya_data_split_is_val and writes shards
- * plus <out_dir>/<name>.json (a manifest). JSONL errors name the file and line. */
+/* Walks inputs (files and directories, recursively, in sorted order). Files ending in .jsonl,
+ * .jsonl.gz (gzip) or .jsonl.zst (zstd) are streamed as JSONL, one object per line with the text
+ * at opts->jsonl_key; everything else is text. Documents are encoded in batches on nctx threads
+ * (encode is called concurrently, thread t with ctxs[t]) and written in input order, so the shards
+ * do not depend on nctx. Each document goes to train or validation by zaya_data_split_is_val;
+ * shards plus <out_dir>/<name>.json (a manifest) are written. JSONL problems name the file and
+ * line; a truncated or corrupt compressed file is an error naming the file and byte offset. On any
+ * error no shard of the run is left. */
 zaya_status zaya_data_prepare(const char *const *inputs, int ninputs, const zaya_prepare_opts *opts,
-                              zaya_encode_fn encode, void *ctx, zaya_prepare_stats *stats);
+                              zaya_encode_fn encode, void *const *ctxs, int nctx, zaya_prepare_stats *stats);
 
 #endif

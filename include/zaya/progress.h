@@ -9,6 +9,7 @@ typedef struct zaya_progress {
     const char *label;
     const char *unit; /* what `done` counts, e.g. "step", "test" */
     int64_t total;
+    double scale; /* done and total are shown divided by this (1 after init; e.g. 1e6 for bytes as MB) */
     double t_start, t_last;
     double min_interval_s;
     int tty;

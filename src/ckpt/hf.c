@@ -202,6 +202,22 @@ static zaya_status hf_load_block(const char *dir, const zaya_config *cfg, const 
 
 /* ---------------- public entry points ---------------- */
 
+/* config.json of an HF directory. Without "zaya_skip_mode" the model follows transformers' Zaya,
+ * which outputs zero for skip-routed tokens (zaya's own default, identity, is the original training
+ * code's). *from_config tells whether the key was there. */
+static zaya_status hf_config_load(const char *dir, zaya_config *cfg, int *from_config) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    cJSON *root = NULL;
+    ZAYA_TRY(zaya_json_load_file(p, &root));
+    const int has = cJSON_GetObjectItemCaseSensitive(root, "zaya_skip_mode") != NULL;
+    cJSON_Delete(root);
+    ZAYA_TRY(zaya_config_load(p, cfg));
+    if (!has) cfg->skip_mode = ZAYA_SKIP_ZERO;
+    if (from_config) *from_config = has;
+    return ZAYA_OK;
+}
+
 zaya_status zaya_ckpt_load_config(const char *path, zaya_config *cfg) {
     if (is_zaya_ckpt(path)) {
         zaya_ckpt *c;
@@ -213,9 +229,7 @@ zaya_status zaya_ckpt_load_config(const char *path, zaya_config *cfg) {
         zaya_ckpt_close(c);
         return s;
     }
-    char p[1200];
-    snprintf(p, sizeof p, "%s/config.json", path);
-    return zaya_config_load(p, cfg);
+    return hf_config_load(path, cfg, NULL);
 }
 
 static zaya_status load_from_ckpt(zaya_ckpt *c, const zaya_tensor_info *tensors, int n, float *block) {
@@ -351,11 +365,20 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
     return s;
 }
 
-zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, char *step_dir, size_t cap) {
+zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, const zaya_hf_import_opts *o,
+                                zaya_hf_import_result *r) {
+    const int want_skip = o ? o->skip_mode : -1;
+    if (want_skip != -1 && want_skip != ZAYA_SKIP_IDENTITY && want_skip != ZAYA_SKIP_ZERO)
+        return zaya_error_set(ZAYA_EINVAL, "import skip mode %d is not identity (0) or zero (1)", want_skip);
     zaya_config cfg;
     char p[1200];
-    snprintf(p, sizeof p, "%s/config.json", hf_dir_path);
-    ZAYA_TRY(zaya_config_load(p, &cfg));
+    int from_config = 0;
+    ZAYA_TRY(hf_config_load(hf_dir_path, &cfg, &from_config));
+    const char *skip_source = from_config ? "config.json" : "default";
+    if (want_skip != -1) {
+        cfg.skip_mode = (zaya_skip_mode)want_skip;
+        skip_source = "option";
+    }
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;
@@ -375,6 +398,7 @@ zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, c
         cJSON *src = cJSON_CreateObject();
         cJSON_AddStringToObject(src, "source", hf_dir_path);
         cJSON_AddStringToObject(src, "layout", original ? "original-half-layers" : "hf");
+        cJSON_AddStringToObject(src, "skip_mode_source", skip_source);
         if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, "import", src);
         cJSON_Delete(src);
     }
@@ -382,7 +406,12 @@ zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, c
     if (s == ZAYA_OK) {
         s = zaya_ckpt_writer_commit(w, &st);
         w = NULL;
-        if (s == ZAYA_OK && step_dir) snprintf(step_dir, cap, "%s", st.dir);
+        if (s == ZAYA_OK && r) {
+            snprintf(r->step_dir, sizeof r->step_dir, "%s", st.dir);
+            r->skip_mode = (int)cfg.skip_mode;
+            r->skip_source = skip_source;
+            r->original_layout = original;
+        }
     }
     zaya_ckpt_writer_free(w);
     if (s == ZAYA_OK && exists(hf_dir_path, "tokenizer.json")) {

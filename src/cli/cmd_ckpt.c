@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "zaya/ckpt.h"
+#include "zaya/config.h"
 #include "zaya/timer.h"
 
 static int fail(const char *cmd) {
@@ -138,21 +139,35 @@ int zaya_cmd_ckpt_export_hf(int argc, char **argv) {
 }
 
 int zaya_cmd_ckpt_import_hf(int argc, char **argv) {
-    const char *out = NULL;
-    zaya_flag flags[] = {{"out", 'o', ZAYA_FLAG_STRING, &out, "DIR", "checkpoint root to write (required)"}};
+    const char *out = NULL, *skip = NULL;
+    zaya_flag flags[] = {
+        {"out", 'o', ZAYA_FLAG_STRING, &out, "DIR", "checkpoint root to write (required)"},
+        {"skip-mode", 0, ZAYA_FLAG_STRING, &skip, "identity|zero",
+         "output of skip-routed tokens (default: zaya_skip_mode of config.json; zero, as transformers, without it)"},
+    };
     zaya_cmd_spec spec = {"ckpt import-hf", "import a Hugging Face directory (HF or original 80-half-layer layout)",
                           "HF_DIR -o DIR",
                           "Reads config.json (HF or legacy Megatron keys) and *.safetensors (f32, bf16 or f16) and writes "
                           "a zaya checkpoint DIR/step-00000000 with the model and its config, usable by training and "
-                          "generation.",
-                          flags, 1};
+                          "generation. A config.json without the zaya key \"zaya_skip_mode\" (as transformers writes "
+                          "it) gets skip mode zero, the output of transformers' Zaya for tokens routed to the skip "
+                          "class; the mode used is printed.",
+                          flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args a;
     int rc = zaya_flags_parse(&spec, argc, argv, &a);
     if (rc >= 0) return rc;
     if ((rc = one_positional(&spec, &a, "Hugging Face directory")) >= 0) return rc;
     if (!out) return zaya_flags_usage_error(&spec, "-o DIR is required");
-    char step[700];
-    if (zaya_ckpt_import_hf(a.pos[0], out, step, sizeof step) != ZAYA_OK) return fail("ckpt import-hf");
-    printf("imported %s into %s\n", a.pos[0], step);
+    zaya_hf_import_opts io = {-1};
+    if (skip && !strcmp(skip, "identity")) io.skip_mode = ZAYA_SKIP_IDENTITY;
+    else if (skip && !strcmp(skip, "zero")) io.skip_mode = ZAYA_SKIP_ZERO;
+    else if (skip) return zaya_flags_usage_error(&spec, "--skip-mode must be identity or zero, got '%s'", skip);
+    zaya_hf_import_result r;
+    if (zaya_ckpt_import_hf(a.pos[0], out, &io, &r) != ZAYA_OK) return fail("ckpt import-hf");
+    const char *why = !strcmp(r.skip_source, "config.json") ? "zaya_skip_mode in config.json"
+                      : !strcmp(r.skip_source, "option") ? "--skip-mode"
+                      : "config.json has no zaya_skip_mode: transformers' Zaya outputs zero for skip-routed tokens";
+    printf("skip mode: %s (%s)\n", r.skip_mode == ZAYA_SKIP_ZERO ? "zero" : "identity", why);
+    printf("imported %s (%s layout) into %s\n", a.pos[0], r.original_layout ? "original half-layer" : "HF", r.step_dir);
     return 0;
 }

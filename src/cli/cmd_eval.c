@@ -36,7 +36,9 @@ static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok,
 
 int zaya_cmd_eval(int argc, char **argv) {
     zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
-    const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval", *dummy = NULL;
+    const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval";
+    const char *tasks[MAX_TASKS];
+    zaya_flag_list task_list = {tasks, MAX_TASKS, 0};
     int64_t window = 0, batch = 4, max_tokens = 0;
     int threads = 0;
     zaya_flag flags[] = {
@@ -47,7 +49,7 @@ int zaya_cmd_eval(int argc, char **argv) {
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (needed for --text, --task, bpb)"},
         {"shard", 0, ZAYA_FLAG_STRING, &shard, "FILE", "token shard (.ztok) for perplexity"},
         {"text", 0, ZAYA_FLAG_STRING, &text, "FILE", "text file for perplexity and bits per byte"},
-        {"task", 0, ZAYA_FLAG_STRING, &dummy, "JSONL", "multiple-choice task {context, choices, label}; repeatable"},
+        {"task", 0, ZAYA_FLAG_LIST, &task_list, "JSONL", "multiple-choice task {context, choices, label}"},
         {"ctx", 0, ZAYA_FLAG_I64, &window, "N", "perplexity window (default: max_position_embeddings)"},
         {"max-tokens", 0, ZAYA_FLAG_I64, &max_tokens, "N", "evaluate at most N tokens of the shard/text (default: all)"},
         {"batch", 'b', ZAYA_FLAG_I64, &batch, "B", "sequences scored at once (default: 4)"},
@@ -58,14 +60,10 @@ int zaya_cmd_eval(int argc, char **argv) {
                           "acc picks the choice with the largest summed log-likelihood given the context; acc_norm "
                           "divides it by the choice's length in bytes (lm-eval-harness). Writes eval.json.",
                           flags, (int)(sizeof flags / sizeof flags[0])};
-    const char *tasks[MAX_TASKS];
-    int nt = 0;
-    int tr = zaya_flags_take_repeated(&argc, argv, "task", tasks, MAX_TASKS, &nt);
-    if (tr == -1) return zaya_flags_usage_error(&spec, "--task needs a value");
-    if (tr == -2) return zaya_flags_usage_error(&spec, "at most %d --task files", MAX_TASKS);
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
+    const int nt = task_list.n;
     if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
     if (!shard && !text && nt == 0) return zaya_flags_usage_error(&spec, "nothing to evaluate: give --shard, --text or --task");
     if (shard && text) return zaya_flags_usage_error(&spec, "give --shard or --text, not both");

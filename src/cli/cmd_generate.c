@@ -78,13 +78,14 @@ static int fail(const char *msg) {
 }
 
 int zaya_cmd_generate(int argc, char **argv) {
-    const char *tok_path = NULL, *dummy = NULL;
+    const char *tok_path = NULL, *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
+    zaya_flag_list prompt_list = {prompts, MAX_PROMPTS, 0}, stop_list = {stops, MAX_STOPS, 0};
     zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
     int64_t max_tokens = 128, top_k = 0, seed = 0;
     double temperature = 0.8, top_p = 1.0;
     int threads = 0, ignore_eos = 0, no_gemv = 0;
     zaya_flag flags[] = {
-        {"prompt", 'p', ZAYA_FLAG_STRING, &dummy, "TEXT", "prompt text; repeat for a batch (required)"},
+        {"prompt", 'p', ZAYA_FLAG_LIST, &prompt_list, "TEXT", "prompt text, one sequence of the batch each (required)"},
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (required)"},
         {"checkpoint", 0, ZAYA_FLAG_STRING, &mo.checkpoint, "PATH", "model checkpoint"},
         {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json, with --random-init"},
@@ -95,7 +96,7 @@ int zaya_cmd_generate(int argc, char **argv) {
         {"top-k", 0, ZAYA_FLAG_I64, &top_k, "K", "keep the K most likely tokens, 0 = off (default: 0)"},
         {"top-p", 0, ZAYA_FLAG_DOUBLE, &top_p, "P", "nucleus sampling mass, 1 = off (default: 1)"},
         {"seed", 's', ZAYA_FLAG_I64, &seed, "S", "sampling seed (default: 0)"},
-        {"stop", 0, ZAYA_FLAG_STRING, &dummy, "STR", "stop when the completion contains STR; repeatable"},
+        {"stop", 0, ZAYA_FLAG_LIST, &stop_list, "STR", "stop when the completion contains STR"},
         {"ignore-eos", 0, ZAYA_FLAG_BOOL, &ignore_eos, NULL, "do not stop at the tokenizer's eos token"},
         {"no-gemv", 0, ZAYA_FLAG_BOOL, &no_gemv, NULL, "use oneDNN for single-row projections too"},
         ZAYA_FLAG_THREADS(&threads),
@@ -104,15 +105,10 @@ int zaya_cmd_generate(int argc, char **argv) {
                           "With one prompt the completion streams as it is produced; with several, each is printed "
                           "when it ends. Timing of prefill and decode goes to stderr.",
                           flags, (int)(sizeof flags / sizeof flags[0])};
-    const char *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
-    int np = 0, ns = 0;
-    int r1 = zaya_flags_take_repeated(&argc, argv, "prompt", prompts, MAX_PROMPTS, &np);
-    int r2 = zaya_flags_take_repeated(&argc, argv, "stop", stops, MAX_STOPS, &ns);
-    if (r1 == -1 || r2 == -1) return zaya_flags_usage_error(&spec, "--%s needs a value", r1 == -1 ? "prompt" : "stop");
-    if (r1 == -2 || r2 == -2) return zaya_flags_usage_error(&spec, "at most %d prompts and %d stop strings", MAX_PROMPTS, MAX_STOPS);
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
+    const int np = prompt_list.n, ns = stop_list.n;
     if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
     if (np == 0) return zaya_flags_usage_error(&spec, "--prompt is required");
     if (!tok_path) return zaya_flags_usage_error(&spec, "--tokenizer is required");

@@ -61,7 +61,9 @@ void zaya_flags_print_help(const zaya_cmd_spec *spec, FILE *f) {
         if (fl->name) n += snprintf(lhs + n, sizeof lhs - (size_t)n, "--%s", fl->name);
         if (fl->kind != ZAYA_FLAG_BOOL && fl->metavar)
             snprintf(lhs + n, sizeof lhs - (size_t)n, " %s", fl->metavar);
-        fprintf(f, "  %-28s %s\n", lhs, fl->help ? fl->help : "");
+        fprintf(f, "  %-28s %s", lhs, fl->help ? fl->help : "");
+        if (fl->kind == ZAYA_FLAG_LIST) fprintf(f, " [repeatable, at most %d]", ((const zaya_flag_list *)fl->dst)->max);
+        fputc('\n', f);
     }
     fprintf(f, "  %-28s %s\n", "-h, --help", "show this help and exit");
     if (spec->details) fprintf(f, "\n%s\n", spec->details);
@@ -106,8 +108,57 @@ static zaya_status assign(const zaya_flag *fl, const char *val) {
     case ZAYA_FLAG_DOUBLE: ZAYA_TRY(zaya_parse_f64(val, &d)); *(double *)fl->dst = d; return ZAYA_OK;
     case ZAYA_FLAG_STRING: *(const char **)fl->dst = val; return ZAYA_OK;
     case ZAYA_FLAG_BYTES: ZAYA_TRY(zaya_parse_bytes(val, &i)); *(int64_t *)fl->dst = i; return ZAYA_OK;
+    case ZAYA_FLAG_LIST: {
+        zaya_flag_list *l = fl->dst;
+        if (l->n >= l->max) return zaya_error_set(ZAYA_EINVAL, "given more than %d times", l->max);
+        l->items[l->n++] = val;
+        return ZAYA_OK;
+    }
     }
     return zaya_error_set(ZAYA_EINVAL, "unknown flag kind");
+}
+
+static const char *kind_name(zaya_flag_kind k) {
+    switch (k) {
+    case ZAYA_FLAG_BOOL: return "bool";
+    case ZAYA_FLAG_INT: return "int";
+    case ZAYA_FLAG_I64: return "i64";
+    case ZAYA_FLAG_DOUBLE: return "double";
+    case ZAYA_FLAG_STRING: return "string";
+    case ZAYA_FLAG_BYTES: return "bytes";
+    case ZAYA_FLAG_LIST: return "list";
+    }
+    return "?";
+}
+
+/* ZAYA_CLI_PARSE_ONLY: the parsed values, one line per flag, for the CLI contract test. */
+static void dump_parsed(const zaya_cmd_spec *spec, const zaya_args *a) {
+    for (int i = 0; i < spec->nflags; i++) {
+        const zaya_flag *fl = &spec->flags[i];
+        if (fl->name) printf("--%s %s ", fl->name, kind_name(fl->kind));
+        else printf("-%c %s ", fl->short_name, kind_name(fl->kind));
+        switch (fl->kind) {
+        case ZAYA_FLAG_BOOL: case ZAYA_FLAG_INT: printf("%d", *(const int *)fl->dst); break;
+        case ZAYA_FLAG_I64: case ZAYA_FLAG_BYTES: printf("%lld", (long long)*(const int64_t *)fl->dst); break;
+        case ZAYA_FLAG_DOUBLE: printf("%.17g", *(const double *)fl->dst); break;
+        case ZAYA_FLAG_STRING: {
+            const char *v = *(const char *const *)fl->dst;
+            if (v) printf("'%s'", v);
+            else printf("(none)");
+            break;
+        }
+        case ZAYA_FLAG_LIST: {
+            const zaya_flag_list *l = fl->dst;
+            printf("[");
+            for (int k = 0; k < l->n; k++) printf("%s'%s'", k ? " " : "", l->items[k]);
+            printf("]");
+            break;
+        }
+        }
+        printf("\n");
+    }
+    for (int i = 0; i < a->npos; i++) printf("arg %d '%s'\n", i, a->pos[i]);
+    fflush(stdout);
 }
 
 static int add_positional(const zaya_cmd_spec *spec, zaya_args *out, char *arg) {
@@ -165,27 +216,10 @@ int zaya_flags_parse(const zaya_cmd_spec *spec, int argc, char **argv, zaya_args
         if (assign(fl, val) != ZAYA_OK)
             return zaya_flags_usage_error(spec, "option '%s': %s", shown, zaya_error_message());
     }
-    return -1;
-}
-
-int zaya_flags_take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n) {
-    size_t nl = strlen(name);
-    int w = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            while (i < *argc) argv[w++] = argv[i++];
-            break;
-        }
-        if (!strncmp(a, "--", 2) && !strncmp(a + 2, name, nl) && (a[2 + nl] == '\0' || a[2 + nl] == '=')) {
-            const char *v = a[2 + nl] == '=' ? a + 3 + nl : (i + 1 < *argc ? argv[++i] : NULL);
-            if (!v) return -1;
-            if (*n >= max) return -2;
-            out[(*n)++] = v;
-            continue;
-        }
-        argv[w++] = argv[i];
+    const char *po = getenv("ZAYA_CLI_PARSE_ONLY");
+    if (po && *po && strcmp(po, "0")) {
+        dump_parsed(spec, out);
+        return 0;
     }
-    *argc = w;
-    return 0;
+    return -1;
 }

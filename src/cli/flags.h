@@ -3,7 +3,12 @@
  * Each command declares a table of flags; zaya_flags_parse() fills the destinations, collects
  * positional arguments, prints --help, and rejects unknown flags or bad values with a message that
  * names them (exit code 2). Accepted forms: --name value, --name=value, -x value, -xvalue, and `--`
- * to end option parsing (everything after it is positional). */
+ * to end option parsing (everything after it is positional); the short and long spellings of a
+ * flag are the same flag in every form, repeatable ones included.
+ *
+ * With ZAYA_CLI_PARSE_ONLY=1 in the environment, zaya_flags_parse prints what every flag and
+ * positional argument was set to (one line each, `--name KIND VALUE`) and returns 0 before the
+ * command runs: the CLI contract test checks every short option against its long spelling this way. */
 #ifndef ZAYA_CLI_FLAGS_H
 #define ZAYA_CLI_FLAGS_H
 
@@ -18,7 +23,16 @@ typedef enum zaya_flag_kind {
     ZAYA_FLAG_DOUBLE, /* double* */
     ZAYA_FLAG_STRING, /* const char ** */
     ZAYA_FLAG_BYTES,  /* int64_t*: 64, 8K, 128M, 1G (binary multiples, as nccl-tests) */
+    ZAYA_FLAG_LIST,   /* zaya_flag_list*: repeatable; every occurrence appends its value */
 } zaya_flag_kind;
+
+/* Destination of a ZAYA_FLAG_LIST flag: values go to items[0..n), at most max of them (more is a
+ * usage error naming the flag). */
+typedef struct zaya_flag_list {
+    const char **items;
+    int max;
+    int n;
+} zaya_flag_list;
 
 typedef struct zaya_flag {
     const char *name; /* long name without dashes; NULL for short-only */
@@ -50,11 +64,6 @@ int zaya_flags_parse(const zaya_cmd_spec *spec, int argc, char **argv, zaya_args
 void zaya_flags_print_help(const zaya_cmd_spec *spec, FILE *f);
 /* Reports a usage error for spec (message + hint) and returns 2. */
 int zaya_flags_usage_error(const zaya_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* A repeatable option (`--NAME V` / `--NAME=V`, any number of times) is taken out of argv before
- * zaya_flags_parse runs: its values go to out[0..*n) (at most max). Returns 0, -1 for a missing
- * value, -2 for more than max occurrences. Arguments after `--` are left alone. */
-int zaya_flags_take_repeated(int *argc, char **argv, const char *name, const char **out, int max, int *n);
 
 /* "128M" -> 134217728. Suffixes K, M, G, T (binary), optional trailing B; rejects anything else. */
 zaya_status zaya_parse_bytes(const char *s, int64_t *out);

@@ -1,5 +1,6 @@
 #include "zaya/corpus.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <xxhash.h>
 
@@ -33,11 +34,14 @@ zaya_status zaya_corpus_prepare(const char *tokenizer_path, const char *const *i
     opts->eos_id = (uint32_t)eos;
     s = zaya_corpus_tokenizer_hash(tokenizer_path, &opts->tokenizer_hash);
     if (s != ZAYA_OK) goto done;
-    zaya_tokenizer_encoder *enc = NULL;
-    s = zaya_tokenizer_encoder_init(tok, 1, &enc);
-    if (s != ZAYA_OK) goto done;
-    s = zaya_data_prepare(inputs, ninputs, opts, encode_with, enc, stats);
-    zaya_tokenizer_encoder_free(enc);
+    /* one encoder (with its word cache) per thread: documents are encoded in parallel */
+    int nt = omp_get_max_threads();
+    zaya_tokenizer_encoder **enc = calloc((size_t)nt, sizeof *enc);
+    if (!enc) s = zaya_error_set(ZAYA_ENOMEM, "out of memory");
+    for (int i = 0; s == ZAYA_OK && i < nt; i++) s = zaya_tokenizer_encoder_init(tok, 1, &enc[i]);
+    if (s == ZAYA_OK) s = zaya_data_prepare(inputs, ninputs, opts, encode_with, (void *const *)enc, nt, stats);
+    for (int i = 0; enc && i < nt; i++) zaya_tokenizer_encoder_free(enc[i]);
+    free(enc);
 done:
     zaya_tokenizer_free(tok);
     return s;

@@ -24,6 +24,10 @@
 #include "zaya/safetensors.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_CKPT_FORMAT "zaya-checkpoint"
 #define ZAYA_CKPT_VERSION 1
 #define ZAYA_CKPT_SECTION_MODEL "model_config" /* zaya_config_to_json of the model */
@@ -195,5 +199,9 @@ typedef struct zaya_hf_export_opts {
 zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards);
 /* HF directory (either layout) -> a zaya checkpoint at out_root/step-00000000 (model + config). */
 zaya_status zaya_ckpt_import_hf(const char *hf_dir, const char *out_root, char *step_dir, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

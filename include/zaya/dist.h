@@ -40,6 +40,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_comm zaya_comm;
 
 typedef enum zaya_dist_dtype { ZAYA_DIST_F32 = 0, ZAYA_DIST_BF16 = 1 } zaya_dist_dtype;
@@ -148,5 +152,9 @@ zaya_status zaya_dist_waitall(zaya_dist_request *reqs, int n);
 
 /* ---- element-wise bf16 combine, exactly as the reductions above apply it (for tests, checks) ---- */
 uint16_t zaya_bf16_combine(uint16_t a, uint16_t b, zaya_redop op); /* op: sum, prod, min, max */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 zaya_status zaya_mkdir_p(const char *path);
 /* Joins dir and name into out (size cap); errors if it does not fit. */
 zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *name);
@@ -12,5 +16,9 @@ zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *n
 zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t len);
 /* Reads a whole file (malloc'd, NUL-terminated for convenience). */
 zaya_status zaya_read_file(const char *path, char **data, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

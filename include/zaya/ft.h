@@ -10,6 +10,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Exit status of `zaya supervise` (and of a trainer) that stopped on request after a checkpoint. */
 #define ZAYA_SUPERVISE_EXIT_PREEMPTED 75
 
@@ -48,5 +52,9 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
 /* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
  * matrices whose products and sums are exactly representable, compared with an int64 reference. */
 zaya_status zaya_health_check_gemm(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,6 +1,8 @@
 /* No allocation inside a training step (docs/architecture.md): runs the real trainer on a tiny model
  * and counts every heap allocation zaya's own code makes between the start of a step (its data
- * section) and its end (the step-done hook).
+ * section) and its end (the step-done hook). The one allowed is a new matmul primitive (a GEMM shape
+ * met for the first time): each step's count must equal the growth of the matmul cache, and every
+ * allocation's call stack must pass through a zaya_matmul* function.
  *
  * Linked with -Wl,--wrap for malloc, calloc, realloc, aligned_alloc (zaya_malloc), posix_memalign
  * and strdup, so every call from the library's objects and this file lands in a counting wrapper
@@ -24,13 +26,11 @@
 
 static _Atomic int g_in_step;
 static _Atomic int64_t g_step_allocs, g_outside_allocs;
-static _Atomic(void *) g_first_site; /* return address of the first allocation inside a step */
 static int64_t g_per_step[MAX_STEPS];
 /* matmul primitives the step created: the one allocation a step may make, once per GEMM shape (the
  * expert GEMMs' token counts vary with the routing, so early steps still meet new shapes) */
 static int g_cache_at_start;
 static int64_t g_new_prims[MAX_STEPS];
-static void *g_site[MAX_STEPS];
 /* call stack of the first allocation inside a step that is not a matmul primitive */
 static void *g_stack[16];
 static int g_stack_depth;
@@ -46,9 +46,9 @@ static int from_matmul(void *const *frames, int n) {
     return 0;
 }
 
-static void count(void *site) {
+static void count(void) {
     if (g_in_step) {
-        if (g_step_allocs++ == 0) g_first_site = site;
+        g_step_allocs++;
         void *frames[16];
         int n = backtrace(frames, 16);
         if (!from_matmul(frames, n) && !g_stack_taken++) {
@@ -81,27 +81,27 @@ void __wrap_zaya_ft_step_done(struct zaya_trainer *t, double seconds, double bus
                               double grad_norm);
 
 void *__wrap_malloc(size_t n) {
-    count(__builtin_return_address(0));
+    count();
     return __real_malloc(n);
 }
 void *__wrap_calloc(size_t n, size_t size) {
-    count(__builtin_return_address(0));
+    count();
     return __real_calloc(n, size);
 }
 void *__wrap_realloc(void *p, size_t n) {
-    count(__builtin_return_address(0));
+    count();
     return __real_realloc(p, n);
 }
 void *__wrap_aligned_alloc(size_t align, size_t n) {
-    count(__builtin_return_address(0));
+    count();
     return __real_aligned_alloc(align, n);
 }
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
-    count(__builtin_return_address(0));
+    count();
     return __real_posix_memalign(p, align, n);
 }
 char *__wrap_strdup(const char *s) {
-    count(__builtin_return_address(0));
+    count();
     return __real_strdup(s);
 }
 
@@ -109,7 +109,6 @@ char *__wrap_strdup(const char *s) {
 void __wrap_zaya_ft_enter(struct zaya_trainer *t, zaya_ft_section s) {
     if (s == ZAYA_FT_DATA) {
         g_step_allocs = 0;
-        g_first_site = NULL;
         g_cache_at_start = zaya_matmul_cache_size();
         g_in_step = 1;
     }
@@ -122,7 +121,6 @@ void __wrap_zaya_ft_step_done(struct zaya_trainer *t, double seconds, double bus
     if (g_steps < MAX_STEPS) {
         g_per_step[g_steps] = g_step_allocs;
         g_new_prims[g_steps] = zaya_matmul_cache_size() - g_cache_at_start;
-        g_site[g_steps] = g_first_site;
     }
     g_steps++;
     __real_zaya_ft_step_done(t, seconds, busy, skipped, loss, grad_norm);
@@ -191,16 +189,12 @@ int main(int argc, char **argv) {
     if (g_stack_taken) fail = 1;
     for (int i = 0; i < g_steps && i < MAX_STEPS; i++)
         if (g_per_step[i] != g_new_prims[i]) {
-            /* the executable exports its symbols (ENABLE_EXPORTS), so the caller has a name */
-            Dl_info di;
-            memset(&di, 0, sizeof di);
-            int named = g_site[i] && dladdr(g_site[i], &di) && di.dli_sname;
-            fprintf(stderr, "rank %d: step %d allocated %lld times (%lld new matmul primitives), the first from %s+0x%lx\n",
-                    rank, i, (long long)g_per_step[i], (long long)g_new_prims[i], named ? di.dli_sname : "?",
-                    named ? (unsigned long)((char *)g_site[i] - (char *)di.dli_saddr) : 0ul);
+            fprintf(stderr, "rank %d: step %d allocated %lld times, %lld new matmul primitives\n", rank, i,
+                    (long long)g_per_step[i], (long long)g_new_prims[i]);
             fail = 1;
         }
     if (g_stack_depth > 0) {
+        /* the executable exports its symbols (ENABLE_EXPORTS), so the frames have names */
         fprintf(stderr, "rank %d: call stack of the first allocation inside a step outside the matmul cache:\n", rank);
         backtrace_symbols_fd(g_stack, g_stack_depth, 2);
     }

@@ -22,9 +22,15 @@ extern "C" {
 
 /* ---------------------------------------------------------------- architecture */
 
-typedef enum zaya_size_attn_kind { ZAYA_SIZE_ATTN_MHA, ZAYA_SIZE_ATTN_GQA, ZAYA_SIZE_ATTN_CCA, ZAYA_SIZE_ATTN_MLA } zaya_size_attn_kind;
-typedef enum zaya_size_qk_norm { ZAYA_SIZE_QK_NORM_NONE, ZAYA_SIZE_QK_NORM_HEAD, ZAYA_SIZE_QK_NORM_FULL } zaya_size_qk_norm;
-typedef enum zaya_size_router_kind { ZAYA_SIZE_ROUTER_NONE, ZAYA_SIZE_ROUTER_LINEAR, ZAYA_SIZE_ROUTER_ZAYA } zaya_size_router_kind;
+typedef enum zaya_size_attn_kind {
+    ZAYA_SIZE_ATTN_MHA, ZAYA_SIZE_ATTN_GQA, ZAYA_SIZE_ATTN_CCA, ZAYA_SIZE_ATTN_MLA
+} zaya_size_attn_kind;
+typedef enum zaya_size_qk_norm {
+    ZAYA_SIZE_QK_NORM_NONE, ZAYA_SIZE_QK_NORM_HEAD, ZAYA_SIZE_QK_NORM_FULL
+} zaya_size_qk_norm;
+typedef enum zaya_size_router_kind {
+    ZAYA_SIZE_ROUTER_NONE, ZAYA_SIZE_ROUTER_LINEAR, ZAYA_SIZE_ROUTER_ZAYA
+} zaya_size_router_kind;
 
 /* The config keys a family spells each size with, so that errors quote the user's file. */
 typedef struct zaya_size_arch_keys {
@@ -178,14 +184,18 @@ typedef struct zaya_size_fit {
 
 void zaya_size_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *o, double cap, zaya_size_fit *f);
 /* Inference: weights (bytes_per_value each, all experts resident) + KV cache of batch sequences. */
-void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_size_fit *f);
+void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap,
+                         zaya_size_fit *f);
 
 /* ---------------------------------------------------------------- hardware profiles */
 
 typedef struct zaya_size_gemm_point { int bf16; int64_t m, n, k; double gflops; } zaya_size_gemm_point;
 typedef struct zaya_size_coll_point { int ranks; double bytes, time_us; } zaya_size_coll_point;
 
-enum { ZAYA_SIZE_COLL_ALLREDUCE, ZAYA_SIZE_COLL_REDUCE_SCATTER, ZAYA_SIZE_COLL_ALL_GATHER, ZAYA_SIZE_COLL_BROADCAST, ZAYA_SIZE_COLL_N };
+enum {
+    ZAYA_SIZE_COLL_ALLREDUCE, ZAYA_SIZE_COLL_REDUCE_SCATTER, ZAYA_SIZE_COLL_ALL_GATHER, ZAYA_SIZE_COLL_BROADCAST,
+    ZAYA_SIZE_COLL_N
+};
 
 typedef struct zaya_size_hw {
     char name[64];
@@ -259,8 +269,8 @@ typedef struct zaya_size_rule {
 
 extern const zaya_size_rule zaya_size_rules[];
 extern const int zaya_size_nrules;
-int zaya_size_check_rules(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *hits,
-                          int cap);
+int zaya_size_check_rules(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run,
+                          zaya_size_rule_hit *hits, int cap);
 /* Nearest multiple of q to x (ties up), never below q. */
 int64_t zaya_size_round_to(int64_t x, int64_t q);
 
@@ -346,8 +356,8 @@ void zaya_size_search_opts_default(zaya_size_search_opts *o);
 /* One shape under the search's settings (batch, seq, DP, ZeRO-1, AdamW; recomputation exactly when the
  * activations would not fit otherwise): the search ranks with it and the explanation re-evaluates with
  * it, so candidate and reference are always compared under the same settings. */
-zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a, int *recompute,
-                                  zaya_size_step_pred *sp, zaya_size_infer_pred *ip);
+zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a,
+                                  int *recompute, zaya_size_step_pred *sp, zaya_size_infer_pred *ip);
 /* Reference minus candidate, term by term of the step model; step == gemm + attn_mem + optimizer + comm
  * exactly (the terms the explanation prints). */
 typedef struct zaya_size_step_diff { double step, gemm, attn_mem, optimizer, comm; } zaya_size_step_diff;
@@ -355,7 +365,8 @@ void zaya_size_diff_step(const zaya_size_step_pred *cand, const zaya_size_step_p
 zaya_status zaya_size_search(const zaya_size_hw *hw, const zaya_size_search_opts *o, zaya_size_search_result *r);
 void zaya_size_search_result_free(zaya_size_search_result *r);
 /* Writes the "why this shape" paragraph: the front's best vs the reference (or the runner-up). */
-void zaya_size_search_explain(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_search_result *r, FILE *f);
+void zaya_size_search_explain(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_search_result *r,
+                              FILE *f);
 
 /* ---------------------------------------------------------------- reporting helpers */
 

@@ -1,7 +1,7 @@
 /* Communicator layer: every collective, blocking and non-blocking, f32 and bf16, every reduction,
- * in and out of place, on the world and on sub-communicators; checked element by element against
- * the exact expected values. Runs as a single process (ctest unit) and under mpirun (tests/coll.cmake
- * runs it with 2 and 4 ranks). */
+ * in and out of place, on the world and on sub-communicators, and the f64 / i64 all-reduces; checked
+ * element by element against the exact expected values. Runs as a single process (ctest unit) and
+ * under mpirun (tests/coll.cmake runs it with 2 and 4 ranks). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +107,42 @@ static void test_avg(const zaya_comm *w) {
           "f32 avg %g", fy);
 }
 
+/* f64 and i64 all-reduces keep every bit: values an f32 round trip would round (2^-40 offsets, integers
+ * above 2^24) or overflow (2^900) come back exact, in place and out of place. */
+static void test_exact_host(const zaya_comm *w) {
+    const int n = zaya_comm_size(w), r = zaya_comm_rank(w);
+    const double tiny = ldexp(1.0, -40), huge = ldexp(1.0, 900);
+    const int64_t tri = (int64_t)n * (n + 1) / 2; /* sum of r + 1 over ranks */
+    double x[3] = {1.0 + (r + 1) * tiny, huge * (r + 1), -(double)r - 0.5}, y[3] = {0};
+    CHECK(zaya_allreduce_f64(w, x, x, 2, ZAYA_REDOP_SUM) == ZAYA_OK, "f64 sum: %s", zaya_error_message());
+    CHECK(x[0] == n + (double)tri * tiny, "f64 sum %.17g, want %.17g", x[0], n + (double)tri * tiny);
+    CHECK(x[1] == huge * (double)tri && isfinite(x[1]), "f64 sum of 2^900 multiples %g", x[1]);
+    CHECK(zaya_allreduce_f64(w, x + 2, y, 1, ZAYA_REDOP_MAX) == ZAYA_OK && y[0] == -0.5 && x[2] == -(double)r - 0.5,
+          "f64 max out of place %g (send %g)", y[0], x[2]);
+    CHECK(zaya_allreduce_f64(w, x + 2, y, 1, ZAYA_REDOP_MIN) == ZAYA_OK && y[0] == -(double)(n - 1) - 0.5,
+          "f64 min %g", y[0]);
+    double a = r + 1;
+    CHECK(zaya_allreduce_f64(w, &a, &a, 1, ZAYA_REDOP_AVG) == ZAYA_OK && a == (double)tri / n, "f64 avg %g", a);
+
+    int64_t c[3] = {((int64_t)1 << 40) + r + 1, (int64_t)r << 33, -(int64_t)r}, d[3] = {0};
+    CHECK(zaya_allreduce_i64(w, c, c, 1, ZAYA_REDOP_SUM) == ZAYA_OK &&
+              c[0] == ((int64_t)n << 40) + tri, "i64 sum %lld, want %lld", (long long)c[0],
+          (long long)(((int64_t)n << 40) + tri));
+    CHECK(zaya_allreduce_i64(w, c + 1, d, 2, ZAYA_REDOP_MAX) == ZAYA_OK && d[0] == (int64_t)(n - 1) << 33 && d[1] == 0 &&
+              c[1] == (int64_t)r << 33, "i64 max out of place %lld %lld", (long long)d[0], (long long)d[1]);
+    CHECK(zaya_allreduce_i64(w, c + 2, d, 1, ZAYA_REDOP_MIN) == ZAYA_OK && d[0] == -(int64_t)(n - 1),
+          "i64 min %lld", (long long)d[0]);
+    CHECK(zaya_allreduce_i64(w, c, d, 0, ZAYA_REDOP_SUM) == ZAYA_OK, "i64 empty: %s", zaya_error_message());
+    CHECK(zaya_allreduce_i64(w, c, c, 1, ZAYA_REDOP_AVG) == ZAYA_EINVAL && strstr(zaya_error_message(), "avg") &&
+              strstr(zaya_error_message(), "i64"), "i64 avg refused: %s", zaya_error_message());
+    CHECK(zaya_allreduce_f64(w, x, x, -1, ZAYA_REDOP_SUM) == ZAYA_EINVAL && strstr(zaya_error_message(), "f64") &&
+              strstr(zaya_error_message(), "negative"), "f64 negative count: %s", zaya_error_message());
+    CHECK(zaya_allreduce_i64(w, c, c, 3000000000ll, ZAYA_REDOP_SUM) == ZAYA_ERANGE &&
+              strstr(zaya_error_message(), "3000000000"), "i64 huge count: %s", zaya_error_message());
+    CHECK(zaya_allreduce_f64(NULL, x, x, 1, ZAYA_REDOP_SUM) == ZAYA_EINVAL, "f64 NULL communicator");
+    CHECK(zaya_allreduce_f64(w, x, x, 1, (zaya_redop)42) == ZAYA_EINVAL, "f64 bad op");
+}
+
 static void test_subcomms(const zaya_comm *w) {
     int n = zaya_comm_size(w), r = zaya_comm_rank(w);
     for (int k = 1; k <= n; k *= 2) {
@@ -171,6 +207,7 @@ int main(int argc, char **argv) {
     g_rank = zaya_comm_rank(w);
     test_collectives(w, w, "world");
     test_avg(w);
+    test_exact_host(w);
     test_subcomms(w);
     test_errors(w);
     /* Every rank must pass: combine the failure counts so rank 0's exit code speaks for all. */

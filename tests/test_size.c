@@ -14,10 +14,10 @@ static const char *data_dir(void) {
     return d ? d : "tests";
 }
 
-static void load(const char *name, zaya_arch *a) {
+static void load(const char *name, zaya_size_arch *a) {
     char path[1024];
     snprintf(path, sizeof path, "%s/fixtures/size/%s", data_dir(), name);
-    zaya_status s = zaya_arch_load(path, a);
+    zaya_status s = zaya_size_arch_load(path, a);
     if (s != ZAYA_OK) {
         fprintf(stderr, "cannot load %s: %s\n", path, zaya_error_message());
         exit(1);
@@ -32,14 +32,14 @@ static cJSON *load_json(const char *name) {
     return root;
 }
 
-static const zaya_param_row *row(const zaya_params *p, const char *name) {
+static const zaya_size_param_row *row(const zaya_size_params *p, const char *name) {
     for (int i = 0; i < p->nrows; i++)
         if (!strcmp(p->rows[i].name, name)) return &p->rows[i];
     return NULL;
 }
 
-static int64_t row_each(const zaya_params *p, const char *name) {
-    const zaya_param_row *r = row(p, name);
+static int64_t row_each(const zaya_size_params *p, const char *name) {
+    const zaya_size_param_row *r = row(p, name);
     return r ? r->each : -1;
 }
 
@@ -60,12 +60,12 @@ static void check_pub_digits(const char *what, double computed, double published
 static void test_zaya1(void) {
     const char *files[] = {"zaya1-8b.json", "zaya1-8b-hf.json"};
     for (int f = 0; f < 2; f++) {
-        zaya_arch a;
+        zaya_size_arch a;
         load(files[f], &a);
-        zaya_params p;
+        zaya_size_params p;
         zaya_size_count_params(&a, &p);
         CHECK(a.layers == 40 && a.heads == 8 && a.kv_heads == 2 && a.expert_ffn == 2048 && a.top_k == 1 &&
-                  a.router_hidden == 256 && a.router_classes == 17 && a.attn == ZAYA_ATTN_CCA,
+                  a.router_hidden == 256 && a.router_classes == 17 && a.attn == ZAYA_SIZE_ATTN_CCA,
               "%s: parsed shape", files[f]);
         CHECK(p.non_embedding == 8303355728LL, "%s: non-embedding %lld", files[f], (long long)p.non_embedding);
         CHECK(p.active_non_embedding == 753608528LL, "%s: active %lld", files[f], (long long)p.active_non_embedding);
@@ -102,16 +102,16 @@ static void test_zaya1(void) {
                            12582912;
         double mm = 40.0 * mm_block + 262272.0 * 2048;
         double attn_f = 40.0 * 4 * 1024 * (4096 + 1) / 2.0;
-        zaya_flops fl;
-        zaya_size_flops(&a, 4096, &fl);
+        zaya_size_flops fl;
+        zaya_size_count_flops(&a, 4096, &fl);
         CHECK(fabs(fl.train - 3 * (2 * mm + attn_f)) < 1, "training FLOPs %.0f vs %.0f", fl.train, 3 * (2 * mm + attn_f));
         CHECK(fabs(fl.train / 1e9 - 8.75) < 0.01, "8.75 GFLOP/token (reference derivation): %.4f", fl.train / 1e9);
     }
 }
 
 static void test_published(void) {
-    zaya_arch a;
-    zaya_params p;
+    zaya_size_arch a;
+    zaya_size_params p;
     /* Llama-3-8B: 8.03B */
     load("llama-3-8b.json", &a);
     zaya_size_count_params(&a, &p);
@@ -119,7 +119,7 @@ static void test_published(void) {
     int64_t layer = D * D * 2 + 2 * D * 1024 + 3 * D * 14336 + 2 * D;
     CHECK(p.total == 2 * V * D + L * layer + D, "llama exact %lld", (long long)p.total);
     check_pub("llama-3-8b total", (double)p.total, 8.03e9);
-    CHECK(p.active == p.total && a.attn == ZAYA_ATTN_GQA, "llama dense GQA");
+    CHECK(p.active == p.total && a.attn == ZAYA_SIZE_ATTN_GQA, "llama dense GQA");
     CHECK(zaya_size_kv_bytes_per_token(&a, 2) == 32.0 * 2 * 8 * 128 * 2, "llama KV");
 
     /* Mixtral-8x7B: 46.7B / 12.9B */
@@ -194,12 +194,12 @@ static void test_published(void) {
 /* Families added with MLA, shared experts, dense-first layers, MTP, sinks, local attention and nested
  * text configs; every fixture names its source (model card / config.json) in its "_source" key. */
 static void test_families(void) {
-    zaya_arch a;
-    zaya_params p;
+    zaya_size_arch a;
+    zaya_size_params p;
     /* DeepSeek-V2-Lite (huggingface.co/deepseek-ai/DeepSeek-V2-Lite): 15.7B total, 2.4B activated; no q LoRA */
     load("deepseek-v2-lite.json", &a);
     zaya_size_count_params(&a, &p);
-    CHECK(a.attn == ZAYA_ATTN_MLA && a.n_moe_layers == 26 && a.shared_experts == 2 && row(&p, "attn.q_a_proj") == NULL,
+    CHECK(a.attn == ZAYA_SIZE_ATTN_MLA && a.n_moe_layers == 26 && a.shared_experts == 2 && row(&p, "attn.q_a_proj") == NULL,
           "v2-lite shape");
     {
         int64_t D = 2048, H = 16, att = H * 192 * D + 576 * D + 512 + H * 256 * 512 + D * H * 128;
@@ -253,7 +253,7 @@ static void test_families(void) {
     load("gemma-3-1b.json", &a);
     zaya_size_count_params(&a, &p);
     check_pub_digits("gemma-3-1b non-embedding", (double)p.non_embedding, 698e6, 1e6);
-    CHECK(a.n_window_layers == 26 - 4 && a.qk_norm == ZAYA_QK_NORM_HEAD, "gemma3 5:1 local/global");
+    CHECK(a.n_window_layers == 26 - 4 && a.qk_norm == ZAYA_SIZE_QK_NORM_HEAD, "gemma3 5:1 local/global");
     load("gemma-3-4b.json", &a);
     zaya_size_count_params(&a, &p);
     CHECK(a.text_only && !strcmp(a.family, "gemma3_text") && a.heads == 8 && a.kv_heads == 4, "text_config with class defaults");
@@ -290,14 +290,14 @@ static void test_families(void) {
 
 /* Memory as a constraint: per-device need, the largest term and the smallest change that fits. */
 static void test_fit(void) {
-    zaya_arch a;
+    zaya_size_arch a;
     load("mixtral-8x7b.json", &a);
-    zaya_mem_opts o;
-    zaya_mem_opts_default(&o);
+    zaya_size_mem_opts o;
+    zaya_size_mem_opts_default(&o);
     o.dp = 8;
     o.zero_stage = 1;
-    CHECK(zaya_mem_bytes_per_param(&o) == 18, "default 18 B/param");
-    zaya_fit f;
+    CHECK(zaya_size_mem_bytes_per_param(&o) == 18, "default 18 B/param");
+    zaya_size_fit f;
     zaya_size_train_fit(&a, &o, 80e9, &f);
     CHECK(!f.fits && f.need / 1073741824.0 > 350 && f.need / 1073741824.0 < 360, "mixtral DP 8 ZeRO-1 ~356 GiB: %.1f",
           f.need / 1073741824.0);
@@ -305,25 +305,25 @@ static void test_fit(void) {
     /* the advice is itself a layout that fits, and one fewer rank does not */
     int dp = 0;
     sscanf(strstr(f.advice, "DP >= ") + 6, "%d", &dp);
-    zaya_mem_opts t = o;
+    zaya_size_mem_opts t = o;
     t.zero_stage = 3;
     t.dp = dp;
-    zaya_fit g;
+    zaya_size_fit g;
     zaya_size_train_fit(&a, &t, 80e9, &g);
     CHECK(g.fits, "advised DP %d fits", dp);
     /* ZeRO paper convention: bf16 gradients -> 16 B/param */
     o.grad_bytes = 2;
-    CHECK(zaya_mem_bytes_per_param(&o) == 16, "16 B/param");
-    zaya_mem m;
+    CHECK(zaya_size_mem_bytes_per_param(&o) == 16, "16 B/param");
+    zaya_size_mem m;
     o.dp = 1;
     o.zero_stage = 0;
     zaya_size_train_memory(&a, &o, &m);
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(&a, &p);
     CHECK(m.weights + m.master + m.grads + m.optimizer == 16.0 * (double)p.total, "16 B x params");
     /* a higher stage is the first advice when it suffices */
     load("llama-3-8b.json", &a);
-    zaya_mem_opts_default(&o);
+    zaya_size_mem_opts_default(&o);
     o.dp = 8;
     o.zero_stage = 0;
     o.recompute = 1;
@@ -347,15 +347,15 @@ static void test_fit(void) {
 /* The classic MoE calculator bugs, each provoked on purpose. */
 static void test_moe_bugs(void) {
     cJSON *cfg = load_json("qwen3-30b-a3b.json");
-    zaya_arch a, b;
-    zaya_params p, q;
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_OK, "parse");
+    zaya_size_arch a, b;
+    zaya_size_params p, q;
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_OK, "parse");
     zaya_size_count_params(&a, &p);
     /* expert width vs dense width: intermediate_size (6144) must not enter an all-MoE model */
     CHECK(row_each(&p, "experts.gate_up") == 2 * 768 * 2048, "expert width is moe_intermediate_size");
     /* one dense layer via mlp_only_layers: exactly one layer swaps its experts + router for a 6144 MLP */
     cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_CreateIntArray((const int[]){0}, 1));
-    CHECK(zaya_arch_from_config(cfg, &b) == ZAYA_OK && b.n_moe_layers == 47, "mlp_only_layers");
+    CHECK(zaya_size_arch_from_config(cfg, &b) == ZAYA_OK && b.n_moe_layers == 47, "mlp_only_layers");
     zaya_size_count_params(&b, &q);
     CHECK(p.total - q.total == 128LL * 3 * 2048 * 768 + 128 * 2048 - 3LL * 2048 * 6144, "dense layer delta %lld",
           (long long)(p.total - q.total));
@@ -364,36 +364,36 @@ static void test_moe_bugs(void) {
     /* top-k: active grows by exactly one expert per MoE layer per extra k; total does not move */
     cfg = load_json("mixtral-8x7b.json");
     cJSON_ReplaceItemInObject(cfg, "num_experts_per_tok", cJSON_CreateNumber(1));
-    CHECK(zaya_arch_from_config(cfg, &b) == ZAYA_OK, "parse top-1");
+    CHECK(zaya_size_arch_from_config(cfg, &b) == ZAYA_OK, "parse top-1");
     load("mixtral-8x7b.json", &a);
     zaya_size_count_params(&a, &p);
     zaya_size_count_params(&b, &q);
     CHECK(p.total == q.total && p.active - q.active == 32LL * 3 * 4096 * 14336, "top-k delta");
     /* FLOPs follow active, not total */
-    zaya_flops fa, fb;
-    zaya_size_flops(&a, 1, &fa);
-    zaya_size_flops(&b, 1, &fb);
+    zaya_size_flops fa, fb;
+    zaya_size_count_flops(&a, 1, &fa);
+    zaya_size_count_flops(&b, 1, &fb);
     CHECK(fabs((fa.linear_fwd - fb.linear_fwd) - 2.0 * 32 * 3 * 4096 * 14336) < 1, "top-k FLOPs");
     cJSON_Delete(cfg);
 
     /* shared experts are always active, routed ones only top-k */
     load("qwen1.5-moe-a2.7b.json", &a);
     zaya_size_count_params(&a, &p);
-    const zaya_param_row *sh = row(&p, "shared_expert.gate_up");
+    const zaya_size_param_row *sh = row(&p, "shared_expert.gate_up");
     CHECK(sh && sh->active == sh->total && sh->each == 2 * 5632 * 2048, "shared expert fully active");
-    const zaya_param_row *ex = row(&p, "experts.gate_up");
+    const zaya_size_param_row *ex = row(&p, "experts.gate_up");
     CHECK(ex && ex->active * 15 == ex->total, "routed: 4 of 60 active");
 }
 
 static void test_memory(void) {
-    zaya_arch a;
+    zaya_size_arch a;
     load("llama-3-8b.json", &a);
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(&a, &p);
     double P = (double)p.total;
-    zaya_mem_opts o;
-    zaya_mem_opts_default(&o);
-    zaya_mem m;
+    zaya_size_mem_opts o;
+    zaya_size_mem_opts_default(&o);
+    zaya_size_mem m;
     o.zero_stage = 0;
     o.dp = 8;
     zaya_size_train_memory(&a, &o, &m);
@@ -405,7 +405,7 @@ static void test_memory(void) {
     zaya_size_train_memory(&a, &o, &m);
     CHECK(fabs((m.weights + m.master + m.grads + m.optimizer) * 8 - 18 * P) < 1, "ZeRO-3 shards everything");
     o.zero_stage = 0;
-    o.optimizer = ZAYA_OPT_MUON;
+    o.optimizer = ZAYA_SIZE_OPT_MUON;
     zaya_size_train_memory(&a, &o, &m);
     CHECK(fabs(m.optimizer - 4 * ((double)p.matrix_total + 2 * (P - (double)p.matrix_total))) < 1, "Muon: 1 state on matrices");
     CHECK((double)p.matrix_total == P - 2.0 * 128256 * 4096 - 65.0 * 4096, "matrices exclude embeddings and norms");
@@ -413,20 +413,20 @@ static void test_memory(void) {
 }
 
 static void test_rules(void) {
-    zaya_hw hw;
-    CHECK(zaya_hw_get("mi300x", NULL, &hw) == ZAYA_OK && hw.compute_units == 304 && hw.peak_bf16 == 1307.4e12 &&
+    zaya_size_hw hw;
+    CHECK(zaya_size_hw_get("mi300x", NULL, &hw) == ZAYA_OK && hw.compute_units == 304 && hw.peak_bf16 == 1307.4e12 &&
               hw.mem_bw == 5.3e12 && hw.mem_bytes == 192e9,
           "mi300x spec");
-    zaya_arch a;
+    zaya_size_arch a;
     load("zaya1-8b.json", &a);
     zaya_size_run run = {4, 4096, 1};
-    zaya_rule_hit h[256];
+    zaya_size_rule_hit h[256];
     int n = zaya_size_check_rules(&a, &hw, &run, h, 256);
     for (int i = 0; i < n && i < 256; i++)
         CHECK(strcmp(h[i].rule_id, "head_dim") && strcmp(h[i].rule_id, "width_tile") && strcmp(h[i].rule_id, "vocab_128"),
               "ZAYA1 obeys the structural rules: %s %s", h[i].rule_id, h[i].detail);
     /* violations with their nearest compliant values */
-    zaya_arch b = a;
+    zaya_size_arch b = a;
     b.head_dim = 96;
     b.vocab = 262145;
     b.hidden = 2000;
@@ -451,34 +451,34 @@ static void test_rules(void) {
           "round_to");
 
     /* tile and wave quantization */
-    zaya_gemm_est e;
-    zaya_hw fast = hw; /* compute-bound everywhere; K of 3 tiles rules out split-K */
+    zaya_size_gemm_est e;
+    zaya_size_hw fast = hw; /* compute-bound everywhere; K of 3 tiles rules out split-K */
     fast.mem_bw = 1e18;
-    zaya_gemm_estimate(&fast, 256 * 304, 128, 192, &e);
+    zaya_size_gemm_estimate(&fast, 256 * 304, 128, 192, &e);
     CHECK(e.waves == 1 && fabs(e.wave_eff - 1) < 1e-12 && e.tile_eff == 1, "exactly one full wave");
-    zaya_gemm_est e2;
-    zaya_gemm_estimate(&fast, 256 * 305, 128, 192, &e2);
+    zaya_size_gemm_est e2;
+    zaya_size_gemm_estimate(&fast, 256 * 305, 128, 192, &e2);
     CHECK(e2.waves == 2 && fabs(e2.wave_eff - 305.0 / 608) < 1e-12 && e2.time_s - hw.launch_s > 1.99 * (e.time_s - hw.launch_s),
           "one tile past a wave costs a wave: %lld waves, %.3f", (long long)e2.waves, e2.wave_eff);
-    zaya_gemm_estimate(&hw, 8192, 129, 4096, &e);
+    zaya_size_gemm_estimate(&hw, 8192, 129, 4096, &e);
     CHECK(fabs(e.tile_eff - 129.0 / 256) < 1e-12, "tile quantization 129 of 256");
     /* a weight gradient with a small output and long K uses split-K instead of idling the GPU */
-    zaya_gemm_estimate(&hw, 256, 2048, 16384, &e);
+    zaya_size_gemm_estimate(&hw, 256, 2048, 16384, &e);
     CHECK(e.split > 1 && e.wave_eff > 0.8, "split-K %lld, wave %.2f", (long long)e.split, e.wave_eff);
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
 }
 
 static void test_predict(void) {
-    zaya_hw hw;
-    zaya_hw_get("mi300x", NULL, &hw);
-    zaya_arch a;
+    zaya_size_hw hw;
+    zaya_size_hw_get("mi300x", NULL, &hw);
+    zaya_size_arch a;
     load("zaya1-8b.json", &a);
-    zaya_step_opts o;
-    zaya_step_opts_default(&o);
+    zaya_size_step_opts o;
+    zaya_size_step_opts_default(&o);
     double prev_step = 0, prev_tps = 0;
     for (int64_t b = 1; b <= 16; b *= 2) {
         o.batch = b;
-        zaya_step_pred p;
+        zaya_size_step_pred p;
         CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK, "predict");
         CHECK(p.step_s > prev_step, "step time grows with batch (%lld: %.4f)", (long long)b, p.step_s);
         CHECK(p.tokens_per_s_rank >= prev_tps * 0.999, "throughput does not fall with batch");
@@ -487,7 +487,7 @@ static void test_predict(void) {
         prev_tps = p.tokens_per_s_rank;
     }
     o.batch = 4;
-    zaya_step_pred p1, p2, p8, p16, p64;
+    zaya_size_step_pred p1, p2, p8, p16, p64;
     o.dp = 1;
     zaya_size_predict_step(&a, &hw, &o, &p1);
     o.dp = 2;
@@ -501,7 +501,7 @@ static void test_predict(void) {
     CHECK(p1.comm_s == 0 && p2.comm_s > 0 && p8.comm_s > p2.comm_s && p16.comm_s > 4 * p8.comm_s && p64.comm_s > p16.comm_s,
           "comm grows with DP and jumps off-node: %.4f %.4f %.4f %.4f", p2.comm_s, p8.comm_s, p16.comm_s, p64.comm_s);
     /* ring bandwidth term: reduce-scatter of fp32 grads + all-gather of bf16 weights over the NIC */
-    zaya_params pc;
+    zaya_size_params pc;
     zaya_size_count_params(&a, &pc);
     double P = (double)pc.total, want = (4 * P + 2 * P) * (63.0 / 64) / (0.8 * 50e9);
     CHECK(fabs(p64.comm_s - want) / want < 0.01, "DP 64 comm %.4f vs %.4f", p64.comm_s, want);
@@ -509,7 +509,7 @@ static void test_predict(void) {
     zaya_size_predict_step(&a, &hw, &o, &p64);
     CHECK(p64.comm_exposed_s < p64.comm_s, "overlap hides communication");
 
-    zaya_infer_pred i1, i8, ilong;
+    zaya_size_infer_pred i1, i8, ilong;
     zaya_size_predict_infer(&a, &hw, 1, 4096, &i1);
     zaya_size_predict_infer(&a, &hw, 8, 4096, &i8);
     zaya_size_predict_infer(&a, &hw, 1, 65536, &ilong);
@@ -520,7 +520,7 @@ static void test_predict(void) {
     double expected = (double)(pc.active_non_embedding + 262272LL * 2048) * 2;
     CHECK(fabs(i1.decode_weight_bytes - expected) < 1, "decode weights at batch 1 %.0f vs %.0f", i1.decode_weight_bytes, expected);
     CHECK(i1.prefill_s > 0 && i8.prefill_s > i1.prefill_s, "prefill");
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
 }
 
 static const char *profile_json =
@@ -536,24 +536,24 @@ static const char *profile_json =
 static void test_profile(void) {
     cJSON *root;
     CHECK(zaya_json_parse(profile_json, "profile", &root) == ZAYA_OK, "parse");
-    zaya_hw hw;
-    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) == ZAYA_OK, "load: %s", zaya_error_message());
+    zaya_size_hw hw;
+    CHECK(zaya_size_hw_from_profile_json(root, "p.json", &hw) == ZAYA_OK, "load: %s", zaya_error_message());
     CHECK(!hw.is_gpu && hw.compute_units == 2 && hw.mem_bw == 12e9 && hw.peak_f32 == 100e9 && !hw.act_bf16, "host fields");
     /* log-log interpolation between measured points: 100 us * 50^(1/2) at 10 MB */
-    double t = zaya_coll_time(&hw, ZAYA_COLL_ALLREDUCE, 2, 1e7);
+    double t = zaya_size_coll_time(&hw, ZAYA_SIZE_COLL_ALLREDUCE, 2, 1e7);
     CHECK(fabs(t - 100e-6 * sqrt(50.0)) < 1e-9, "allreduce interpolation %.3e", t);
-    CHECK(fabs(zaya_coll_time(&hw, ZAYA_COLL_ALLREDUCE, 2, 1e9) - 0.05) < 1e-9, "bandwidth-bound extrapolation");
-    CHECK(zaya_coll_time(&hw, ZAYA_COLL_REDUCE_SCATTER, 2, 1e7) < 0, "no reduce-scatter curve, no link model");
-    zaya_gemm_est e;
-    zaya_gemm_estimate(&hw, 4000, 4000, 4000, &e);
+    CHECK(fabs(zaya_size_coll_time(&hw, ZAYA_SIZE_COLL_ALLREDUCE, 2, 1e9) - 0.05) < 1e-9, "bandwidth-bound extrapolation");
+    CHECK(zaya_size_coll_time(&hw, ZAYA_SIZE_COLL_REDUCE_SCATTER, 2, 1e7) < 0, "no reduce-scatter curve, no link model");
+    zaya_size_gemm_est e;
+    zaya_size_gemm_estimate(&hw, 4000, 4000, 4000, &e);
     CHECK(fabs(e.flops / (e.time_s - hw.launch_s) - 100e9) / 100e9 < 1e-9, "measured GEMM rate of the nearest shape");
-    zaya_arch a;
+    zaya_size_arch a;
     load("zaya1-8b.json", &a);
-    zaya_step_opts o;
-    zaya_step_opts_default(&o);
+    zaya_size_step_opts o;
+    zaya_size_step_opts_default(&o);
     o.dp = 2;
     o.zero_stage = 0;
-    zaya_step_pred p;
+    zaya_size_step_pred p;
     CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK && p.comm_s > 0, "host prediction with a measured allreduce");
     o.zero_stage = 1;
     CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_EUNSUPPORTED &&
@@ -561,9 +561,9 @@ static void test_profile(void) {
           "missing curve: %s", zaya_error_message());
     /* Muon on a CPU: matrices below the pool threshold run their Newton-Schulz GEMMs serialised on one
      * thread, i.e. at 1/compute_units of the profiled rate (50 GFLOP/s at the 512^3 point). */
-    zaya_arch sm;
-    zaya_arch_zaya_like(&sm, 256, 2, 4, 256, 1, 4096);
-    zaya_params pc;
+    zaya_size_arch sm;
+    zaya_size_arch_zaya_like(&sm, 256, 2, 4, 256, 1, 4096);
+    zaya_size_params pc;
     zaya_size_count_params(&sm, &pc);
     double nsf = 0;
     for (int i = 0; i < pc.nrows; i++)
@@ -571,47 +571,47 @@ static void test_profile(void) {
             double r = (double)pc.rows[i].rows_, c = (double)pc.rows[i].cols_, m = r < c ? r : c, l = r < c ? c : r;
             nsf += (double)pc.rows[i].instances * 5 * (4 * m * m * l + 2 * m * m * m);
         }
-    zaya_step_opts_default(&o);
-    o.optimizer = ZAYA_OPT_MUON;
+    zaya_size_step_opts_default(&o);
+    o.optimizer = ZAYA_SIZE_OPT_MUON;
     o.seq = 128;
     CHECK(zaya_size_predict_step(&sm, &hw, &o, &p) == ZAYA_OK, "muon host prediction");
     double want = nsf / (50e9 / hw.compute_units);
     CHECK(nsf > 0 && fabs(p.optimizer_ns_s - want) / want < 0.05, "serialised Newton-Schulz %.4f s vs %.4f s", p.optimizer_ns_s, want);
-    CHECK(zaya_hw_set_dtype(&hw, "fp8") == ZAYA_EINVAL && strstr(zaya_error_message(), "'fp8'"), "dtype name");
-    CHECK(zaya_hw_set_dtype(&hw, "bf16") == ZAYA_EINVAL && strstr(zaya_error_message(), "has no bf16 GEMM peak"), "no bf16");
-    CHECK(zaya_hw_set_dtype(&hw, "f32") == ZAYA_OK && !hw.act_bf16, "f32");
-    zaya_hw_free(&hw);
+    CHECK(zaya_size_hw_set_dtype(&hw, "fp8") == ZAYA_EINVAL && strstr(zaya_error_message(), "'fp8'"), "dtype name");
+    CHECK(zaya_size_hw_set_dtype(&hw, "bf16") == ZAYA_EINVAL && strstr(zaya_error_message(), "has no bf16 GEMM peak"), "no bf16");
+    CHECK(zaya_size_hw_set_dtype(&hw, "f32") == ZAYA_OK && !hw.act_bf16, "f32");
+    zaya_size_hw_free(&hw);
     /* validation */
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "gemm"), 1), "gflops", cJSON_CreateNumber(-1));
-    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) == ZAYA_EINVAL &&
+    CHECK(zaya_size_hw_from_profile_json(root, "p.json", &hw) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "p.json: gemm[1]: key 'gflops' must be positive (got -1)"),
           "bad gflops: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(root, "version", cJSON_CreateNumber(2));
-    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK && strstr(zaya_error_message(), "version 2"), "version");
+    CHECK(zaya_size_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK && strstr(zaya_error_message(), "version 2"), "version");
     cJSON_ReplaceItemInObject(root, "format", cJSON_CreateString("other"));
-    CHECK(zaya_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK &&
+    CHECK(zaya_size_hw_from_profile_json(root, "p.json", &hw) != ZAYA_OK &&
               !strcmp(zaya_error_message(), "p.json: format 'other' is not 'zaya-profile'"), "format: %s", zaya_error_message());
     cJSON_Delete(root);
-    CHECK(zaya_hw_get("host", "/nonexistent/profile.json", &hw) == ZAYA_EIO && strstr(zaya_error_message(), "zaya bench all"),
+    CHECK(zaya_size_hw_get("host", "/nonexistent/profile.json", &hw) == ZAYA_EIO && strstr(zaya_error_message(), "zaya bench all"),
           "host without profile: %s", zaya_error_message());
-    CHECK(zaya_hw_get("tpu9", NULL, &hw) == ZAYA_EINVAL && strstr(zaya_error_message(), "unknown hardware profile 'tpu9'"),
+    CHECK(zaya_size_hw_get("tpu9", NULL, &hw) == ZAYA_EINVAL && strstr(zaya_error_message(), "unknown hardware profile 'tpu9'"),
           "unknown hw");
 }
 
 static void test_search(void) {
-    zaya_hw hw;
-    zaya_hw_get("mi300x", NULL, &hw);
-    zaya_search_opts o;
-    zaya_search_opts_default(&o);
+    zaya_size_hw hw;
+    zaya_size_hw_get("mi300x", NULL, &hw);
+    zaya_size_search_opts o;
+    zaya_size_search_opts_default(&o);
     o.total_params = 8.3e9;
     o.active_params = 760e6;
     load("zaya1-8b.json", &o.ref);
     o.ref_valid = 1;
-    zaya_search_result r;
+    zaya_size_search_result r;
     CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n > 0, "search at ZAYA1's budget");
     int found = -1, front_zaya = 0;
     for (int i = 0; i < r.n; i++) {
-        const zaya_candidate *c = &r.c[i];
+        const zaya_size_candidate *c = &r.c[i];
         CHECK(fabs(c->total / 8.3e9 - 1) <= 0.03 && fabs(c->active / 760e6 - 1) <= 0.03, "within budget");
         if (c->hidden == 2048 && c->expert_ffn == 2048 && c->experts == 16 && c->top_k == 1 && c->layers == 40) found = i;
         if (c->pareto && c->hidden == 2048 && c->expert_ffn == 2048) front_zaya = 1;
@@ -640,24 +640,24 @@ static void test_search(void) {
     /* candidate and reference are evaluated under the same settings as the ranking, and the terms of the
      * difference add up exactly */
     for (int i = 0; i < r.n && i < 5 && found >= 0; i++) {
-        zaya_arch ca, ra;
-        const zaya_candidate *c = &r.c[i], *rc = &r.c[found];
-        zaya_arch_zaya_like(&ca, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o.vocab);
-        zaya_arch_zaya_like(&ra, rc->hidden, rc->layers, rc->experts, rc->expert_ffn, rc->top_k, o.vocab);
-        zaya_step_pred sc, sr;
-        zaya_infer_pred ic, ir;
+        zaya_size_arch ca, ra;
+        const zaya_size_candidate *c = &r.c[i], *rc = &r.c[found];
+        zaya_size_arch_zaya_like(&ca, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o.vocab);
+        zaya_size_arch_zaya_like(&ra, rc->hidden, rc->layers, rc->experts, rc->expert_ffn, rc->top_k, o.vocab);
+        zaya_size_step_pred sc, sr;
+        zaya_size_infer_pred ic, ir;
         int recc = -1, recr = -1;
         CHECK(zaya_size_search_eval(&hw, &o, &ca, &recc, &sc, &ic) == ZAYA_OK &&
                   zaya_size_search_eval(&hw, &o, &ra, &recr, &sr, &ir) == ZAYA_OK, "eval");
         CHECK(sc.tokens_per_s_rank == c->train_tok_s && recc == c->recompute && ic.decode_s == c->decode_s,
               "candidate %d re-evaluates to its ranking (%.1f vs %.1f tok/s)", i, sc.tokens_per_s_rank, c->train_tok_s);
         CHECK(sr.tokens_per_s_rank == rc->train_tok_s && recr == rc->recompute, "reference re-evaluates to its ranking");
-        zaya_step_diff d;
-        zaya_size_step_diff(&sc, &sr, &d);
+        zaya_size_step_diff d;
+        zaya_size_diff_step(&sc, &sr, &d);
         CHECK(fabs(d.step - (sr.step_s - sc.step_s)) <= 1e-12 * sr.step_s, "terms add up: %.9f vs %.9f", d.step,
               sr.step_s - sc.step_s);
     }
-    zaya_search_result_free(&r);
+    zaya_size_search_result_free(&r);
 
     /* impossible budgets name the tightest constraint */
     o.total_params = 1e9;
@@ -674,124 +674,124 @@ static void test_search(void) {
     CHECK(zaya_size_search(&hw, &o, &r) == ZAYA_OK && r.n == 0 &&
               !strncmp(r.fail, "no candidate satisfies active params 10.0M +/-3% at total 8.30B; closest of", 74),
           "too sparse: %s", r.fail);
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
 }
 
 static void test_bad_inputs(void) {
     cJSON *cfg;
-    zaya_arch a;
+    zaya_size_arch a;
     CHECK(zaya_json_parse("{\"model_type\":\"gpt2\",\"n_embd\":768}", "c", &cfg) == ZAYA_OK, "json");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
               !strncmp(zaya_error_message(), "unknown model_type 'gpt2' (supported: zaya, llama, mistral, qwen2, qwen3, ", 72) &&
               strstr(zaya_error_message(), "deepseek_v3") && strstr(zaya_error_message(), "gemma3_text"),
           "unknown family: %s", zaya_error_message());
     cJSON_Delete(cfg);
     CHECK(zaya_json_parse("{\"hidden_size\":768}", "c", &cfg) == ZAYA_OK, "json");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "missing required key 'model_type'"),
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL && !strcmp(zaya_error_message(), "missing required key 'model_type'"),
           "no model_type: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("llama-3-8b.json");
     cJSON_DeleteItemFromObject(cfg, "hidden_size");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "model_type 'llama': missing required key 'hidden_size'"),
           "missing key: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("mixtral-8x7b.json");
     cJSON_DeleteItemFromObject(cfg, "num_local_experts");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "model_type 'mixtral': missing required key 'num_local_experts'"),
           "missing MoE key: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("mixtral-8x7b.json");
     cJSON_ReplaceItemInObject(cfg, "num_experts_per_tok", cJSON_CreateNumber(9));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "model_type 'mixtral': num_experts_per_tok 9 exceeds the 8 experts of num_local_experts"),
           "top-k > E: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("llama-3-8b.json");
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4e15));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
               !strcmp(zaya_error_message(), "model_type 'llama': key 'hidden_size' = 4000000000000000 is out of range (0..1073741824)"),
           "huge: %s", zaya_error_message());
     /* products out of range are caught before any count is formed */
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(1 << 24));
     cJSON_ReplaceItemInObject(cfg, "intermediate_size", cJSON_CreateNumber(1 << 30));
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1 << 20));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "model sizes are out of range"),
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "model sizes are out of range"),
           "product: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "intermediate_size", cJSON_CreateNumber(14336));
     /* 2^50 layers: refused at read time, no loop over them; 1e300 never reaches an integer conversion */
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1125899906842624.0));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "key 'num_hidden_layers'"), "2^50 layers: %s",
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "key 'num_hidden_layers'"), "2^50 layers: %s",
           zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(1e300));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_hidden_layers"), "1e300: %s",
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_hidden_layers"), "1e300: %s",
           zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
     cJSON_ReplaceItemInObject(cfg, "hidden_size", cJSON_CreateNumber(4096));
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(-3));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_ERANGE &&
               !strcmp(zaya_error_message(), "model_type 'llama': key 'num_hidden_layers' = -3 is out of range (1..1048576)"),
           "negative: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "num_hidden_layers", cJSON_CreateNumber(32));
     cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateNumber(0));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "model_type 'llama': num_key_value_heads must be positive (got 0)"),
           "zero kv heads, named by its config key: %s", zaya_error_message());
     cJSON_ReplaceItemInObject(cfg, "num_key_value_heads", cJSON_CreateString("8"));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_key_value_heads"), "string kv: %s",
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_key_value_heads"), "string kv: %s",
           zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("zaya1-8b.json");
     cJSON_DeleteItemFromObject(cfg, "ffn_hidden_size");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL &&
               !strcmp(zaya_error_message(), "model_type 'zaya': missing required key 'ffn_hidden_size'"),
           "legacy zaya without ffn_hidden_size: %s", zaya_error_message());
     cJSON_Delete(cfg);
     /* unmodelled features are named */
     CHECK(zaya_json_parse("{\"model_type\":\"qwen3_next\",\"hidden_size\":2048}", "c", &cfg) == ZAYA_OK, "json");
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
               strstr(zaya_error_message(), "model_type 'qwen3_next': key 'layer_types' is not modelled"), "%s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("gpt-oss-20b.json");
     cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
     cJSON_ReplaceItemInArray(lt, 3, cJSON_CreateString("linear_attention"));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
               !strcmp(zaya_error_message(), "model_type 'gpt_oss': key 'layer_types': 'linear_attention' layers are not modelled"),
           "%s", zaya_error_message());
     cJSON_DeleteItemFromArray(lt, 3);
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "lists 23 layers but num_hidden_layers is 24"),
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "lists 23 layers but num_hidden_layers is 24"),
           "%s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("llama-3-8b.json");
     cJSON_AddBoolToObject(cfg, "mlp_bias", 1);
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED &&
               !strcmp(zaya_error_message(), "model_type 'llama': key 'mlp_bias' is not modelled (biases on the MLP projections)"),
           "%s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("deepseek-v3.json");
     cJSON_ReplaceItemInObject(cfg, "attention_bias", cJSON_CreateTrue());
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "model_type 'deepseek_v3': key 'attention_bias' is not modelled"),
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "model_type 'deepseek_v3': key 'attention_bias' is not modelled"),
           "%s", zaya_error_message());
     cJSON_Delete(cfg);
     /* qwen MoE layer lists: indices bounded, duplicates counted once */
     cfg = load_json("qwen3-30b-a3b.json");
     cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_Parse("[0, 0, 47]"));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_OK && a.n_moe_layers == 46, "mlp_only_layers: %lld", (long long)a.n_moe_layers);
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_OK && a.n_moe_layers == 46, "mlp_only_layers: %lld", (long long)a.n_moe_layers);
     cJSON_ReplaceItemInObject(cfg, "mlp_only_layers", cJSON_Parse("[1e300]"));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "mlp_only_layers"), "%s", zaya_error_message());
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "mlp_only_layers"), "%s", zaya_error_message());
     cJSON_Delete(cfg);
     /* legacy ZAYA lists with huge entries */
     cfg = load_json("zaya1-8b.json");
     cJSON_ReplaceItemInObject(cfg, "ffn_hidden_size", cJSON_Parse("[0, 1e300]"));
-    CHECK(zaya_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "ffn_hidden_size"), "%s", zaya_error_message());
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_ERANGE && strstr(zaya_error_message(), "ffn_hidden_size"), "%s", zaya_error_message());
     cJSON_Delete(cfg);
     /* duplicate keys anywhere are refused */
     CHECK(zaya_json_parse("{\"model_type\":\"dbrx\",\"ffn_config\":{\"moe_top_k\":1,\"moe_top_k\":4}}", "c", &cfg) == ZAYA_OK, "json");
     CHECK(zaya_json_check_unique_keys(cfg) == ZAYA_EFORMAT && strstr(zaya_error_message(), "duplicate key 'moe_top_k'"), "%s",
           zaya_error_message());
     cJSON_Delete(cfg);
-    CHECK(zaya_arch_load(data_dir(), &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "is a directory"), "dir: %s", zaya_error_message());
+    CHECK(zaya_size_arch_load(data_dir(), &a) == ZAYA_EINVAL && strstr(zaya_error_message(), "is a directory"), "dir: %s", zaya_error_message());
     double v;
     CHECK(zaya_size_parse_count("8.3B", &v) == ZAYA_OK && fabs(v - 8.3e9) < 1e-3, "8.3B");
     CHECK(zaya_size_parse_count("760M", &v) == ZAYA_OK && v == 760e6, "760M");

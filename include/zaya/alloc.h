@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_ALIGN 64
 
 void *zaya_malloc(size_t bytes);              /* aligned; NULL on failure (bytes==0 -> NULL) */
@@ -32,5 +36,9 @@ void *zaya_arena_alloc(zaya_arena *a, size_t bytes);
 float *zaya_arena_floats(zaya_arena *a, size_t count);
 void zaya_arena_reset(zaya_arena *a);
 void zaya_arena_free(zaya_arena *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

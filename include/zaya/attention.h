@@ -18,6 +18,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_ATTENTION_MAX_HEAD_DIM 256
 
 /* lse may be NULL when no backward follows (inference prefill). */
@@ -41,5 +45,9 @@ void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout,
 void zaya_attention_decode(float *out, float *lse, const float *q, const float *const *k_cache,
                            const float *const *v_cache, const int64_t *pos, const int64_t *n_rows, int64_t nseq,
                            int64_t Hq, int64_t Hkv, int64_t D, float scale);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -25,6 +25,10 @@
 #include "zaya/state.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_balancer_config {
     double lr;           /* 1e-2 */
     double beta1, beta2; /* 0.9, 0.999 */
@@ -65,5 +69,9 @@ void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, float *params
 /* Checkpoint hooks: "balancer.exp_avg" / "balancer.exp_avg_sq" ([layers * E]) and {"steps": n}. */
 zaya_status zaya_balancer_state_export(const zaya_balancer *b, zaya_state_set *set, int copy, cJSON **scalars);
 zaya_status zaya_balancer_state_import(zaya_balancer *b, const zaya_state_set *set, const cJSON *scalars);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "zaya/matmul.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_bench_opts {
     int warmup;          /* untimed calls first (default 2) */
     int reps;            /* timed samples (default 10) */
@@ -63,5 +67,9 @@ double zaya_bench_matmul_peak_gflops(zaya_dtype dtype);
 /* Same with the shape that achieved it and a choice of sizes (NULL/0: the defaults above). */
 zaya_status zaya_bench_matmul_peak(zaya_dtype dtype, const int64_t *sizes, int nsizes, const zaya_bench_opts *opts,
                                    double *gflops, int64_t *best_n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include "zaya/dist.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_coll {
     ZAYA_COLL_ALLREDUCE = 0,
     ZAYA_COLL_REDUCESCATTER,
@@ -150,5 +154,9 @@ zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_pl
 cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
 /* Reads it back (validating every field) into rows with oop timings filled. */
 zaya_status zaya_bench_coll_profile_parse(const cJSON *collectives, zaya_coll_results *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

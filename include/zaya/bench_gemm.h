@@ -14,6 +14,10 @@
 #include "zaya/bench.h"
 #include "zaya/matmul.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The model dimensions that determine its GEMMs (HF ZayaConfig key names). */
 typedef struct zaya_gemm_model {
     int64_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim;
@@ -59,5 +63,9 @@ zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s);
 zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r);
 /* Efficiency flags: below half the peak, or a dimension not a multiple of 16 / 64. */
 void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_mem_kernel {
     ZAYA_MEM_COPY = 0, /* c = a */
     ZAYA_MEM_SCALE,    /* b = s c */
@@ -84,5 +88,9 @@ zaya_status zaya_bench_mem_write(const zaya_mem_run *r, const char *dir);
 cJSON *zaya_bench_mem_profile_json(const zaya_stream_result *r);
 /* Reads it back: fills best_GBps; threads and elems are optional there. */
 zaya_status zaya_bench_mem_profile_parse(const cJSON *memory, zaya_stream_result *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

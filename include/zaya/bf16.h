@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef uint16_t zaya_bf16;
 
 static inline zaya_bf16 zaya_f32_to_bf16(float f) {
@@ -29,5 +33,9 @@ void zaya_f32_to_bf16_n(zaya_bf16 *dst, const float *src, size_t n);
 void zaya_bf16_to_f32_n(float *dst, const zaya_bf16 *src, size_t n);
 /* Rounds f32 values to the nearest bf16 value in place (what a bf16 cast does to the data). */
 void zaya_round_bf16_n(float *x, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

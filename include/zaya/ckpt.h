@@ -27,6 +27,10 @@
 #include "zaya/safetensors.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_CKPT_FORMAT "zaya-checkpoint"
 #define ZAYA_CKPT_VERSION 2 /* 2: manifest_xxh3 required; 1 (no manifest checksum) is still read */
 #define ZAYA_CKPT_SECTION_MODEL "model_config" /* zaya_config_to_json of the model */
@@ -246,5 +250,9 @@ typedef struct zaya_hf_import_result {
  * o may be NULL (skip_mode -1); r may be NULL. */
 zaya_status zaya_ckpt_import_hf(const char *hf_dir, const char *out_root, const zaya_hf_import_opts *o,
                                 zaya_hf_import_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

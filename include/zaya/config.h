@@ -7,6 +7,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What the MoE branch outputs for a token routed to the skip (MoD) class. */
 typedef enum zaya_skip_mode {
     ZAYA_SKIP_IDENTITY = 0, /* normed MoE input x probability (original training code; default) */
@@ -56,5 +60,9 @@ struct cJSON *zaya_config_to_json(const zaya_config *c); /* HF layout, model_typ
 zaya_status zaya_config_validate(const zaya_config *c);
 /* Same tensors and math (ignores the name, RoPE base and context length, which a run may change). */
 int zaya_config_same_architecture(const zaya_config *a, const zaya_config *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include "zaya/data.h"
 #include "zaya/tokenizer.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* xxh3-64 of the tokenizer file's bytes: stored in every shard so that shards and tokenizer can be
  * matched later. */
 zaya_status zaya_corpus_tokenizer_hash(const char *tokenizer_path, uint64_t *hash);
@@ -17,5 +21,9 @@ zaya_status zaya_corpus_tokenizer_hash(const char *tokenizer_path, uint64_t *has
  * (eos must exist). */
 zaya_status zaya_corpus_prepare(const char *tokenizer_path, const char *const *inputs, int ninputs,
                                 zaya_prepare_opts *opts, zaya_prepare_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

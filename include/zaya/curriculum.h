@@ -11,6 +11,10 @@
 #include "zaya/data.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_RUN_MAX_PHASES 16
 #define ZAYA_RUN_MAX_PATTERNS 8
 
@@ -99,5 +103,9 @@ zaya_status zaya_run_set_loader_phase(const zaya_run *run, int phase, zaya_loade
 
 /* Opens the training (val = 0) or validation (val = 1) shards of every source of the run. */
 zaya_status zaya_run_open_dataset(const zaya_run *run, int val, int verify_checksum, zaya_dataset *ds);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

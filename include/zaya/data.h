@@ -12,6 +12,10 @@
 #include "zaya/shard.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_DATA_MAX_SOURCES 8
 #define ZAYA_DATA_NAME_MAX 32
 
@@ -194,5 +198,9 @@ typedef struct zaya_prepare_stats {
  * error no shard of the run is left. */
 zaya_status zaya_data_prepare(const char *const *inputs, int ninputs, const zaya_prepare_opts *opts,
                               zaya_encode_fn encode, void *const *ctxs, int nctx, zaya_prepare_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -40,6 +40,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_comm zaya_comm;
 
 typedef enum zaya_dist_dtype { ZAYA_DIST_F32 = 0, ZAYA_DIST_BF16 = 1 } zaya_dist_dtype;
@@ -107,6 +111,15 @@ zaya_status zaya_recv(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dt
 zaya_status zaya_sendrecv(const zaya_comm *c, const void *sendbuf, int dst, void *recvbuf, int src, int64_t count,
                           zaya_dist_dtype t, int tag);
 
+/* Exact host reductions of small arrays (loss sums, squared norms, token counts): f64 reduces in
+ * double (the backend's MPI_DOUBLE), i64 in 64-bit integers (MPI_INT64_T), never through f32. sum,
+ * prod, min and max are the backend's own; avg (f64 only) = sum, then divided by the number of ranks;
+ * i64 avg is refused (ZAYA_EINVAL). In place when sendbuf == recvbuf. Nothing is allocated. */
+zaya_status zaya_allreduce_f64(const zaya_comm *c, const double *sendbuf, double *recvbuf, int64_t count,
+                               zaya_redop op);
+zaya_status zaya_allreduce_i64(const zaya_comm *c, const int64_t *sendbuf, int64_t *recvbuf, int64_t count,
+                               zaya_redop op);
+
 /* Control-plane helpers (checkpoint coordination): rank 0 receives every rank's bytes concatenated
  * in rank order (*all malloc'd, lens[world] filled; other ranks get NULL); and a byte broadcast
  * from rank 0. */
@@ -148,5 +161,9 @@ zaya_status zaya_dist_waitall(zaya_dist_request *reqs, int n);
 
 /* ---- element-wise bf16 combine, exactly as the reductions above apply it (for tests, checks) ---- */
 uint16_t zaya_bf16_combine(uint16_t a, uint16_t b, zaya_redop op); /* op: sum, prod, min, max */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

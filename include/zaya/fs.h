@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 zaya_status zaya_mkdir_p(const char *path);
 /* Joins dir and name into out (size cap); errors if it does not fit. */
 zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *name);
@@ -18,5 +22,9 @@ zaya_status zaya_read_file(const char *path, char **data, size_t *len);
  * error names the directory, the holder's pid, host and role, and the lock file. */
 zaya_status zaya_dir_lock(const char *dir, const char *name, const char *what, int *fd);
 void zaya_dir_unlock(int fd);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

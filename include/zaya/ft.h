@@ -10,6 +10,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Exit status of `zaya supervise` (and of a trainer) that stopped on request after a checkpoint. */
 #define ZAYA_SUPERVISE_EXIT_PREEMPTED 75
 
@@ -62,5 +66,9 @@ int zaya_ft_process_alive(int pid, long long start);
 /* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
  * matrices whose products and sums are exactly representable, compared with an int64 reference. */
 zaya_status zaya_health_check_gemm(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

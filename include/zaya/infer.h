@@ -18,6 +18,10 @@
 #include "zaya/rng.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_infer zaya_infer;
 
 typedef struct zaya_infer_opts {
@@ -159,5 +163,9 @@ typedef struct zaya_mc_result {
 } zaya_mc_result;
 /* scores (may be NULL): one double per choice of every item, in order. */
 zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, zaya_mc_result *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 #include <cjson/cJSON.h>
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 zaya_status zaya_json_load_file(const char *path, cJSON **out);
 zaya_status zaya_json_parse(const char *text, const char *what, cJSON **out);
 /* Writes JSON text atomically; `pretty` selects indented output. */
@@ -20,5 +24,11 @@ zaya_status zaya_json_get_f64(const cJSON *obj, const char *key, double *out, in
 zaya_status zaya_json_get_bool(const cJSON *obj, const char *key, int *out, int required);
 /* Returns a pointer into the cJSON tree (valid while it lives). */
 zaya_status zaya_json_get_str(const cJSON *obj, const char *key, const char **out, int required);
+/* Error when `tree` holds an object with a repeated key (JSON readers disagree on which one wins). */
+zaya_status zaya_json_check_unique_keys(const cJSON *tree);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

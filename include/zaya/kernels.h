@@ -13,6 +13,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- RMSNorm: y = w * x / sqrt(mean(x^2) + eps); rstd[n] saved for backward ---- */
 void zaya_rmsnorm_forward(float *y, float *rstd, const float *x, const float *w, int64_t n, int64_t d, float eps);
 void zaya_rmsnorm_backward(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
@@ -92,5 +96,9 @@ void zaya_top1_biased(int32_t *idx, float *gate, const float *probs, const float
  * only losses are computed. Targets must be < V. Returns the number of counted rows. */
 int64_t zaya_xent_forward_backward(float *logits, float *losses, const int32_t *targets, int64_t n, int64_t V,
                                    float grad_scale);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,6 +3,10 @@
 #ifndef ZAYA_LOG_H
 #define ZAYA_LOG_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_log_level { ZAYA_LOG_ERROR, ZAYA_LOG_WARN, ZAYA_LOG_INFO, ZAYA_LOG_DEBUG } zaya_log_level;
 
 void zaya_log_set_level(zaya_log_level level);
@@ -14,5 +18,9 @@ void zaya_log(zaya_log_level level, const char *fmt, ...) __attribute__((format(
 #define ZAYA_WARN(...) zaya_log(ZAYA_LOG_WARN, __VA_ARGS__)
 #define ZAYA_INFO(...) zaya_log(ZAYA_LOG_INFO, __VA_ARGS__)
 #define ZAYA_DEBUG(...) zaya_log(ZAYA_LOG_DEBUG, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

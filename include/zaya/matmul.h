@@ -17,9 +17,12 @@
 
 #include <stdint.h>
 
+#include "zaya/dtype.h"
 #include "zaya/status.h"
 
-typedef enum zaya_dtype { ZAYA_DTYPE_F32 = 0, ZAYA_DTYPE_BF16 = 1 } zaya_dtype;
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct zaya_matmul_desc {
     zaya_dtype dtype;
@@ -57,5 +60,9 @@ void zaya_matmul_set_reuse_memory(int on);
 /* Number of cached primitives (for tests and the benchmark), and a way to drop them. */
 int zaya_matmul_cache_size(void);
 void zaya_matmul_cache_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

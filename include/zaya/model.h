@@ -15,6 +15,10 @@
 #include "zaya/kernels.h"
 #include "zaya/matmul.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_opt_class {
     ZAYA_OPT_ADAMW = 0, /* embeddings, norms, biases, scales, conv kernels, temperatures */
     ZAYA_OPT_MUON = 1,  /* 2-D hidden matrices (each expert's matrices separately) */
@@ -62,7 +66,7 @@ typedef struct zaya_params {
     float *final_norm;         /* [D] */
 } zaya_params;
 
-typedef struct zaya_layer_acts zaya_layer_acts; /* private, see src/model/acts.h */
+typedef struct zaya_layer_acts zaya_layer_acts; /* private, see src/model/internal.h */
 
 typedef struct zaya_model {
     zaya_config cfg;
@@ -140,5 +144,9 @@ typedef struct zaya_model_costs {
     int64_t state_bytes_per_seq; /* conv state + delayed value per block, per sequence */
 } zaya_model_costs;
 zaya_model_costs zaya_model_costs_at(const zaya_config *cfg, int64_t T, int elem_bytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -39,6 +39,10 @@
 #include "zaya/state.h"
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_unit_kind { ZAYA_UNIT_ADAMW = 0, ZAYA_UNIT_MUON = 1 } zaya_unit_kind;
 
 typedef struct zaya_optim_unit {
@@ -158,5 +162,9 @@ void zaya_muon_orthogonalize(zaya_optim *opt, const float *g, int64_t rows, int6
  * from the JSON. */
 zaya_status zaya_optim_state_export(const zaya_optim *opt, zaya_state_set *set, int copy, cJSON **scalars);
 zaya_status zaya_optim_state_import(zaya_optim *opt, const zaya_state_set *set, const cJSON *scalars);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_plot_series {
     const char *title;
     const double *x, *y;
@@ -21,5 +25,9 @@ typedef struct zaya_plot_opts {
  * gnuplot is not installed; callers treat plots as optional output and warn. */
 zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *opts, const zaya_plot_series *series,
                             int nseries);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

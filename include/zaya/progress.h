@@ -5,6 +5,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_progress {
     const char *label;
     const char *unit; /* what `done` counts, e.g. "step", "test" */
@@ -20,5 +24,9 @@ void zaya_progress_init(zaya_progress *p, const char *label, const char *unit, i
 /* `note` (may be NULL) is appended to the line / added as "note" in JSON. */
 void zaya_progress_update(zaya_progress *p, int64_t done, const char *note);
 void zaya_progress_finish(zaya_progress *p, const char *note);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

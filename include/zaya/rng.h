@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_u32x4 {
     uint32_t v[4];
 } zaya_u32x4;
@@ -37,5 +41,9 @@ static inline zaya_rng zaya_rng_make(uint64_t seed, uint64_t stream) {
 uint32_t zaya_rng_next_u32(zaya_rng *r);
 float zaya_rng_next_uniform(zaya_rng *r);
 uint64_t zaya_rng_next_below(zaya_rng *r, uint64_t bound); /* unbiased, bound > 0 */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

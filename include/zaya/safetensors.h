@@ -19,6 +19,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_st_dtype {
     ZAYA_ST_BOOL, ZAYA_ST_U8, ZAYA_ST_I8, ZAYA_ST_I16, ZAYA_ST_U16, ZAYA_ST_F16, ZAYA_ST_BF16,
     ZAYA_ST_I32, ZAYA_ST_U32, ZAYA_ST_F32, ZAYA_ST_I64, ZAYA_ST_U64, ZAYA_ST_F64,
@@ -87,5 +91,9 @@ void zaya_st_writer_abort(zaya_st_writer *w);
 void zaya_st_inject_write_failure(int64_t bytes);
 /* write() loop with EINTR handling and the fault-injection hook; errors name path. */
 zaya_status zaya_st_write_all(int fd, const void *buf, size_t len, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_SHARD_MAGIC "ZAYATOKS"
 #define ZAYA_SHARD_VERSION 1u
 #define ZAYA_SHARD_HEADER_SIZE 128u
@@ -76,5 +80,9 @@ static inline uint32_t zaya_shard_token(const zaya_shard *s, uint64_t i) {
 }
 /* Copies ids [start, start+n) as int32 (bounds are the caller's invariant). */
 void zaya_shard_read(const zaya_shard *s, uint64_t start, uint64_t n, int32_t *dst);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

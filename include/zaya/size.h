@@ -1,7 +1,7 @@
 /* Model sizing: exact parameter / FLOP / memory calculators for ZAYA1 and standard transformer families,
  * hardware profiles, sizing rules, a step-time and inference-latency model, and an MoE shape search.
  *
- * The architecture is described by a family-neutral zaya_arch filled from an HF config.json (the families
+ * The architecture is described by a family-neutral zaya_size_arch filled from an HF config.json (the families
  * are listed in docs/size.md: zaya, llama, mistral, qwen2/3, the qwen MoEs, mixtral, olmoe, deepseek_v2/v3,
  * gpt_oss, gemma2/3, phimoe, dbrx, granitemoe, glm4_moe, llama4). Every count is derived from tensor
  * shapes, never from a closed-form approximation, so the per-component table adds up to exactly what a
@@ -16,25 +16,35 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---------------------------------------------------------------- architecture */
 
-typedef enum zaya_attn_kind { ZAYA_ATTN_MHA, ZAYA_ATTN_GQA, ZAYA_ATTN_CCA, ZAYA_ATTN_MLA } zaya_attn_kind;
-typedef enum zaya_qk_norm { ZAYA_QK_NORM_NONE, ZAYA_QK_NORM_HEAD, ZAYA_QK_NORM_FULL } zaya_qk_norm;
-typedef enum zaya_router_kind { ZAYA_ROUTER_NONE, ZAYA_ROUTER_LINEAR, ZAYA_ROUTER_ZAYA } zaya_router_kind;
+typedef enum zaya_size_attn_kind {
+    ZAYA_SIZE_ATTN_MHA, ZAYA_SIZE_ATTN_GQA, ZAYA_SIZE_ATTN_CCA, ZAYA_SIZE_ATTN_MLA
+} zaya_size_attn_kind;
+typedef enum zaya_size_qk_norm {
+    ZAYA_SIZE_QK_NORM_NONE, ZAYA_SIZE_QK_NORM_HEAD, ZAYA_SIZE_QK_NORM_FULL
+} zaya_size_qk_norm;
+typedef enum zaya_size_router_kind {
+    ZAYA_SIZE_ROUTER_NONE, ZAYA_SIZE_ROUTER_LINEAR, ZAYA_SIZE_ROUTER_ZAYA
+} zaya_size_router_kind;
 
 /* The config keys a family spells each size with, so that errors quote the user's file. */
-typedef struct zaya_arch_keys {
+typedef struct zaya_size_arch_keys {
     const char *vocab, *hidden, *layers, *heads, *kv_heads, *head_dim, *dense_ffn, *experts, *expert_ffn, *top_k;
-} zaya_arch_keys;
+} zaya_size_arch_keys;
 
-typedef struct zaya_arch {
+typedef struct zaya_size_arch {
     char family[32]; /* HF model_type (of text_config when the file nests one) */
-    zaya_arch_keys keys;
+    zaya_size_arch_keys keys;
     int text_only;   /* read from the text_config of a multimodal config (vision encoder not counted) */
     int64_t vocab, hidden, layers;
     int tied_embeddings;
     /* attention */
-    zaya_attn_kind attn;
+    zaya_size_attn_kind attn;
     int64_t heads, kv_heads, head_dim; /* for CCA: latent query / KV heads */
     int qkv_bias, o_bias;
     int attn_sinks;                 /* one learned sink logit per query head (gpt_oss) */
@@ -45,14 +55,14 @@ typedef struct zaya_arch {
     /* local attention: n_window_layers of the layers attend to at most `window` previous tokens
      * (sliding window or chunked attention); the rest attend to the whole context */
     int64_t window, n_window_layers;
-    zaya_qk_norm qk_norm;           /* HEAD: per-head gain (qwen3); FULL: gain over the whole q / k (olmoe) */
+    zaya_size_qk_norm qk_norm;           /* HEAD: per-head gain (qwen3); FULL: gain over the whole q / k (olmoe) */
     int64_t cca_time0, cca_time1;   /* CCA conv kernel sizes (depthwise, grouped) */
     /* feed-forward: layer i is MoE when moe_layer[i], else dense SwiGLU of width dense_ffn */
     int64_t dense_ffn;
     int64_t n_moe_layers;           /* derived from the layer pattern */
     int64_t experts, expert_ffn, top_k;
     int64_t shared_experts, shared_ffn;
-    zaya_router_kind router;
+    zaya_size_router_kind router;
     int64_t router_hidden;          /* ZAYA router latent (256) */
     int64_t router_classes;         /* ZAYA: experts + 1 skip class (17) */
     int router_eda;                 /* ZAYA: EDA scale vector on every MoE layer but the first */
@@ -66,32 +76,30 @@ typedef struct zaya_arch {
     int norm_bias;                  /* LayerNorm with a bias vector (phimoe) */
     int lm_head_bias;               /* bias on the untied LM head (phimoe) */
     int64_t max_seq;
-} zaya_arch;
+} zaya_size_arch;
 
 /* Fills arch from a parsed HF config.json (a `text_config` object is read in place of the top level).
  * Unknown model_type, missing keys and config features that change the counts but are not modelled are
  * errors naming the key. */
-zaya_status zaya_arch_from_config(const cJSON *cfg, zaya_arch *arch);
+zaya_status zaya_size_arch_from_config(const cJSON *cfg, zaya_size_arch *arch);
 /* Reads a config file: regular files of at most 16 MiB only (directories and pipes are refused with a
  * plain message), duplicate keys in any object refused. */
-zaya_status zaya_arch_load(const char *config_path, zaya_arch *arch);
-/* Error when `tree` holds an object with a repeated key (JSON readers disagree on which one wins). */
-zaya_status zaya_json_check_unique_keys(const cJSON *tree);
-/* Families zaya_arch_from_config reads, comma-separated. */
-const char *zaya_arch_families(void);
+zaya_status zaya_size_arch_load(const char *config_path, zaya_size_arch *arch);
+/* Families zaya_size_arch_from_config reads, comma-separated. */
+const char *zaya_size_arch_families(void);
 /* Structural validation (positive sizes, heads divide, top_k <= experts, ...). */
-zaya_status zaya_arch_validate(const zaya_arch *arch);
+zaya_status zaya_size_arch_validate(const zaya_size_arch *arch);
 /* The ZAYA1 block structure (CCA 2x query compression, 4 query heads per KV head, ZAYA router, top-k
  * experts) at a given shape; used by the search and by tests. */
-void zaya_arch_zaya_like(zaya_arch *a, int64_t hidden, int64_t layers, int64_t experts, int64_t expert_ffn,
+void zaya_size_arch_zaya_like(zaya_size_arch *a, int64_t hidden, int64_t layers, int64_t experts, int64_t expert_ffn,
                          int64_t top_k, int64_t vocab);
-const char *zaya_attn_kind_name(zaya_attn_kind k);
+const char *zaya_size_attn_kind_name(zaya_size_attn_kind k);
 
 /* ---------------------------------------------------------------- parameters */
 
 #define ZAYA_SIZE_MAX_ROWS 48
 
-typedef struct zaya_param_row {
+typedef struct zaya_size_param_row {
     char name[48];
     int64_t each;      /* parameters per instance */
     int64_t instances; /* e.g. layers, or layers x experts */
@@ -102,11 +110,11 @@ typedef struct zaya_param_row {
     int matmul;        /* multiplied with every token it sees: 2 FLOPs per parameter per token */
     int64_t rows_, cols_; /* matrix shape (for Newton-Schulz cost) when matrix */
     int mtp;           /* part of a multi-token-prediction module */
-} zaya_param_row;
+} zaya_size_param_row;
 
-typedef struct zaya_params {
+typedef struct zaya_size_params {
     int nrows;
-    zaya_param_row rows[ZAYA_SIZE_MAX_ROWS];
+    zaya_size_param_row rows[ZAYA_SIZE_MAX_ROWS];
     int64_t total, active, embedding;          /* embedding = input table + untied head */
     int64_t non_embedding, active_non_embedding;
     int64_t matrix_total;                      /* Muon-eligible (2-D, non-embedding) */
@@ -114,78 +122,82 @@ typedef struct zaya_params {
                                                 * the "active" convention of the DeepSeek and gpt-oss cards */
     int64_t mtp;                               /* MTP modules (rows flagged mtp), not in total / active */
     int64_t checkpoint;                        /* total + mtp + the embedding/head copies an MTP module stores */
-} zaya_params;
+} zaya_size_params;
 
-void zaya_size_count_params(const zaya_arch *a, zaya_params *p);
+void zaya_size_count_params(const zaya_size_arch *a, zaya_size_params *p);
 
 /* ---------------------------------------------------------------- FLOPs, KV cache, memory */
 
-typedef struct zaya_flops {
+typedef struct zaya_size_flops {
     double linear_fwd;     /* 2 x active matmul params (incl. router, convs, LM head) */
     double attn_fwd;       /* QK^T and AV at causal average context (T+1)/2, in the attention latent */
     double fwd, train, train_recompute; /* per token */
-} zaya_flops;
+} zaya_size_flops;
 
-void zaya_size_flops(const zaya_arch *a, int64_t seq, zaya_flops *f);
+void zaya_size_count_flops(const zaya_size_arch *a, int64_t seq, zaya_size_flops *f);
 
 /* KV cache bytes per token of context held by the full-attention layers plus, while the context is
  * shorter than the window, the local ones (all layers, K and V; MLA: the compressed latent + rope key),
  * and constant per-sequence state bytes (CCA conv columns and delayed value). */
-double zaya_size_kv_bytes_per_token(const zaya_arch *a, int bytes_per_value);
+double zaya_size_kv_bytes_per_token(const zaya_size_arch *a, int bytes_per_value);
 /* KV cache of one sequence at `context` tokens: local-attention layers hold min(context, window). */
-double zaya_size_kv_bytes(const zaya_arch *a, int64_t context, int bytes_per_value);
-double zaya_size_kv_state_bytes(const zaya_arch *a, int bytes_per_value);
+double zaya_size_kv_bytes(const zaya_size_arch *a, int64_t context, int bytes_per_value);
+double zaya_size_kv_state_bytes(const zaya_size_arch *a, int bytes_per_value);
 
-typedef enum zaya_optimizer { ZAYA_OPT_ADAMW, ZAYA_OPT_MUON } zaya_optimizer;
+typedef enum zaya_size_optimizer { ZAYA_SIZE_OPT_ADAMW, ZAYA_SIZE_OPT_MUON } zaya_size_optimizer;
 
-typedef struct zaya_mem_opts {
+typedef struct zaya_size_mem_opts {
     int zero_stage;       /* 0..3 */
     int dp;               /* data-parallel degree */
-    zaya_optimizer optimizer; /* MUON: 1 fp32 momentum on 2-D matrices, AdamW (2 states) elsewhere */
+    zaya_size_optimizer optimizer; /* MUON: 1 fp32 momentum on 2-D matrices, AdamW (2 states) elsewhere */
     int weight_bytes;     /* 2 (bf16 working weights) */
     int master_bytes;     /* 4 (fp32 master copy; 0 = none) */
     int grad_bytes;       /* 4 (fp32 gradient accumulation) */
     int state_bytes;      /* 4 per optimizer state value */
     int64_t micro_batch, seq;
     int recompute;        /* full activation recomputation (selects total_recompute as the need) */
-} zaya_mem_opts;
+} zaya_size_mem_opts;
 
-typedef struct zaya_mem {
+typedef struct zaya_size_mem {
     double weights, master, grads, optimizer;  /* per rank, bytes */
     double act_per_layer, act_full, act_recompute, logits;
     double total, total_recompute;
-} zaya_mem;
+} zaya_size_mem;
 
-void zaya_mem_opts_default(zaya_mem_opts *o);
-void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem *m);
+void zaya_size_mem_opts_default(zaya_size_mem_opts *o);
+void zaya_size_train_memory(const zaya_size_arch *a, const zaya_size_mem_opts *o, zaya_size_mem *m);
 /* Bytes of model state per parameter before sharding (weights + master + grads + 2 AdamW states):
  * 18 with the defaults, 16 with bf16 gradients (the ZeRO paper's mixed-precision Adam). */
-double zaya_mem_bytes_per_param(const zaya_mem_opts *o);
+double zaya_size_mem_bytes_per_param(const zaya_size_mem_opts *o);
 /* "fp32" -> 4, "bf16" / "fp16" -> 2, "none" -> 0 (master weights only). */
-zaya_status zaya_mem_parse_dtype(const char *s, int allow_none, int *bytes);
+zaya_status zaya_size_mem_parse_dtype(const char *s, int allow_none, int *bytes);
 
 /* Does a layout fit in `cap` bytes per device? Names the largest term and the smallest single change
  * that fits (recomputation, a higher ZeRO stage, a smaller micro-batch, more data-parallel ranks). */
-typedef struct zaya_fit {
+typedef struct zaya_size_fit {
     double need, cap;          /* bytes per device; cap 0 = unknown (always fits) */
     int fits;
     char largest[32];          /* name of the largest term */
     double largest_bytes;
     char advice[256];          /* "" when it fits */
-} zaya_fit;
+} zaya_size_fit;
 
-void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap, zaya_fit *f);
+void zaya_size_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *o, double cap, zaya_size_fit *f);
 /* Inference: weights (bytes_per_value each, all experts resident) + KV cache of batch sequences. */
-void zaya_size_infer_fit(const zaya_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_fit *f);
+void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap,
+                         zaya_size_fit *f);
 
 /* ---------------------------------------------------------------- hardware profiles */
 
-typedef struct zaya_gemm_point { int bf16; int64_t m, n, k; double gflops; } zaya_gemm_point;
-typedef struct zaya_coll_point { int ranks; double bytes, time_us; } zaya_coll_point;
+typedef struct zaya_size_gemm_point { int bf16; int64_t m, n, k; double gflops; } zaya_size_gemm_point;
+typedef struct zaya_size_coll_point { int ranks; double bytes, time_us; } zaya_size_coll_point;
 
-enum { ZAYA_COLL_ALLREDUCE, ZAYA_COLL_REDUCE_SCATTER, ZAYA_COLL_ALL_GATHER, ZAYA_COLL_BROADCAST, ZAYA_COLL_N };
+enum {
+    ZAYA_SIZE_COLL_ALLREDUCE, ZAYA_SIZE_COLL_REDUCE_SCATTER, ZAYA_SIZE_COLL_ALL_GATHER, ZAYA_SIZE_COLL_BROADCAST,
+    ZAYA_SIZE_COLL_N
+};
 
-typedef struct zaya_hw {
+typedef struct zaya_size_hw {
     char name[64];
     char source[160];   /* "built-in (public spec)" or the profile path */
     int is_gpu;
@@ -204,33 +216,33 @@ typedef struct zaya_hw {
     double link_latency_s;
     int act_bf16;                /* compute dtype for the model: 1 bf16, 0 f32 */
     int ngemm;
-    zaya_gemm_point *gemm;       /* measured throughput table (owned) */
-    int ncoll[ZAYA_COLL_N];
-    zaya_coll_point *coll[ZAYA_COLL_N];
-} zaya_hw;
+    zaya_size_gemm_point *gemm;       /* measured throughput table (owned) */
+    int ncoll[ZAYA_SIZE_COLL_N];
+    zaya_size_coll_point *coll[ZAYA_SIZE_COLL_N];
+} zaya_size_hw;
 
 /* name: mi300x | h100 | h200 | host (needs profile_path) | a path ending in .json. */
-zaya_status zaya_hw_get(const char *name, const char *profile_path, zaya_hw *hw);
-zaya_status zaya_hw_from_profile_json(const cJSON *root, const char *what, zaya_hw *hw);
-void zaya_hw_free(zaya_hw *hw);
+zaya_status zaya_size_hw_get(const char *name, const char *profile_path, zaya_size_hw *hw);
+zaya_status zaya_size_hw_from_profile_json(const cJSON *root, const char *what, zaya_size_hw *hw);
+void zaya_size_hw_free(zaya_size_hw *hw);
 /* Compute dtype the model assumes: "bf16" (the trainer's default) or "f32". */
-zaya_status zaya_hw_set_dtype(zaya_hw *hw, const char *dtype);
+zaya_status zaya_size_hw_set_dtype(zaya_size_hw *hw, const char *dtype);
 
 /* ---------------------------------------------------------------- GEMM and collective models */
 
-typedef struct zaya_gemm_est {
+typedef struct zaya_size_gemm_est {
     double flops, time_s, eff;           /* eff = achieved / peak */
     double tile_eff, wave_eff, k_eff;    /* GPU quantization factors (1 for measured tables) */
     int64_t tiles, waves, split;         /* tiles incl. split-K partials */
     int mem_bound;
-} zaya_gemm_est;
+} zaya_size_gemm_est;
 
-void zaya_gemm_estimate(const zaya_hw *hw, int64_t m, int64_t n, int64_t k, zaya_gemm_est *e);
+void zaya_size_gemm_estimate(const zaya_size_hw *hw, int64_t m, int64_t n, int64_t k, zaya_size_gemm_est *e);
 /* `groups` equal GEMMs in one grouped launch (the experts of a layer): their tiles share the waves. */
-void zaya_gemm_estimate_grouped(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k,
-                                zaya_gemm_est *e);
+void zaya_size_gemm_estimate_grouped(const zaya_size_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k,
+                                zaya_size_gemm_est *e);
 /* Time of one collective of `bytes` (full buffer, nccl-tests convention) over `ranks`. */
-double zaya_coll_time(const zaya_hw *hw, int coll, int ranks, double bytes);
+double zaya_size_coll_time(const zaya_size_hw *hw, int coll, int ranks, double bytes);
 
 /* ---------------------------------------------------------------- sizing rules */
 
@@ -239,82 +251,82 @@ typedef struct zaya_size_run {
     int tp;              /* intended tensor-parallel degree (rule: KV heads) */
 } zaya_size_run;
 
-typedef struct zaya_rule_hit {
+typedef struct zaya_size_rule_hit {
     const char *rule_id;
     char what[96];       /* the dimension or GEMM concerned */
     char detail[200];    /* numbers */
     char fix[120];       /* nearest compliant value(s) */
     int severity;        /* 1 advisory (preferred), 2 violation */
-} zaya_rule_hit;
+} zaya_size_rule_hit;
 
-typedef int (*zaya_rule_fn)(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run,
-                            zaya_rule_hit *hits, int cap);
+typedef int (*zaya_size_rule_fn)(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run,
+                            zaya_size_rule_hit *hits, int cap);
 
 typedef struct zaya_size_rule {
     const char *id, *statement, *rationale;
-    zaya_rule_fn check; /* appends hits (at most cap), returns the count */
+    zaya_size_rule_fn check; /* appends hits (at most cap), returns the count */
 } zaya_size_rule;
 
 extern const zaya_size_rule zaya_size_rules[];
 extern const int zaya_size_nrules;
-int zaya_size_check_rules(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *hits,
-                          int cap);
+int zaya_size_check_rules(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run,
+                          zaya_size_rule_hit *hits, int cap);
 /* Nearest multiple of q to x (ties up), never below q. */
 int64_t zaya_size_round_to(int64_t x, int64_t q);
 
 /* The GEMMs of one training step of one layer kind (forward, input-gradient, weight-gradient). */
 #define ZAYA_SIZE_MAX_GEMMS 96
-typedef struct zaya_gemm_shape {
+typedef struct zaya_size_gemm_shape {
     char name[40];
     const char *pass;    /* "fwd", "dgrad", "wgrad" */
     int64_t m, n, k;
     int64_t groups;      /* GEMMs per grouped launch (experts), 1 otherwise */
     int64_t count;       /* launches per step (layers) */
     const char *dim[3];  /* what m, n, k are: "tokens", "tokens/expert", or the config width */
-} zaya_gemm_shape;
+} zaya_size_gemm_shape;
 
-int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm_shape *g, int cap);
+int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya_size_gemm_shape *g, int cap);
 
 /* ---------------------------------------------------------------- step-time and latency prediction */
 
-typedef struct zaya_step_opts {
+typedef struct zaya_size_step_opts {
     int64_t batch, seq;       /* micro-batch per rank */
     int dp;
     int zero_stage;
-    zaya_optimizer optimizer;
+    zaya_size_optimizer optimizer;
     int recompute;
     double overlap;           /* fraction of DP communication hidden behind backward (0..1) */
     int grad_comm_bytes;      /* bytes per gradient element on the wire (4 fp32, 2 bf16) */
-} zaya_step_opts;
+} zaya_size_step_opts;
 
-typedef struct zaya_step_pred {
+typedef struct zaya_size_step_pred {
     double gemm_s, attn_s, memop_s, optimizer_s, comm_s, comm_exposed_s, step_s;
     double optimizer_ns_s;    /* Muon's Newton-Schulz part of optimizer_s */
     double tokens_per_s_rank, tokens_per_s_global;
     double model_flops, mfu;  /* model FLOPs per step per rank and their share of peak */
     double gemm_eff;          /* FLOP-weighted GEMM efficiency */
-} zaya_step_pred;
+} zaya_size_step_pred;
 
-void zaya_step_opts_default(zaya_step_opts *o);
+void zaya_size_step_opts_default(zaya_size_step_opts *o);
 /* Predicted time of one training step per rank; the trainer benchmark compares this with measured steps. */
-zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const zaya_step_opts *o,
-                                   zaya_step_pred *p);
+zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_step_opts *o,
+                                   zaya_size_step_pred *p);
 
-typedef struct zaya_infer_pred {
+typedef struct zaya_size_infer_pred {
     int64_t batch, context;
     double prefill_s;          /* whole prompt of `context` tokens per sequence */
     double decode_s;           /* one token for the whole batch at `context` */
     double decode_weight_bytes, decode_kv_bytes, decode_route_s;
     double decode_bytes_s, decode_flops_s, decode_launch_s; /* terms of decode_s */
     double decode_tokens_per_s;
-} zaya_infer_pred;
+} zaya_size_infer_pred;
 
-void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batch, int64_t context,
-                             zaya_infer_pred *p);
+void zaya_size_predict_infer(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context,
+                             zaya_size_infer_pred *p);
 
 /* ---------------------------------------------------------------- MoE shape search */
 
-typedef struct zaya_search_opts {
+typedef struct zaya_size_search_opts {
     double total_params, active_params; /* non-embedding budgets */
     double tolerance;                   /* relative, e.g. 0.03 */
     int64_t seq, batch, vocab;
@@ -322,38 +334,39 @@ typedef struct zaya_search_opts {
     int64_t hidden_min, hidden_max, hidden_step;
     int64_t layers_max;
     int ref_valid;                      /* compare against this shape in the explanation */
-    zaya_arch ref;
-} zaya_search_opts;
+    zaya_size_arch ref;
+} zaya_size_search_opts;
 
-typedef struct zaya_candidate {
+typedef struct zaya_size_candidate {
     int64_t hidden, layers, experts, expert_ffn, top_k, heads, kv_heads;
     double total, active;               /* non-embedding */
     double train_tok_s, decode_s, gemm_eff, mem_gb;
     int pareto;
     int recompute;                      /* ranked with activation recomputation (needed to fit) */
-} zaya_candidate;
+} zaya_size_candidate;
 
-typedef struct zaya_search_result {
+typedef struct zaya_size_search_result {
     int n, cap;
-    zaya_candidate *c;                  /* sorted by training tokens/s, descending */
+    zaya_size_candidate *c;                  /* sorted by training tokens/s, descending */
     int64_t examined;
     char fail[512];                     /* when n == 0: which constraint emptied the set */
-} zaya_search_result;
+} zaya_size_search_result;
 
-void zaya_search_opts_default(zaya_search_opts *o);
+void zaya_size_search_opts_default(zaya_size_search_opts *o);
 /* One shape under the search's settings (batch, seq, DP, ZeRO-1, AdamW; recomputation exactly when the
  * activations would not fit otherwise): the search ranks with it and the explanation re-evaluates with
  * it, so candidate and reference are always compared under the same settings. */
-zaya_status zaya_size_search_eval(const zaya_hw *hw, const zaya_search_opts *o, const zaya_arch *a, int *recompute,
-                                  zaya_step_pred *sp, zaya_infer_pred *ip);
+zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a,
+                                  int *recompute, zaya_size_step_pred *sp, zaya_size_infer_pred *ip);
 /* Reference minus candidate, term by term of the step model; step == gemm + attn_mem + optimizer + comm
  * exactly (the terms the explanation prints). */
-typedef struct zaya_step_diff { double step, gemm, attn_mem, optimizer, comm; } zaya_step_diff;
-void zaya_size_step_diff(const zaya_step_pred *cand, const zaya_step_pred *ref, zaya_step_diff *d);
-zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_search_result *r);
-void zaya_search_result_free(zaya_search_result *r);
+typedef struct zaya_size_step_diff { double step, gemm, attn_mem, optimizer, comm; } zaya_size_step_diff;
+void zaya_size_diff_step(const zaya_size_step_pred *cand, const zaya_size_step_pred *ref, zaya_size_step_diff *d);
+zaya_status zaya_size_search(const zaya_size_hw *hw, const zaya_size_search_opts *o, zaya_size_search_result *r);
+void zaya_size_search_result_free(zaya_size_search_result *r);
 /* Writes the "why this shape" paragraph: the front's best vs the reference (or the runner-up). */
-void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, const zaya_search_result *r, FILE *f);
+void zaya_size_search_explain(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_search_result *r,
+                              FILE *f);
 
 /* ---------------------------------------------------------------- reporting helpers */
 
@@ -364,10 +377,14 @@ const char *zaya_size_fmt_count(double v, char *buf, size_t cap);
 
 /* Architecture summary and per-component parameter table (what `zaya size info` and `zaya model info`
  * print). seq selects the attention context for the FLOP line. */
-void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f);
+void zaya_size_print_info(const zaya_size_arch *a, int64_t seq, FILE *f);
 /* The same with the memory table at a chosen layout (DP, ZeRO stage, micro-batch, dtypes; opts->seq). */
-void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FILE *f);
+void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts *opts, FILE *f);
 /* The same as JSON (caller owns the result). */
-cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq);
+cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define ZAYA_SPIKE_MAX_WINDOW 1024
 
 typedef struct zaya_spike_config {
@@ -44,5 +48,9 @@ void zaya_spike_guard_reset(zaya_spike_guard *g);
 /* The whole state (config, window in order, counters) as JSON and back; doubles round-trip exactly. */
 cJSON *zaya_spike_guard_to_json(const zaya_spike_guard *g);
 zaya_status zaya_spike_guard_from_json(zaya_spike_guard *g, const cJSON *j);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

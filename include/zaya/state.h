@@ -13,6 +13,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_state_array {
     char name[192];
     int64_t start, numel, full_numel;
@@ -36,5 +40,9 @@ const zaya_state_array *zaya_state_set_find(const zaya_state_set *s, const char 
  * different full size). */
 zaya_status zaya_state_set_read(const zaya_state_set *s, const char *name, int64_t start, int64_t numel,
                                 int64_t full_numel, float *dst);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

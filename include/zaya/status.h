@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum zaya_status {
     ZAYA_OK = 0,
     ZAYA_EINVAL,       /* bad argument, flag or config value */
@@ -48,5 +52,9 @@ void zaya_error_clear(void);
             abort();                                                                       \
         }                                                                                  \
     } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

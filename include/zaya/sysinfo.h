@@ -4,7 +4,15 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* "model name" from /proc/cpuinfo, or "unknown". */
 void zaya_sysinfo_cpu_model(char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

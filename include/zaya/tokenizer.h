@@ -10,6 +10,10 @@
 
 #include "zaya/status.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct zaya_tokenizer zaya_tokenizer;
 
 typedef struct zaya_bpe_train_opts {
@@ -61,5 +65,9 @@ void zaya_tokenizer_encoder_free(zaya_tokenizer_encoder *e);
 int64_t zaya_tokenizer_merge_count(const zaya_tokenizer *t);
 /* Raw bytes of token id (for added tokens, their content); NULL when id is out of range. */
 const uint8_t *zaya_tokenizer_token_bytes(const zaya_tokenizer *t, int32_t id, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

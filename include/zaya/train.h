@@ -5,8 +5,12 @@
 
 #include <stdint.h>
 
-#include "zaya/matmul.h"
+#include "zaya/dtype.h"
 #include "zaya/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct zaya_train_opts {
     const char *config;   /* model preset or config.json (default zaya1-tiny) */
@@ -58,5 +62,9 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);
 /* Builds the built-in corpus in dir (idempotent): a 4096-token byte-level BPE trained on the fortunes
  * package's English text and C headers from /usr/include, and shards of both ("prose", "code"). */
 zaya_status zaya_train_prepare_builtin_data(const char *dir, int64_t vocab_size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -29,7 +29,7 @@ static int one_config(const zaya_cmd_spec *spec, const zaya_args *args, const ch
 static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
 
 /* --seq against the config: past max_position_embeddings the model was never trained; warn. */
-static void check_seq(const char *cmd, const zaya_arch *a, int64_t seq) {
+static void check_seq(const char *cmd, const zaya_size_arch *a, int64_t seq) {
     if (a->max_seq > 0 && seq > a->max_seq)
         fprintf(stderr, "zaya size %s: warning: --seq %lld exceeds the config's max_position_embeddings %lld\n", cmd,
                 (long long)seq, (long long)a->max_seq);
@@ -42,8 +42,8 @@ typedef struct mem_flags {
     const char *grad, *master, *optimizer;
 } mem_flags;
 
-static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_mem_opts *o) {
-    zaya_mem_opts_default(o);
+static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_size_mem_opts *o) {
+    zaya_size_mem_opts_default(o);
     if (m->dp <= 0) return zaya_error_set(ZAYA_EINVAL, "--dp must be positive");
     if (m->zero < 0 || m->zero > 3) return zaya_error_set(ZAYA_EINVAL, "--zero must be 0..3");
     if (m->micro_batch <= 0 || m->micro_batch > (1 << 20)) return zaya_error_set(ZAYA_EINVAL, "--micro-batch/--batch must be 1..1048576");
@@ -52,17 +52,17 @@ static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_mem_opts
     o->micro_batch = m->micro_batch;
     o->recompute = m->recompute;
     o->seq = seq;
-    ZAYA_TRY(zaya_mem_parse_dtype(m->grad, 0, &o->grad_bytes));
-    ZAYA_TRY(zaya_mem_parse_dtype(m->master, 1, &o->master_bytes));
-    if (!strcmp(m->optimizer, "adamw")) o->optimizer = ZAYA_OPT_ADAMW;
-    else if (!strcmp(m->optimizer, "muon")) o->optimizer = ZAYA_OPT_MUON;
+    ZAYA_TRY(zaya_size_mem_parse_dtype(m->grad, 0, &o->grad_bytes));
+    ZAYA_TRY(zaya_size_mem_parse_dtype(m->master, 1, &o->master_bytes));
+    if (!strcmp(m->optimizer, "adamw")) o->optimizer = ZAYA_SIZE_OPT_ADAMW;
+    else if (!strcmp(m->optimizer, "muon")) o->optimizer = ZAYA_SIZE_OPT_MUON;
     else return zaya_error_set(ZAYA_EINVAL, "--optimizer '%s' (use adamw or muon)", m->optimizer);
     return ZAYA_OK;
 }
 
 /* Prints the fit verdict of the training layout; returns 1 when it fits. */
-static int print_train_fit(const zaya_arch *a, const zaya_mem_opts *mo, const zaya_hw *hw, FILE *f, cJSON *j) {
-    zaya_fit fit;
+static int print_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *mo, const zaya_size_hw *hw, FILE *f, cJSON *j) {
+    zaya_size_fit fit;
     zaya_size_train_fit(a, mo, hw->mem_bytes, &fit);
     if (!(hw->mem_bytes > 0)) {
         fprintf(f, "training memory: %.1f GiB per rank (the profile states no device memory: not checked)\n", gib(fit.need));
@@ -80,7 +80,7 @@ static int print_train_fit(const zaya_arch *a, const zaya_mem_opts *mo, const za
         cJSON_AddBoolToObject(m, "fits", fit.fits);
         cJSON_AddStringToObject(m, "largest_term", fit.largest);
         cJSON_AddStringToObject(m, "advice", fit.advice);
-        cJSON_AddNumberToObject(m, "bytes_per_param", zaya_mem_bytes_per_param(mo));
+        cJSON_AddNumberToObject(m, "bytes_per_param", zaya_size_mem_bytes_per_param(mo));
     }
     return fit.fits;
 }
@@ -120,11 +120,11 @@ int zaya_cmd_size_info(int argc, char **argv) {
     const char *path = NULL;
     if ((rc = one_config(&spec, &args, &path)) >= 0) return rc;
     if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
-    zaya_mem_opts mo;
+    zaya_size_mem_opts mo;
     zaya_status s = mem_from_flags(&mf, seq, &mo);
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
-    zaya_arch a;
-    s = zaya_arch_load(path, &a);
+    zaya_size_arch a;
+    s = zaya_size_arch_load(path, &a);
     if (s != ZAYA_OK) return fail("info", s);
     check_seq("info", &a, seq);
     zaya_size_print_info_opts(&a, &mo, stdout);
@@ -166,15 +166,15 @@ int zaya_cmd_size_check(int argc, char **argv) {
     if (batch <= 0 || tp <= 0) return zaya_flags_usage_error(&spec, "--batch and --tp must be positive");
     if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
     mf.micro_batch = batch;
-    zaya_mem_opts mo;
+    zaya_size_mem_opts mo;
     zaya_status s = mem_from_flags(&mf, seq, &mo);
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
-    zaya_arch a;
-    zaya_hw hw;
-    s = zaya_arch_load(path, &a);
+    zaya_size_arch a;
+    zaya_size_hw hw;
+    s = zaya_size_arch_load(path, &a);
     if (s != ZAYA_OK) return fail("check", s);
     check_seq("check", &a, seq);
-    if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("check", s);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("check", s);
     zaya_size_run run = {batch, seq, tp};
     printf("%s on %s (%s): %d %s, tile %dx%dx%d, wave %d tiles, align %d; batch %lld x seq %lld, TP %d\n\n", path, hw.name,
            hw.source, hw.compute_units, hw.is_gpu ? "compute units" : "cores", hw.tile_m, hw.tile_n, hw.tile_k,
@@ -183,7 +183,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
     for (int i = 0; i < zaya_size_nrules; i++)
         printf("  %-12s %s\n  %-12s   why: %s\n", zaya_size_rules[i].id, zaya_size_rules[i].statement, "",
                zaya_size_rules[i].rationale);
-    zaya_rule_hit hits[256];
+    zaya_size_rule_hit hits[256];
     int nh = zaya_size_check_rules(&a, &hw, &run, hits, 256);
     int shown = nh < 256 ? nh : 256, nviol = 0;
     printf("\nfindings (%d):\n", nh);
@@ -192,7 +192,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
         printf("  [%s] %-12s %s: %s\n  %-21s nearest compliant: %s\n", hits[i].severity >= 2 ? "VIOLATION" : "advice",
                hits[i].rule_id, hits[i].what, hits[i].detail, "", hits[i].fix[0] ? hits[i].fix : "-");
     }
-    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int ng = zaya_size_list_gemms(&a, &run, g, ZAYA_SIZE_MAX_GEMMS);
     printf("\nper GEMM (one layer's launch; x = launches per step):\n");
     printf("  %-24s %-5s %7s %7s %7s %4s %4s %5s %7s %6s %6s %6s %7s %s\n", "gemm", "pass", "M", "N", "K", "grp", "x", "splitK", "tiles",
@@ -200,8 +200,8 @@ int zaya_cmd_size_check(int argc, char **argv) {
     cJSON *jg = cJSON_CreateArray();
     double total_t = 0, total_f = 0;
     for (int i = 0; i < ng; i++) {
-        zaya_gemm_est e;
-        zaya_gemm_estimate_grouped(&hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        zaya_size_gemm_est e;
+        zaya_size_gemm_estimate_grouped(&hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
         double t = e.time_s * (double)g[i].count;
         total_t += t;
         total_f += e.flops * (double)g[i].count;
@@ -232,7 +232,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
     printf("\nall GEMMs of one step: %.1f ms, %.1f%% of peak (FLOP-weighted); %d violation(s)\n", 1e3 * total_t,
            100 * total_f / (total_t * peak), nviol);
     printf("\nmemory (DP %d, ZeRO-%d, %s%s, %.0f B/param):\n  ", mo.dp, mo.zero_stage, mf.optimizer,
-           mo.recompute ? ", recompute" : "", zaya_mem_bytes_per_param(&mo));
+           mo.recompute ? ", recompute" : "", zaya_size_mem_bytes_per_param(&mo));
     cJSON *jm = cJSON_CreateObject();
     print_train_fit(&a, &mo, &hw, stdout, jm);
     if (out) {
@@ -256,12 +256,12 @@ int zaya_cmd_size_check(int argc, char **argv) {
         char p[1024];
         s = write_json(out, "check.json", root, p, sizeof p);
         cJSON_Delete(root);
-        if (s != ZAYA_OK) { zaya_hw_free(&hw); return fail("check", s); }
+        if (s != ZAYA_OK) { zaya_size_hw_free(&hw); return fail("check", s); }
         printf("wrote %s\n", p);
     }
     cJSON_Delete(jg);
     cJSON_Delete(jm);
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
     return 0;
 }
 
@@ -295,13 +295,13 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     if (seq <= 0 || seq > SEQ_MAX) return zaya_flags_usage_error(&spec, "--seq must be 1..%lld", (long long)SEQ_MAX);
     if (!(overlap >= 0 && overlap <= 1)) return zaya_flags_usage_error(&spec, "--overlap must be in [0, 1]");
     mf.micro_batch = batch;
-    zaya_mem_opts mo;
+    zaya_size_mem_opts mo;
     zaya_status s = mem_from_flags(&mf, seq, &mo);
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     int dp = mo.dp, zero = mo.zero_stage, recompute = mo.recompute;
     const char *optname = mf.optimizer;
-    zaya_step_opts so;
-    zaya_step_opts_default(&so);
+    zaya_size_step_opts so;
+    zaya_size_step_opts_default(&so);
     so.optimizer = mo.optimizer;
     so.batch = batch;
     so.seq = seq;
@@ -310,15 +310,15 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     so.recompute = recompute;
     so.overlap = overlap;
     so.grad_comm_bytes = mo.grad_bytes;
-    zaya_arch a;
-    zaya_hw hw;
-    if ((s = zaya_arch_load(path, &a)) != ZAYA_OK) return fail("predict", s);
+    zaya_size_arch a;
+    zaya_size_hw hw;
+    if ((s = zaya_size_arch_load(path, &a)) != ZAYA_OK) return fail("predict", s);
     check_seq("predict", &a, seq);
-    if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("predict", s);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("predict", s);
     if (!dtype) dtype = hw.peak_bf16 > 0 ? "bf16" : "f32";
-    zaya_step_pred p;
-    if ((s = zaya_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
-        zaya_hw_free(&hw);
+    zaya_size_step_pred p;
+    if ((s = zaya_size_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
+        zaya_size_hw_free(&hw);
         return fail("predict", s);
     }
     cJSON *root = cJSON_CreateObject();
@@ -334,7 +334,7 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     printf("  %-28s %10.2f ms  (exposed %.2f ms)\n", "DP communication", 1e3 * p.comm_s, 1e3 * p.comm_exposed_s);
     printf("  %-28s %10.2f ms\n", "step", 1e3 * p.step_s);
     printf("  tokens/s: %.0f per rank, %.0f global; MFU %.1f%%\n", p.tokens_per_s_rank, p.tokens_per_s_global, 100 * p.mfu);
-    zaya_fit inf1;
+    zaya_size_fit inf1;
     zaya_size_infer_fit(&a, 1, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &inf1);
     printf("\ninference at context %lld (%s weights, all experts resident: %.1f GiB at batch 1 of %.1f GiB%s):\n", (long long)seq,
            hw.act_bf16 ? "bf16" : "f32", gib(inf1.need), gib(hw.mem_bytes), hw.mem_bytes > 0 ? "" : " (unknown: not checked)");
@@ -355,9 +355,9 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     cJSON_AddNumberToObject(st, "mfu", p.mfu);
     cJSON *inf = cJSON_AddArrayToObject(root, "inference");
     for (int64_t b = 1; b <= max_batch; b *= 2) {
-        zaya_infer_pred ip;
+        zaya_size_infer_pred ip;
         zaya_size_predict_infer(&a, &hw, b, seq, &ip);
-        zaya_fit fb;
+        zaya_size_fit fb;
         zaya_size_infer_fit(&a, b, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &fb);
         printf("  %6lld %12.2f %14.3f %12.1f %12.1f %14.0f%s\n", (long long)b, 1e3 * ip.prefill_s, 1e3 * ip.decode_s,
                ip.decode_weight_bytes / 1e6, ip.decode_kv_bytes / 1e6, ip.decode_tokens_per_s,
@@ -374,17 +374,17 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     if (out) {
         char pth[1024];
         s = write_json(out, "predict.json", root, pth, sizeof pth);
-        if (s != ZAYA_OK) { cJSON_Delete(root); zaya_hw_free(&hw); return fail("predict", s); }
+        if (s != ZAYA_OK) { cJSON_Delete(root); zaya_size_hw_free(&hw); return fail("predict", s); }
         printf("wrote %s\n", pth);
     }
     cJSON_Delete(root);
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
     return 0;
 }
 
 /* ------------------------------------------------------------------ search */
 
-static void plot_front(const char *dir, const zaya_search_result *r, const zaya_search_opts *o) {
+static void plot_front(const char *dir, const zaya_size_search_result *r, const zaya_size_search_opts *o) {
     int nf = 0;
     for (int i = 0; i < r->n; i++) nf += r->c[i].pareto;
     double *x = malloc(sizeof(double) * (size_t)(2 * nf + 2)), *y = x ? x + nf + 1 : NULL;
@@ -397,7 +397,7 @@ static void plot_front(const char *dir, const zaya_search_result *r, const zaya_
     double rx = 0, ry = 0;
     if (o->ref_valid) {
         for (int i = 0; i < r->n; i++) {
-            const zaya_candidate *c = &r->c[i];
+            const zaya_size_candidate *c = &r->c[i];
             if (c->hidden == o->ref.hidden && c->experts == o->ref.experts && c->expert_ffn == o->ref.expert_ffn &&
                 c->top_k == o->ref.top_k && llabs(c->layers - o->ref.layers) <= 1) {
                 rx = 1e3 * c->decode_s;
@@ -420,8 +420,8 @@ static void plot_front(const char *dir, const zaya_search_result *r, const zaya_
 
 int zaya_cmd_size_search(int argc, char **argv) {
     const char *hwname = NULL, *profile = NULL, *out = "results/size-search", *total = NULL, *active = NULL, *ref = NULL;
-    zaya_search_opts o;
-    zaya_search_opts_default(&o);
+    zaya_size_search_opts o;
+    zaya_size_search_opts_default(&o);
     int top = 15;
     double tol_pct = 3;
     const zaya_flag flags[] = {
@@ -455,17 +455,17 @@ int zaya_cmd_size_search(int argc, char **argv) {
     o.tolerance = tol_pct / 100;
     zaya_status s;
     if (ref) {
-        if ((s = zaya_arch_load(ref, &o.ref)) != ZAYA_OK) return fail("search", s);
+        if ((s = zaya_size_arch_load(ref, &o.ref)) != ZAYA_OK) return fail("search", s);
         o.ref_valid = 1;
     }
-    zaya_hw hw;
-    if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("search", s);
-    zaya_search_result r;
-    if ((s = zaya_size_search(&hw, &o, &r)) != ZAYA_OK) { zaya_hw_free(&hw); return fail("search", s); }
+    zaya_size_hw hw;
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("search", s);
+    zaya_size_search_result r;
+    if ((s = zaya_size_search(&hw, &o, &r)) != ZAYA_OK) { zaya_size_hw_free(&hw); return fail("search", s); }
     if (r.n == 0) {
         fprintf(stderr, "zaya size search: error: %s\n", r.fail);
-        zaya_search_result_free(&r);
-        zaya_hw_free(&hw);
+        zaya_size_search_result_free(&r);
+        zaya_size_hw_free(&hw);
         return 1;
     }
     int nf = 0;
@@ -482,7 +482,7 @@ int zaya_cmd_size_search(int argc, char **argv) {
            "gemm", "mem GB", "");
     cJSON *root = cJSON_CreateObject(), *jc = cJSON_AddArrayToObject(root, "candidates");
     for (int i = 0; i < r.n; i++) {
-        const zaya_candidate *c = &r.c[i];
+        const zaya_size_candidate *c = &r.c[i];
         if (c->pareto)
             printf(row, i + 1, (long long)c->hidden, (long long)c->layers, (long long)c->experts, (long long)c->expert_ffn,
                    (long long)c->top_k, zaya_size_fmt_count(c->total, b1, sizeof b1),
@@ -509,7 +509,7 @@ int zaya_cmd_size_search(int argc, char **argv) {
     printf(hdr, "rank", "hidden", "layers", "experts", "exp_ffn", "top_k", "total", "active", "train tok/s", "decode ms",
            "gemm", "mem GB", "");
     for (int i = 0; i < r.n && i < top; i++) {
-        const zaya_candidate *c = &r.c[i];
+        const zaya_size_candidate *c = &r.c[i];
         printf(row, i + 1, (long long)c->hidden, (long long)c->layers, (long long)c->experts, (long long)c->expert_ffn,
                (long long)c->top_k, zaya_size_fmt_count(c->total, b1, sizeof b1), zaya_size_fmt_count(c->active, b2, sizeof b2),
                c->train_tok_s, 1e3 * c->decode_s, 100 * c->gemm_eff, c->mem_gb, c->pareto ? "front" : "");
@@ -525,10 +525,10 @@ int zaya_cmd_size_search(int argc, char **argv) {
     char p[1024];
     s = write_json(out, "search.json", root, p, sizeof p);
     cJSON_Delete(root);
-    if (s != ZAYA_OK) { zaya_search_result_free(&r); zaya_hw_free(&hw); return fail("search", s); }
+    if (s != ZAYA_OK) { zaya_size_search_result_free(&r); zaya_size_hw_free(&hw); return fail("search", s); }
     printf("\nwrote %s\n", p);
     plot_front(out, &r, &o);
-    zaya_search_result_free(&r);
-    zaya_hw_free(&hw);
+    zaya_size_search_result_free(&r);
+    zaya_size_hw_free(&hw);
     return 0;
 }

@@ -172,22 +172,22 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     if (batch <= 0 || seq < 2 || steps <= 0 || steps > MAX_STEPS || micro <= 0 || batch % micro)
         return zaya_flags_usage_error(&spec, "need --batch > 0, --seq >= 2, 0 < --steps <= %d and a --micro-batch dividing --batch", MAX_STEPS);
     if (warmup < 0 || warmup >= steps) return zaya_flags_usage_error(&spec, "--warmup must be in [0, --steps)");
-    zaya_step_opts so;
-    zaya_step_opts_default(&so);
-    if (!strcmp(optname, "muon")) so.optimizer = ZAYA_OPT_MUON;
+    zaya_size_step_opts so;
+    zaya_size_step_opts_default(&so);
+    if (!strcmp(optname, "muon")) so.optimizer = ZAYA_SIZE_OPT_MUON;
     else if (strcmp(optname, "adamw")) return zaya_flags_usage_error(&spec, "--optimizer '%s' (use adamw or muon)", optname);
     if (strcmp(dtype, "bf16") && strcmp(dtype, "f32")) return zaya_flags_usage_error(&spec, "--dtype '%s' (use bf16 or f32)", dtype);
     so.batch = micro;
     so.seq = seq;
 
-    zaya_arch a;
-    zaya_hw hw;
-    zaya_status s = zaya_arch_load(path, &a);
+    zaya_size_arch a;
+    zaya_size_hw hw;
+    zaya_status s = zaya_size_arch_load(path, &a);
     if (s != ZAYA_OK) return fail(s);
-    if ((s = zaya_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail(s);
-    zaya_step_pred p;
-    if ((s = zaya_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
-        zaya_hw_free(&hw);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail(s);
+    zaya_size_step_pred p;
+    if ((s = zaya_size_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
+        zaya_size_hw_free(&hw);
         return fail(s);
     }
     /* Gradient accumulation repeats everything but the optimizer step. */
@@ -202,11 +202,11 @@ int zaya_cmd_size_validate(int argc, char **argv) {
         (s = fresh(train_dir)) != ZAYA_OK || (s = zaya_path_join(log, sizeof log, out, "train.log")) != ZAYA_OK ||
         (s = zaya_path_join(metrics, sizeof metrics, train_dir, "metrics.jsonl")) != ZAYA_OK ||
         (s = write_run(run_path, names, nsrc, batch, seq, steps)) != ZAYA_OK) {
-        zaya_hw_free(&hw);
+        zaya_size_hw_free(&hw);
         return fail(s);
     }
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el <= 0) { zaya_hw_free(&hw); return fail(zaya_error_set(ZAYA_EIO, "/proc/self/exe: %s", strerror(errno))); }
+    if (el <= 0) { zaya_size_hw_free(&hw); return fail(zaya_error_set(ZAYA_EIO, "/proc/self/exe: %s", strerror(errno))); }
     exe[el] = 0;
     char nsteps[32], nmicro[32], nthreads[32];
     snprintf(nsteps, sizeof nsteps, "%lld", (long long)steps);
@@ -225,7 +225,7 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     static double ms[MAX_STEPS];
     int n = 0;
     if ((s = run_child(cargv, log)) != ZAYA_OK || (s = read_steps(metrics, warmup, batch, ms, &n)) != ZAYA_OK) {
-        zaya_hw_free(&hw);
+        zaya_size_hw_free(&hw);
         return fail(s);
     }
     double peak_after = zaya_bench_matmul_peak_gflops(dt);
@@ -287,7 +287,7 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     s = zaya_path_join(jpath, sizeof jpath, out, "validate.json");
     if (s == ZAYA_OK) s = zaya_json_write_file(jpath, root, 1);
     cJSON_Delete(root);
-    zaya_hw_free(&hw);
+    zaya_size_hw_free(&hw);
     if (s != ZAYA_OK) return fail(s);
     printf("wrote %s\n", jpath);
     return 0;

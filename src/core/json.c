@@ -111,3 +111,29 @@ zaya_status zaya_json_get_str(const cJSON *obj, const char *key, const char **ou
     *out = it->valuestring;
     return ZAYA_OK;
 }
+
+/* Objects with a repeated key are refused: cJSON keeps the first, Python's json the last. */
+zaya_status zaya_json_check_unique_keys(const cJSON *t) {
+    /* iterative walk (no recursion depth limit beyond cJSON's own nesting limit) */
+    const cJSON *stack[1100];
+    int sp = 0;
+    stack[sp++] = t;
+    while (sp > 0) {
+        const cJSON *o = stack[--sp];
+        if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) continue;
+        int isobj = cJSON_IsObject(o), n = 0;
+        for (const cJSON *x = o->child; x; x = x->next, n++) {
+            if (isobj && n < 4096)
+                for (const cJSON *y = o->child; y != x; y = y->next)
+                    if (x->string && y->string && !strcmp(x->string, y->string))
+                        return zaya_error_set(ZAYA_EFORMAT, "duplicate key '%.64s' (JSON readers disagree on which value wins)",
+                                              x->string);
+            if (isobj && n >= 4096) return zaya_error_set(ZAYA_ERANGE, "an object with more than 4096 keys is not a model config");
+            if ((cJSON_IsObject(x) || cJSON_IsArray(x)) && x->child) {
+                if (sp >= (int)(sizeof stack / sizeof *stack)) return zaya_error_set(ZAYA_ERANGE, "JSON nested too deeply");
+                stack[sp++] = x;
+            }
+        }
+    }
+    return ZAYA_OK;
+}

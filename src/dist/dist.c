@@ -44,12 +44,15 @@ zaya_status zaya_redop_parse(const char *s, zaya_redop *out) {
     return zaya_error_set(ZAYA_EINVAL, "unknown reduction op '%s' (use sum, prod, min, max or avg)", s);
 }
 
-static zaya_status mpi_fail(int rc, const char *what, int64_t count, zaya_dist_dtype t) {
+static zaya_status mpi_fail_named(int rc, const char *what, int64_t count, const char *type_name) {
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
     MPI_Error_string(rc, msg, &len);
-    return zaya_error_set(ZAYA_EMPI, "%s of %lld %s elements failed: %s", what, (long long)count,
-                          zaya_dist_dtype_name(t), msg);
+    return zaya_error_set(ZAYA_EMPI, "%s of %lld %s elements failed: %s", what, (long long)count, type_name, msg);
+}
+
+static zaya_status mpi_fail(int rc, const char *what, int64_t count, zaya_dist_dtype t) {
+    return mpi_fail_named(rc, what, count, zaya_dist_dtype_name(t));
 }
 
 #define MPI_CHECK(call, what, count, t)                         \
@@ -194,6 +197,40 @@ zaya_status zaya_allreduce(const zaya_comm *c, const void *sendbuf, void *recvbu
               "all-reduce", count, t);
     if (op == ZAYA_REDOP_AVG) zaya_dist_avg_finish(recvbuf, count, t, c->size);
     return ZAYA_OK;
+}
+
+/* f64 / i64 all-reduce: the builtin MPI op on the builtin type (no user op, no staging buffer). */
+static zaya_status allreduce_host(const zaya_comm *c, const void *sendbuf, void *recvbuf, int64_t count,
+                                  zaya_redop op, MPI_Datatype dt, const char *what, const char *type_name) {
+    if (!c) return zaya_error_set(ZAYA_EINVAL, "%s: NULL communicator", what);
+    ZAYA_TRY(check_op(what, op));
+    if (count < 0) return zaya_error_set(ZAYA_EINVAL, "%s: negative count %lld", what, (long long)count);
+    if (count > INT_MAX)
+        return zaya_error_set(ZAYA_ERANGE, "%s: %lld %s elements exceed the backend's int count limit", what,
+                              (long long)count, type_name);
+    MPI_Op mop = MPI_SUM; /* sum and avg */
+    if (op == ZAYA_REDOP_PROD) mop = MPI_PROD;
+    else if (op == ZAYA_REDOP_MIN) mop = MPI_MIN;
+    else if (op == ZAYA_REDOP_MAX) mop = MPI_MAX;
+    const void *sb = sendbuf == recvbuf ? MPI_IN_PLACE : sendbuf;
+    int rc = MPI_Allreduce(sb, recvbuf, (int)count, dt, mop, c->comm);
+    if (rc != MPI_SUCCESS) return mpi_fail_named(rc, what, count, type_name);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_allreduce_f64(const zaya_comm *c, const double *sendbuf, double *recvbuf, int64_t count,
+                               zaya_redop op) {
+    ZAYA_TRY(allreduce_host(c, sendbuf, recvbuf, count, op, MPI_DOUBLE, "all-reduce (f64)", "f64"));
+    if (op == ZAYA_REDOP_AVG)
+        for (int64_t i = 0; i < count; i++) recvbuf[i] /= (double)c->size;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_allreduce_i64(const zaya_comm *c, const int64_t *sendbuf, int64_t *recvbuf, int64_t count,
+                               zaya_redop op) {
+    if (op == ZAYA_REDOP_AVG)
+        return zaya_error_set(ZAYA_EINVAL, "all-reduce (i64): avg of integers is not exact (use sum and divide)");
+    return allreduce_host(c, sendbuf, recvbuf, count, op, MPI_INT64_T, "all-reduce (i64)", "i64");
 }
 
 zaya_status zaya_reduce_scatter(const zaya_comm *c, const void *sendbuf, void *recvbuf, int64_t count,

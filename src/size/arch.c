@@ -8,18 +8,18 @@
 #include "zaya/json.h"
 #include "zaya/size.h"
 
-const char *zaya_attn_kind_name(zaya_attn_kind k) {
+const char *zaya_size_attn_kind_name(zaya_size_attn_kind k) {
     switch (k) {
-    case ZAYA_ATTN_MHA: return "MHA";
-    case ZAYA_ATTN_GQA: return "GQA";
-    case ZAYA_ATTN_CCA: return "CCA";
-    case ZAYA_ATTN_MLA: return "MLA";
+    case ZAYA_SIZE_ATTN_MHA: return "MHA";
+    case ZAYA_SIZE_ATTN_GQA: return "GQA";
+    case ZAYA_SIZE_ATTN_CCA: return "CCA";
+    case ZAYA_SIZE_ATTN_MLA: return "MLA";
     }
     return "?";
 }
 
 /* Every size is bounded where it is read, so that nothing loops over or multiplies an unchecked value
- * (zaya_arch_validate bounds the products). */
+ * (zaya_size_arch_validate bounds the products). */
 #define SIZE_MAX_VALUE ((int64_t)1 << 30)
 #define LAYERS_MAX ((int64_t)1 << 20)
 
@@ -69,13 +69,13 @@ static zaya_status refuse_true(const cJSON *c, const char *key, const char *what
     return v ? not_modelled(key, what) : ZAYA_OK;
 }
 
-static void set_attn_kind(zaya_arch *a) {
-    if (a->mla) a->attn = ZAYA_ATTN_MLA;
-    else if (a->attn != ZAYA_ATTN_CCA) a->attn = a->kv_heads == a->heads ? ZAYA_ATTN_MHA : ZAYA_ATTN_GQA;
+static void set_attn_kind(zaya_size_arch *a) {
+    if (a->mla) a->attn = ZAYA_SIZE_ATTN_MLA;
+    else if (a->attn != ZAYA_SIZE_ATTN_CCA) a->attn = a->kv_heads == a->heads ? ZAYA_SIZE_ATTN_MHA : ZAYA_SIZE_ATTN_GQA;
 }
 
 /* Keys shared by llama-like families. head_dim defaults to hidden/heads (llama, mixtral, qwen2). */
-static zaya_status read_common(const cJSON *c, zaya_arch *a) {
+static zaya_status read_common(const cJSON *c, zaya_size_arch *a) {
     ZAYA_TRY(req(c, "vocab_size", &a->vocab));
     ZAYA_TRY(req(c, "hidden_size", &a->hidden));
     ZAYA_TRY(req_layers(c, "num_hidden_layers", &a->layers));
@@ -95,7 +95,7 @@ static zaya_status read_common(const cJSON *c, zaya_arch *a) {
 
 /* Local-attention layers from `layer_types` (newer HF configs list every layer). Returns 1 in *found
  * when the key is present. */
-static zaya_status layer_types(const cJSON *c, zaya_arch *a, int *found) {
+static zaya_status layer_types(const cJSON *c, zaya_size_arch *a, int *found) {
     *found = 0;
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(c, "layer_types");
     if (!lt || cJSON_IsNull(lt)) return ZAYA_OK;
@@ -118,7 +118,7 @@ static zaya_status layer_types(const cJSON *c, zaya_arch *a, int *found) {
 }
 
 /* `sliding_window` on every layer (mistral, mixtral, phimoe) unless layer_types says otherwise. */
-static zaya_status sliding_all(const cJSON *c, zaya_arch *a) {
+static zaya_status sliding_all(const cJSON *c, zaya_size_arch *a) {
     ZAYA_TRY(opt(c, "sliding_window", &a->window));
     int found;
     ZAYA_TRY(layer_types(c, a, &found));
@@ -136,7 +136,7 @@ static int64_t count_multiples(int64_t first, int64_t layers, int64_t step) {
 
 /* MoE layer pattern of the qwen MoE families: layer i is sparse unless listed in mlp_only_layers, and
  * only every decoder_sparse_step-th layer ((i+1) % step == 0). */
-static zaya_status qwen_moe_layers(const cJSON *c, zaya_arch *a) {
+static zaya_status qwen_moe_layers(const cJSON *c, zaya_size_arch *a) {
     int64_t step = 1;
     ZAYA_TRY(ranged(c, "decoder_sparse_step", &step, 0, 1, LAYERS_MAX));
     const cJSON *only = cJSON_GetObjectItemCaseSensitive(c, "mlp_only_layers");
@@ -161,7 +161,7 @@ static zaya_status qwen_moe_layers(const cJSON *c, zaya_arch *a) {
     return ZAYA_OK;
 }
 
-static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
+static zaya_status read_zaya(const cJSON *c, zaya_size_arch *a) {
     /* Two layouts: HF (40 fused blocks) and the original Megatron one (80 half-layers, ffn_hidden_size =
      * fused gate|up width, zaya_mlp_expansion = router latent). */
     int legacy = cJSON_GetObjectItemCaseSensitive(c, "ffn_hidden_size") != NULL ||
@@ -172,10 +172,10 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
     ZAYA_TRY(req(c, "num_experts", &a->experts));
     ZAYA_TRY(req(c, "head_dim", &a->head_dim));
     ZAYA_TRY(req(c, "num_key_value_heads", &a->kv_heads));
-    a->attn = ZAYA_ATTN_CCA;
+    a->attn = ZAYA_SIZE_ATTN_CCA;
     a->tied_embeddings = 1;
     a->cca_time0 = a->cca_time1 = 2;
-    a->router = ZAYA_ROUTER_ZAYA;
+    a->router = ZAYA_SIZE_ROUTER_ZAYA;
     a->router_hidden = 256;
     a->router_eda = 1;
     a->residual_scales = 1;
@@ -213,7 +213,7 @@ static zaya_status read_zaya(const cJSON *c, zaya_arch *a) {
 }
 
 /* deepseek_v2 / deepseek_v3 (and the MLA + dense-first + shared-expert layout they define). */
-static zaya_status read_deepseek(const cJSON *c, zaya_arch *a, int v3) {
+static zaya_status read_deepseek(const cJSON *c, zaya_size_arch *a, int v3) {
     ZAYA_TRY(req(c, "vocab_size", &a->vocab));
     ZAYA_TRY(req(c, "hidden_size", &a->hidden));
     ZAYA_TRY(req_layers(c, "num_hidden_layers", &a->layers));
@@ -243,7 +243,7 @@ static zaya_status read_deepseek(const cJSON *c, zaya_arch *a, int v3) {
         ZAYA_TRY(ranged(c, "first_k_dense_replace", &first, 0, 0, LAYERS_MAX));
         ZAYA_TRY(ranged(c, "moe_layer_freq", &freq, 0, 1, LAYERS_MAX));
         a->n_moe_layers = count_multiples(first, a->layers, freq);
-        a->router = ZAYA_ROUTER_LINEAR;
+        a->router = ZAYA_SIZE_ROUTER_LINEAR;
         /* noaux_tc routing (V3) keeps a per-expert score-correction bias in the checkpoint */
         const char *method = NULL;
         ZAYA_TRY(zaya_json_get_str(c, "topk_method", &method, 0));
@@ -253,7 +253,7 @@ static zaya_status read_deepseek(const cJSON *c, zaya_arch *a, int v3) {
     return ZAYA_OK;
 }
 
-static zaya_status read_gpt_oss(const cJSON *c, zaya_arch *a) {
+static zaya_status read_gpt_oss(const cJSON *c, zaya_size_arch *a) {
     ZAYA_TRY(read_common(c, a));
     ZAYA_TRY(req(c, "num_local_experts", &a->experts));
     a->keys.experts = "num_local_experts";
@@ -264,7 +264,7 @@ static zaya_status read_gpt_oss(const cJSON *c, zaya_arch *a) {
     }
     ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* each expert's width */
     a->keys.expert_ffn = "intermediate_size";
-    a->router = ZAYA_ROUTER_LINEAR;
+    a->router = ZAYA_SIZE_ROUTER_LINEAR;
     a->router_bias = 1;
     a->expert_bias = 1;
     a->attn_sinks = 1;
@@ -278,7 +278,7 @@ static zaya_status read_gpt_oss(const cJSON *c, zaya_arch *a) {
 
 /* gemma2 / gemma3_text: four norms per layer, tied head, local/global pattern. Missing keys take the
  * defaults of Gemma2Config / Gemma3TextConfig (multimodal Gemma-3 files omit many of them). */
-static zaya_status read_gemma(const cJSON *c, zaya_arch *a, int v3) {
+static zaya_status read_gemma(const cJSON *c, zaya_size_arch *a, int v3) {
     a->vocab = v3 ? 262208 : 256000;
     a->hidden = 2304;
     a->layers = 26;
@@ -301,7 +301,7 @@ static zaya_status read_gemma(const cJSON *c, zaya_arch *a, int v3) {
     ZAYA_TRY(refuse_true(c, "attention_bias", "biases on the attention projections"));
     ZAYA_TRY(opt(c, "sliding_window", &a->window));
     a->norms_per_layer = 4;
-    if (v3) a->qk_norm = ZAYA_QK_NORM_HEAD;
+    if (v3) a->qk_norm = ZAYA_SIZE_QK_NORM_HEAD;
     int found;
     ZAYA_TRY(layer_types(c, a, &found));
     if (!found) {
@@ -317,14 +317,14 @@ static zaya_status read_gemma(const cJSON *c, zaya_arch *a, int v3) {
     return ZAYA_OK;
 }
 
-static zaya_status read_dbrx(const cJSON *c, zaya_arch *a) {
+static zaya_status read_dbrx(const cJSON *c, zaya_size_arch *a) {
     ZAYA_TRY(req(c, "vocab_size", &a->vocab));
     ZAYA_TRY(req(c, "d_model", &a->hidden));
     ZAYA_TRY(req_layers(c, "n_layers", &a->layers));
     ZAYA_TRY(req(c, "n_heads", &a->heads));
     ZAYA_TRY(opt(c, "max_seq_len", &a->max_seq));
     ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
-    a->keys = (zaya_arch_keys){"vocab_size", "d_model", "n_layers", "n_heads", "attn_config.kv_n_heads", "d_model/n_heads",
+    a->keys = (zaya_size_arch_keys){"vocab_size", "d_model", "n_layers", "n_heads", "attn_config.kv_n_heads", "d_model/n_heads",
                                "ffn_config.ffn_hidden_size", "ffn_config.moe_num_experts", "ffn_config.ffn_hidden_size",
                                "ffn_config.moe_top_k"};
     const cJSON *attn = cJSON_GetObjectItemCaseSensitive(c, "attn_config");
@@ -339,12 +339,12 @@ static zaya_status read_dbrx(const cJSON *c, zaya_arch *a) {
     if ((s = req(ffn, "ffn_hidden_size", &a->expert_ffn)) != ZAYA_OK || (s = req(ffn, "moe_num_experts", &a->experts)) != ZAYA_OK ||
         (s = req(ffn, "moe_top_k", &a->top_k)) != ZAYA_OK)
         return zaya_error_context(s, "ffn_config");
-    a->router = ZAYA_ROUTER_LINEAR;
+    a->router = ZAYA_SIZE_ROUTER_LINEAR;
     a->n_moe_layers = a->layers;
     return ZAYA_OK;
 }
 
-static zaya_status read_llama4(const cJSON *c, zaya_arch *a) {
+static zaya_status read_llama4(const cJSON *c, zaya_size_arch *a) {
     ZAYA_TRY(read_common(c, a));
     ZAYA_TRY(req(c, "num_local_experts", &a->experts));
     ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
@@ -355,7 +355,7 @@ static zaya_status read_llama4(const cJSON *c, zaya_arch *a) {
     a->keys.dense_ffn = "intermediate_size_mlp";
     a->shared_experts = 1; /* every MoE layer has one shared expert of the routed width */
     a->shared_ffn = a->expert_ffn;
-    a->router = ZAYA_ROUTER_LINEAR;
+    a->router = ZAYA_SIZE_ROUTER_LINEAR;
     int64_t step = 1;
     ZAYA_TRY(ranged(c, "interleave_moe_layer_step", &step, 0, 1, LAYERS_MAX));
     a->n_moe_layers = a->layers / step; /* layers step-1, 2 step-1, ... */
@@ -387,7 +387,7 @@ static const char *families[] = {"zaya",      "llama",      "mistral",  "qwen2",
                                  "gemma2",    "gemma3_text", "phimoe",  "dbrx",        "granitemoe",  "granitemoeshared",
                                  "glm4_moe",  "llama4_text"};
 
-const char *zaya_arch_families(void) {
+const char *zaya_size_arch_families(void) {
     static char buf[512];
     if (!buf[0])
         for (size_t i = 0; i < sizeof families / sizeof *families; i++)
@@ -395,14 +395,14 @@ const char *zaya_arch_families(void) {
     return buf;
 }
 
-static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
+static zaya_status read_family(const cJSON *c, const char *fam, zaya_size_arch *a) {
     int known = 0;
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) known |= !strcmp(fam, families[i]);
     if (!strcmp(fam, "qwen3_next"))
         return not_modelled("layer_types", "qwen3_next's Gated DeltaNet linear-attention layers and gated attention");
     if (!strcmp(fam, "jetmoe"))
         return not_modelled("num_experts", "jetmoe's mixture-of-attention-heads experts");
-    if (!known) return zaya_error_set(ZAYA_EUNSUPPORTED, "unknown model_type '%s' (supported: %s)", fam, zaya_arch_families());
+    if (!known) return zaya_error_set(ZAYA_EUNSUPPORTED, "unknown model_type '%s' (supported: %s)", fam, zaya_size_arch_families());
     if (!strcmp(fam, "zaya")) return read_zaya(c, a);
     if (!strcmp(fam, "deepseek_v2") || !strcmp(fam, "deepseek_v3")) return read_deepseek(c, a, !strcmp(fam, "deepseek_v3"));
     if (!strcmp(fam, "gemma2") || !strcmp(fam, "gemma3_text")) return read_gemma(c, a, !strcmp(fam, "gemma3_text"));
@@ -419,13 +419,13 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         a->o_bias = 0;
     } else if (!strcmp(fam, "qwen3") || !strcmp(fam, "qwen3_moe")) {
         if (!cJSON_GetObjectItemCaseSensitive(c, "head_dim")) a->head_dim = 128; /* Qwen3Config default */
-        a->qk_norm = ZAYA_QK_NORM_HEAD;
+        a->qk_norm = ZAYA_SIZE_QK_NORM_HEAD;
         ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
         if (!strcmp(fam, "qwen3_moe")) {
             ZAYA_TRY(req(c, "num_experts", &a->experts));
             ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
             ZAYA_TRY(req(c, "moe_intermediate_size", &a->expert_ffn));
-            a->router = ZAYA_ROUTER_LINEAR;
+            a->router = ZAYA_SIZE_ROUTER_LINEAR;
             ZAYA_TRY(qwen_moe_layers(c, a));
         }
     } else if (!strcmp(fam, "qwen2_moe")) {
@@ -438,7 +438,7 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         ZAYA_TRY(req(c, "shared_expert_intermediate_size", &a->shared_ffn));
         a->shared_experts = a->shared_ffn > 0;
         a->shared_gate = a->shared_experts;
-        a->router = ZAYA_ROUTER_LINEAR;
+        a->router = ZAYA_SIZE_ROUTER_LINEAR;
         ZAYA_TRY(qwen_moe_layers(c, a));
     } else if (!strcmp(fam, "mixtral") || !strcmp(fam, "phimoe") || !strcmp(fam, "granitemoe") ||
                !strcmp(fam, "granitemoeshared")) {
@@ -447,7 +447,7 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* in these families this is each expert's width */
         a->keys.experts = "num_local_experts";
         a->keys.expert_ffn = "intermediate_size";
-        a->router = ZAYA_ROUTER_LINEAR;
+        a->router = ZAYA_SIZE_ROUTER_LINEAR;
         a->n_moe_layers = a->layers;
         if (!strcmp(fam, "phimoe")) {
             /* LayerNorm with bias everywhere; attention_bias covers q, k, v and o; optional head bias */
@@ -464,14 +464,14 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
         ZAYA_TRY(req(c, "intermediate_size", &a->expert_ffn)); /* each expert's width */
         a->keys.expert_ffn = "intermediate_size";
-        a->qk_norm = ZAYA_QK_NORM_FULL;
-        a->router = ZAYA_ROUTER_LINEAR;
+        a->qk_norm = ZAYA_SIZE_QK_NORM_FULL;
+        a->router = ZAYA_SIZE_ROUTER_LINEAR;
         a->n_moe_layers = a->layers;
     } else if (!strcmp(fam, "glm4_moe")) {
         a->o_bias = 0; /* attention_bias covers q, k, v only */
         int qkn = 0;
         ZAYA_TRY(zaya_json_get_bool(c, "use_qk_norm", &qkn, 0));
-        if (qkn) a->qk_norm = ZAYA_QK_NORM_HEAD;
+        if (qkn) a->qk_norm = ZAYA_SIZE_QK_NORM_HEAD;
         ZAYA_TRY(req(c, "intermediate_size", &a->dense_ffn));
         ZAYA_TRY(req(c, "n_routed_experts", &a->experts));
         ZAYA_TRY(req(c, "num_experts_per_tok", &a->top_k));
@@ -482,42 +482,16 @@ static zaya_status read_family(const cJSON *c, const char *fam, zaya_arch *a) {
         int64_t first = 0;
         ZAYA_TRY(ranged(c, "first_k_dense_replace", &first, 0, 0, LAYERS_MAX));
         a->n_moe_layers = first < a->layers ? a->layers - first : 0;
-        a->router = ZAYA_ROUTER_LINEAR;
+        a->router = ZAYA_SIZE_ROUTER_LINEAR;
         a->router_bias = 1; /* e_score_correction_bias */
         ZAYA_TRY(ranged(c, "num_nextn_predict_layers", &a->mtp_layers, 0, 0, 64));
     }
     return ZAYA_OK;
 }
 
-/* Objects with a repeated key are refused: cJSON keeps the first, Python's json the last. */
-zaya_status zaya_json_check_unique_keys(const cJSON *t) {
-    /* iterative walk (no recursion depth limit beyond cJSON's own nesting limit) */
-    const cJSON *stack[1100];
-    int sp = 0;
-    stack[sp++] = t;
-    while (sp > 0) {
-        const cJSON *o = stack[--sp];
-        if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) continue;
-        int isobj = cJSON_IsObject(o), n = 0;
-        for (const cJSON *x = o->child; x; x = x->next, n++) {
-            if (isobj && n < 4096)
-                for (const cJSON *y = o->child; y != x; y = y->next)
-                    if (x->string && y->string && !strcmp(x->string, y->string))
-                        return zaya_error_set(ZAYA_EFORMAT, "duplicate key '%.64s' (JSON readers disagree on which value wins)",
-                                              x->string);
-            if (isobj && n >= 4096) return zaya_error_set(ZAYA_ERANGE, "an object with more than 4096 keys is not a model config");
-            if ((cJSON_IsObject(x) || cJSON_IsArray(x)) && x->child) {
-                if (sp >= (int)(sizeof stack / sizeof *stack)) return zaya_error_set(ZAYA_ERANGE, "JSON nested too deeply");
-                stack[sp++] = x;
-            }
-        }
-    }
-    return ZAYA_OK;
-}
-
-zaya_status zaya_arch_from_config(const cJSON *cfg, zaya_arch *a) {
+zaya_status zaya_size_arch_from_config(const cJSON *cfg, zaya_size_arch *a) {
     memset(a, 0, sizeof *a);
-    a->keys = (zaya_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    a->keys = (zaya_size_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                                "head_dim", "intermediate_size", "num_experts", "moe_intermediate_size", "num_experts_per_tok"};
     a->norms_per_layer = 2;
     if (!cJSON_IsObject(cfg)) return zaya_error_set(ZAYA_EFORMAT, "a model config must be a JSON object");
@@ -548,12 +522,12 @@ zaya_status zaya_arch_from_config(const cJSON *cfg, zaya_arch *a) {
     if (a->window <= 0 || a->n_window_layers <= 0) a->window = a->n_window_layers = 0;
     if (a->n_window_layers > a->layers) a->n_window_layers = a->layers;
     set_attn_kind(a);
-    s = zaya_arch_validate(a);
+    s = zaya_size_arch_validate(a);
     if (s != ZAYA_OK) return zaya_error_context(s, "model_type '%s'", a->family);
     return ZAYA_OK;
 }
 
-zaya_status zaya_arch_load(const char *path, zaya_arch *a) {
+zaya_status zaya_size_arch_load(const char *path, zaya_size_arch *a) {
     struct stat st;
     if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
@@ -566,7 +540,7 @@ zaya_status zaya_arch_load(const char *path, zaya_arch *a) {
     cJSON *root = NULL;
     ZAYA_TRY(zaya_json_load_file(path, &root));
     zaya_status s = zaya_json_check_unique_keys(root);
-    if (s == ZAYA_OK) s = zaya_arch_from_config(root, a);
+    if (s == ZAYA_OK) s = zaya_size_arch_from_config(root, a);
     cJSON_Delete(root);
     if (s != ZAYA_OK) return zaya_error_context(s, "%s", path);
     return ZAYA_OK;
@@ -578,8 +552,8 @@ zaya_status zaya_arch_load(const char *path, zaya_arch *a) {
 
 static const char *K(const char *k) { return k ? k : "?"; }
 
-zaya_status zaya_arch_validate(const zaya_arch *a) {
-    const zaya_arch_keys *k = &a->keys;
+zaya_status zaya_size_arch_validate(const zaya_size_arch *a) {
+    const zaya_size_arch_keys *k = &a->keys;
     POS(vocab, k->vocab);
     POS(hidden, k->hidden);
     POS(layers, k->layers);
@@ -603,7 +577,7 @@ zaya_status zaya_arch_validate(const zaya_arch *a) {
         a->n_window_layers < 0 || a->window < 0 || a->mtp_layers < 0)
         return zaya_error_set(ZAYA_EINVAL, "expert, MLP and window sizes must not be negative");
     if ((a->n_moe_layers > 0 || a->top_k > 0 || a->expert_ffn > 0) && a->experts == 0 &&
-        a->router != ZAYA_ROUTER_NONE)
+        a->router != ZAYA_SIZE_ROUTER_NONE)
         return zaya_error_set(ZAYA_EINVAL, "a MoE family needs at least one expert (%s)", K(k->experts));
     if (a->mla && (a->kv_lora_rank <= 0 || a->qk_rope_dim < 0 || a->qk_nope_dim < 0 || a->v_head_dim <= 0 || a->q_lora_rank < 0))
         return zaya_error_set(ZAYA_EINVAL, "kv_lora_rank and v_head_dim must be positive, q_lora_rank and the head dims not negative");
@@ -624,7 +598,7 @@ zaya_status zaya_arch_validate(const zaya_arch *a) {
         a->head_dim > (1 << 20) || a->experts > (1 << 20) || a->top_k > (1 << 20) || a->cca_time0 > 64 ||
         a->cca_time1 > 64 || a->router_hidden > (1 << 24) || a->shared_experts > (1 << 20) || !(big < lim))
         return zaya_error_set(ZAYA_ERANGE, "model sizes are out of range (about %.3g parameters; at most %.0e supported)", big, lim);
-    if (a->attn == ZAYA_ATTN_CCA) {
+    if (a->attn == ZAYA_SIZE_ATTN_CCA) {
         POS(cca_time0, "cca_time0");
         POS(cca_time1, "cca_time1");
         POS(router_hidden, "router_hidden_size");
@@ -633,18 +607,18 @@ zaya_status zaya_arch_validate(const zaya_arch *a) {
     return ZAYA_OK;
 }
 
-void zaya_arch_zaya_like(zaya_arch *a, int64_t hidden, int64_t layers, int64_t experts, int64_t expert_ffn,
+void zaya_size_arch_zaya_like(zaya_size_arch *a, int64_t hidden, int64_t layers, int64_t experts, int64_t expert_ffn,
                          int64_t top_k, int64_t vocab) {
     memset(a, 0, sizeof *a);
     snprintf(a->family, sizeof a->family, "zaya");
-    a->keys = (zaya_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+    a->keys = (zaya_size_arch_keys){"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                                "head_dim", "intermediate_size", "num_experts", "moe_intermediate_size", "num_experts_per_tok"};
     a->norms_per_layer = 2;
     a->vocab = vocab;
     a->hidden = hidden;
     a->layers = layers;
     a->tied_embeddings = 1;
-    a->attn = ZAYA_ATTN_CCA;
+    a->attn = ZAYA_SIZE_ATTN_CCA;
     a->head_dim = 128;
     a->heads = hidden / 256 > 0 ? hidden / 256 : 1; /* 2x query compression */
     int64_t kv = a->heads / 4 > 0 ? a->heads / 4 : 1;
@@ -655,7 +629,7 @@ void zaya_arch_zaya_like(zaya_arch *a, int64_t hidden, int64_t layers, int64_t e
     a->expert_ffn = expert_ffn;
     a->top_k = top_k;
     a->n_moe_layers = layers;
-    a->router = ZAYA_ROUTER_ZAYA;
+    a->router = ZAYA_SIZE_ROUTER_ZAYA;
     a->router_hidden = 256;
     a->router_classes = experts + 1;
     a->router_eda = 1;

@@ -5,7 +5,7 @@
 
 #include "zaya/size.h"
 
-static void describe(const zaya_candidate *c, char *buf, size_t cap) {
+static void describe(const zaya_size_candidate *c, char *buf, size_t cap) {
     snprintf(buf, cap, "hidden %lld, %lld layers, %lld experts x %lld, top-%lld, %lld/%lld heads", (long long)c->hidden,
              (long long)c->layers, (long long)c->experts, (long long)c->expert_ffn, (long long)c->top_k,
              (long long)c->heads, (long long)c->kv_heads);
@@ -13,20 +13,20 @@ static void describe(const zaya_candidate *c, char *buf, size_t cap) {
 
 /* Re-evaluates a shape with the search's own settings (zaya_size_search_eval), so both sides of every
  * comparison are priced the same way. */
-static void terms(const zaya_hw *hw, const zaya_search_opts *o, const zaya_candidate *c, zaya_step_pred *sp,
-                  zaya_infer_pred *ip, int *recompute) {
-    zaya_arch a;
-    zaya_arch_zaya_like(&a, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o->vocab);
+static void terms(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_candidate *c, zaya_size_step_pred *sp,
+                  zaya_size_infer_pred *ip, int *recompute) {
+    zaya_size_arch a;
+    zaya_size_arch_zaya_like(&a, c->hidden, c->layers, c->experts, c->expert_ffn, c->top_k, o->vocab);
     if (zaya_size_search_eval(hw, o, &a, recompute, sp, ip) != ZAYA_OK) {
         memset(sp, 0, sizeof *sp);
         memset(ip, 0, sizeof *ip);
     }
 }
 
-static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_candidate *win, const char *wname,
-                    const zaya_candidate *ref, const char *rname, FILE *f) {
-    zaya_step_pred sw, sr;
-    zaya_infer_pred iw, ir;
+static void compare(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_candidate *win, const char *wname,
+                    const zaya_size_candidate *ref, const char *rname, FILE *f) {
+    zaya_size_step_pred sw, sr;
+    zaya_size_infer_pred iw, ir;
     int rw = 0, rr = 0;
     terms(hw, o, win, &sw, &iw, &rw);
     terms(hw, o, ref, &sr, &ir, &rr);
@@ -50,8 +50,8 @@ static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_can
             1e3 * (ir.decode_launch_s + ir.decode_route_s));
     fprintf(f, "  %-22s %12lld %12lld\n", "  layers (launch chain)", (long long)win->layers, (long long)ref->layers);
     /* name the dominant terms in words */
-    zaya_step_diff d;
-    zaya_size_step_diff(&sw, &sr, &d);
+    zaya_size_step_diff d;
+    zaya_size_diff_step(&sw, &sr, &d);
     double d_read = (ir.decode_bytes_s - iw.decode_bytes_s) * 1e3;
     double d_launch = (ir.decode_launch_s + ir.decode_route_s - iw.decode_launch_s - iw.decode_route_s) * 1e3;
     double d_dec = (ir.decode_s - iw.decode_s) * 1e3;
@@ -70,10 +70,10 @@ static void compare(const zaya_hw *hw, const zaya_search_opts *o, const zaya_can
             1e3 * iw.decode_bytes_s, 1e3 * ir.decode_bytes_s, still ? "still in favour of" : "in favour of", still ? wname : rname);
 }
 
-void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, const zaya_search_result *r, FILE *f) {
+void zaya_size_search_explain(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_search_result *r, FILE *f) {
     if (r->n == 0) return;
     char d[160];
-    const zaya_candidate *best = &r->c[0];
+    const zaya_size_candidate *best = &r->c[0];
     int nfront = 0;
     for (int i = 0; i < r->n; i++) nfront += r->c[i].pareto;
     describe(best, d, sizeof d);
@@ -89,25 +89,25 @@ void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, cons
         return;
     }
     /* locate the reference shape among the candidates: same widths, nearest layer count */
-    const zaya_arch *ra = &o->ref;
+    const zaya_size_arch *ra = &o->ref;
     int ri = -1;
     for (int i = 0; i < r->n; i++) {
-        const zaya_candidate *c = &r->c[i];
+        const zaya_size_candidate *c = &r->c[i];
         if (c->hidden != ra->hidden || c->experts != ra->experts || c->expert_ffn != ra->expert_ffn || c->top_k != ra->top_k)
             continue;
         if (ri < 0 || llabs(c->layers - ra->layers) < llabs(r->c[ri].layers - ra->layers)) ri = i;
     }
-    zaya_candidate refc;
+    zaya_size_candidate refc;
     if (ri < 0) {
         /* outside the budget window: evaluate it directly */
-        zaya_arch a;
-        zaya_arch_zaya_like(&a, ra->hidden, ra->layers, ra->experts, ra->expert_ffn, ra->top_k, o->vocab);
-        zaya_params p;
+        zaya_size_arch a;
+        zaya_size_arch_zaya_like(&a, ra->hidden, ra->layers, ra->experts, ra->expert_ffn, ra->top_k, o->vocab);
+        zaya_size_params p;
         zaya_size_count_params(&a, &p);
-        zaya_step_pred sp;
-        zaya_infer_pred ip;
+        zaya_size_step_pred sp;
+        zaya_size_infer_pred ip;
         memset(&refc, 0, sizeof refc);
-        refc = (zaya_candidate){a.hidden, a.layers, a.experts, a.expert_ffn, a.top_k, a.heads, a.kv_heads,
+        refc = (zaya_size_candidate){a.hidden, a.layers, a.experts, a.expert_ffn, a.top_k, a.heads, a.kv_heads,
                                 (double)p.non_embedding, (double)p.active_non_embedding, 0, 0, 0, 0, 0, 0};
         terms(hw, o, &refc, &sp, &ip, &refc.recompute);
         refc.train_tok_s = sp.tokens_per_s_rank;
@@ -129,9 +129,9 @@ void zaya_size_search_explain(const zaya_hw *hw, const zaya_search_opts *o, cons
         }
     }
     /* the front candidate that dominates the reference with the highest throughput */
-    const zaya_candidate *dom = NULL;
+    const zaya_size_candidate *dom = NULL;
     for (int i = 0; i < r->n; i++) {
-        const zaya_candidate *c = &r->c[i];
+        const zaya_size_candidate *c = &r->c[i];
         if (!c->pareto) continue;
         if (c->train_tok_s >= refc.train_tok_s && c->decode_s <= refc.decode_s) { dom = c; break; }
     }

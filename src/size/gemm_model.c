@@ -13,10 +13,10 @@
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static double measured_gflops(const zaya_hw *hw, int64_t m, int64_t n, int64_t k) {
+static double measured_gflops(const zaya_size_hw *hw, int64_t m, int64_t n, int64_t k) {
     double best = INFINITY, g = 0;
     for (int i = 0; i < hw->ngemm; i++) {
-        const zaya_gemm_point *p = &hw->gemm[i];
+        const zaya_size_gemm_point *p = &hw->gemm[i];
         if (p->bf16 != hw->act_bf16) continue;
         double d = fabs(log((double)m / p->m)) + fabs(log((double)n / p->n)) + fabs(log((double)k / p->k));
         if (d < best) { best = d; g = p->gflops; }
@@ -27,7 +27,7 @@ static double measured_gflops(const zaya_hw *hw, int64_t m, int64_t n, int64_t k
     return g < peak ? g : peak;
 }
 
-static void estimate(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k, zaya_gemm_est *e) {
+static void estimate(const zaya_size_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k, zaya_size_gemm_est *e) {
     memset(e, 0, sizeof *e);
     if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) { e->eff = 1; e->tile_eff = e->wave_eff = e->k_eff = 1; e->split = 1; return; }
     double g = (double)groups;
@@ -70,35 +70,35 @@ static void estimate(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, in
     e->eff = e->flops / (e->time_s * peak);
 }
 
-void zaya_gemm_estimate(const zaya_hw *hw, int64_t m, int64_t n, int64_t k, zaya_gemm_est *e) {
+void zaya_size_gemm_estimate(const zaya_size_hw *hw, int64_t m, int64_t n, int64_t k, zaya_size_gemm_est *e) {
     estimate(hw, 1, m, n, k, e);
 }
 
 /* Grouped GEMM (all experts of a layer in one launch on GPUs): tiles of every group share the waves. */
-void zaya_gemm_estimate_grouped(const zaya_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k,
-                                zaya_gemm_est *e) {
+void zaya_size_gemm_estimate_grouped(const zaya_size_hw *hw, int64_t groups, int64_t m, int64_t n, int64_t k,
+                                zaya_size_gemm_est *e) {
     estimate(hw, groups, m, n, k, e);
 }
 
 static double bus_factor(int coll, int n) {
     if (n <= 1) return 0;
     switch (coll) {
-    case ZAYA_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
-    case ZAYA_COLL_REDUCE_SCATTER:
-    case ZAYA_COLL_ALL_GATHER: return (double)(n - 1) / n;
+    case ZAYA_SIZE_COLL_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case ZAYA_SIZE_COLL_REDUCE_SCATTER:
+    case ZAYA_SIZE_COLL_ALL_GATHER: return (double)(n - 1) / n;
     default: return 1;
     }
 }
 
 static double steps(int coll, int n) {
     switch (coll) {
-    case ZAYA_COLL_ALLREDUCE: return 2.0 * (n - 1);
-    case ZAYA_COLL_BROADCAST: return ceil(log2((double)n));
+    case ZAYA_SIZE_COLL_ALLREDUCE: return 2.0 * (n - 1);
+    case ZAYA_SIZE_COLL_BROADCAST: return ceil(log2((double)n));
     default: return (double)(n - 1);
     }
 }
 
-double zaya_coll_time(const zaya_hw *hw, int coll, int ranks, double bytes) {
+double zaya_size_coll_time(const zaya_size_hw *hw, int coll, int ranks, double bytes) {
     if (ranks <= 1 || bytes <= 0) return 0;
     int np = hw->ncoll[coll];
     if (np > 0) {
@@ -109,9 +109,9 @@ double zaya_coll_time(const zaya_hw *hw, int coll, int ranks, double bytes) {
             if (best_r < 0 || abs(r - ranks) < abs(best_r - ranks) || (abs(r - ranks) == abs(best_r - ranks) && r > best_r))
                 best_r = r;
         }
-        const zaya_coll_point *lo = NULL, *hi = NULL;
+        const zaya_size_coll_point *lo = NULL, *hi = NULL;
         for (int i = 0; i < np; i++) {
-            const zaya_coll_point *p = &hw->coll[coll][i];
+            const zaya_size_coll_point *p = &hw->coll[coll][i];
             if (p->ranks != best_r || p->bytes <= 0) continue;
             if (p->bytes <= bytes && (!lo || p->bytes > lo->bytes)) lo = p;
             if (p->bytes >= bytes && (!hi || p->bytes < hi->bytes)) hi = p;

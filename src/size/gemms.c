@@ -6,14 +6,14 @@
 #include "zaya/size.h"
 
 typedef struct list {
-    zaya_gemm_shape *g;
+    zaya_size_gemm_shape *g;
     int n, cap;
 } list;
 
 static void push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int64_t groups, int64_t count,
                  const char *dm, const char *dn, const char *dk) {
     if (count <= 0 || groups <= 0 || m <= 0 || n <= 0 || k <= 0 || l->n >= l->cap) return;
-    zaya_gemm_shape *s = &l->g[l->n++];
+    zaya_size_gemm_shape *s = &l->g[l->n++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->pass = "fwd";
@@ -27,7 +27,7 @@ static void push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int
     s->dim[2] = dk;
 }
 
-int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm_shape *g, int cap) {
+int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya_size_gemm_shape *g, int cap) {
     list l = {g, 0, cap / 3};
     int64_t T = run->batch * run->seq, L = a->layers, D = a->hidden, d = a->head_dim;
     int64_t q = a->heads * d, kv = a->kv_heads * d, M = a->n_moe_layers;
@@ -47,7 +47,7 @@ int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm
     } else {
         push(&l, "attn.q_proj", T, q, D, 1, L, "tokens", "heads*head_dim", "hidden");
         push(&l, "attn.k_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
-        if (a->attn == ZAYA_ATTN_CCA) {
+        if (a->attn == ZAYA_SIZE_ATTN_CCA) {
             push(&l, "attn.v_proj (x2 halves)", T, kv / 2, D, 1, 2 * L, "tokens", "kv_heads*head_dim/2", "hidden");
             /* grouped conv: per head a (T, d) x (d*k1, d) product */
             push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L, "tokens", "head_dim",
@@ -58,7 +58,7 @@ int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm
         push(&l, "attn.o_proj", T, D, q, 1, L, "tokens", "hidden", "heads*head_dim");
     }
     if (M > 0 && a->experts > 0) {
-        if (a->router == ZAYA_ROUTER_ZAYA) {
+        if (a->router == ZAYA_SIZE_ROUTER_ZAYA) {
             int64_t R = a->router_hidden;
             push(&l, "router.down_proj", T, R, D, 1, M, "tokens", "router_hidden", "hidden");
             push(&l, "router.fc1+fc2", T, R, R, 1, 2 * M, "tokens", "router_hidden", "router_hidden");
@@ -81,8 +81,8 @@ int zaya_size_list_gemms(const zaya_arch *a, const zaya_size_run *run, zaya_gemm
     push(&l, "lm_head", T, a->vocab, D, 1, 1, "tokens", "vocab", "hidden");
     int nf = l.n;
     for (int i = 0; i < nf; i++) {
-        zaya_gemm_shape f = g[i];
-        zaya_gemm_shape *dg = &g[l.n++], *wg;
+        zaya_size_gemm_shape f = g[i];
+        zaya_size_gemm_shape *dg = &g[l.n++], *wg;
         *dg = f;
         dg->pass = "dgrad";
         dg->n = f.k;

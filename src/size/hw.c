@@ -9,7 +9,7 @@
 #include "zaya/json.h"
 #include "zaya/size.h"
 
-static void gpu_common(zaya_hw *h, const char *name) {
+static void gpu_common(zaya_size_hw *h, const char *name) {
     memset(h, 0, sizeof *h);
     snprintf(h->name, sizeof h->name, "%s", name);
     snprintf(h->source, sizeof h->source, "built-in (public spec)");
@@ -24,7 +24,7 @@ static void gpu_common(zaya_hw *h, const char *name) {
     h->act_bf16 = 1;
 }
 
-static void hw_mi300x(zaya_hw *h) {
+static void hw_mi300x(zaya_size_hw *h) {
     gpu_common(h, "mi300x");
     h->compute_units = 304;
     h->tile_m = 256; /* large bf16 macro tiles of hipBLASLt; 304 of them form one wave */
@@ -39,7 +39,7 @@ static void hw_mi300x(zaya_hw *h) {
     h->intra_bw = 7 * 64e9; /* fully connected xGMI mesh: 7 links x 64 GB/s per direction */
 }
 
-static void hw_hopper(zaya_hw *h, const char *name, double bw, double cap) {
+static void hw_hopper(zaya_size_hw *h, const char *name, double bw, double cap) {
     gpu_common(h, name);
     h->compute_units = 132;
     h->tile_m = 128; /* CUTLASS/cuBLAS 128x256 bf16 tiles, one CTA per SM */
@@ -54,10 +54,10 @@ static void hw_hopper(zaya_hw *h, const char *name, double bw, double cap) {
     h->intra_bw = 450e9; /* NVLink 4: 900 GB/s bidirectional */
 }
 
-void zaya_hw_free(zaya_hw *hw) {
+void zaya_size_hw_free(zaya_size_hw *hw) {
     free(hw->gemm);
     hw->gemm = NULL;
-    for (int c = 0; c < ZAYA_COLL_N; c++) {
+    for (int c = 0; c < ZAYA_SIZE_COLL_N; c++) {
         free(hw->coll[c]);
         hw->coll[c] = NULL;
     }
@@ -69,7 +69,7 @@ static zaya_status pos_num(const cJSON *o, const char *key, double *out) {
     return ZAYA_OK;
 }
 
-static zaya_status read_gemm(const cJSON *arr, zaya_hw *hw) {
+static zaya_status read_gemm(const cJSON *arr, zaya_size_hw *hw) {
     if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "key 'gemm' must be a list");
     int n = cJSON_GetArraySize(arr);
     hw->gemm = calloc((size_t)(n > 0 ? n : 1), sizeof *hw->gemm);
@@ -77,7 +77,7 @@ static zaya_status read_gemm(const cJSON *arr, zaya_hw *hw) {
     const cJSON *e;
     int i = 0;
     cJSON_ArrayForEach(e, arr) {
-        zaya_gemm_point *g = &hw->gemm[i];
+        zaya_size_gemm_point *g = &hw->gemm[i];
         const char *dt = NULL;
         zaya_status s = zaya_json_get_str(e, "dtype", &dt, 1);
         if (s == ZAYA_OK && strcmp(dt, "bf16") && strcmp(dt, "f32"))
@@ -96,24 +96,24 @@ static zaya_status read_gemm(const cJSON *arr, zaya_hw *hw) {
     return ZAYA_OK;
 }
 
-static zaya_status read_coll(const cJSON *obj, zaya_hw *hw) {
+static zaya_status read_coll(const cJSON *obj, zaya_size_hw *hw) {
     /* The profile writer (docs/profile-format.md) names them as `zaya bench coll` does; the
      * underscored spellings are accepted too. */
-    static const char *names[ZAYA_COLL_N] = {"allreduce", "reducescatter", "allgather", "broadcast"};
-    static const char *alias[ZAYA_COLL_N] = {"all_reduce", "reduce_scatter", "all_gather", "bcast"};
+    static const char *names[ZAYA_SIZE_COLL_N] = {"allreduce", "reducescatter", "allgather", "broadcast"};
+    static const char *alias[ZAYA_SIZE_COLL_N] = {"all_reduce", "reduce_scatter", "all_gather", "bcast"};
     if (!cJSON_IsObject(obj)) return zaya_error_set(ZAYA_EFORMAT, "key 'collectives' must be an object");
-    for (int c = 0; c < ZAYA_COLL_N; c++) {
+    for (int c = 0; c < ZAYA_SIZE_COLL_N; c++) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, names[c]);
         if (!arr) arr = cJSON_GetObjectItemCaseSensitive(obj, alias[c]);
         if (!arr || cJSON_IsNull(arr)) continue;
         if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "collectives.%s must be a list", names[c]);
         int n = cJSON_GetArraySize(arr);
-        hw->coll[c] = calloc((size_t)(n > 0 ? n : 1), sizeof(zaya_coll_point));
+        hw->coll[c] = calloc((size_t)(n > 0 ? n : 1), sizeof(zaya_size_coll_point));
         if (!hw->coll[c]) return zaya_error_set(ZAYA_ENOMEM, "collectives.%s", names[c]);
         const cJSON *e;
         int i = 0;
         cJSON_ArrayForEach(e, arr) {
-            zaya_coll_point *p = &hw->coll[c][i];
+            zaya_size_coll_point *p = &hw->coll[c][i];
             int64_t ranks = 0;
             double bytes = 0, algbw = 0, busbw = 0;
             zaya_status s = zaya_json_get_i64(e, "ranks", &ranks, 1);
@@ -133,7 +133,7 @@ static zaya_status read_coll(const cJSON *obj, zaya_hw *hw) {
     return ZAYA_OK;
 }
 
-static zaya_status read_profile(const cJSON *root, zaya_hw *hw) {
+static zaya_status read_profile(const cJSON *root, zaya_size_hw *hw) {
     const char *fmt = NULL;
     int64_t version = 0;
     ZAYA_TRY(zaya_json_get_str(root, "format", &fmt, 1));
@@ -207,21 +207,21 @@ static zaya_status read_profile(const cJSON *root, zaya_hw *hw) {
     return ZAYA_OK;
 }
 
-zaya_status zaya_hw_from_profile_json(const cJSON *root, const char *what, zaya_hw *hw) {
+zaya_status zaya_size_hw_from_profile_json(const cJSON *root, const char *what, zaya_size_hw *hw) {
     memset(hw, 0, sizeof *hw);
     zaya_status s = read_profile(root, hw);
     if (s != ZAYA_OK) {
-        zaya_hw_free(hw);
+        zaya_size_hw_free(hw);
         return zaya_error_context(s, "%s", what);
     }
     snprintf(hw->source, sizeof hw->source, "%s", what);
     return ZAYA_OK;
 }
 
-static zaya_status load_profile(const char *path, zaya_hw *hw) {
+static zaya_status load_profile(const char *path, zaya_size_hw *hw) {
     cJSON *root = NULL;
     ZAYA_TRY(zaya_json_load_file(path, &root));
-    zaya_status s = zaya_hw_from_profile_json(root, path, hw);
+    zaya_status s = zaya_size_hw_from_profile_json(root, path, hw);
     cJSON_Delete(root);
     return s;
 }
@@ -231,7 +231,7 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-zaya_status zaya_hw_get(const char *name, const char *profile_path, zaya_hw *hw) {
+zaya_status zaya_size_hw_get(const char *name, const char *profile_path, zaya_size_hw *hw) {
     memset(hw, 0, sizeof *hw);
     if (!name || !*name) return zaya_error_set(ZAYA_EINVAL, "no hardware profile given (use --hw mi300x|h100|h200|host)");
     if (!strcmp(name, "mi300x")) { hw_mi300x(hw); return ZAYA_OK; }
@@ -252,7 +252,7 @@ zaya_status zaya_hw_get(const char *name, const char *profile_path, zaya_hw *hw)
     return load_profile(path, hw);
 }
 
-zaya_status zaya_hw_set_dtype(zaya_hw *hw, const char *dtype) {
+zaya_status zaya_size_hw_set_dtype(zaya_size_hw *hw, const char *dtype) {
     int bf16;
     if (!strcmp(dtype, "bf16")) bf16 = 1;
     else if (!strcmp(dtype, "f32")) bf16 = 0;

@@ -9,11 +9,11 @@
 
 #include "zaya/size.h"
 
-void zaya_mem_opts_default(zaya_mem_opts *o) {
+void zaya_size_mem_opts_default(zaya_size_mem_opts *o) {
     memset(o, 0, sizeof *o);
     o->zero_stage = 1;
     o->dp = 1;
-    o->optimizer = ZAYA_OPT_ADAMW;
+    o->optimizer = ZAYA_SIZE_OPT_ADAMW;
     o->weight_bytes = 2;
     o->master_bytes = 4;
     o->grad_bytes = 4;
@@ -24,20 +24,20 @@ void zaya_mem_opts_default(zaya_mem_opts *o) {
 
 /* Activation bytes one token leaves for the backward pass in one layer (averaged over dense and MoE
  * layers). */
-static double act_bytes_per_token_layer(const zaya_arch *a) {
+static double act_bytes_per_token_layer(const zaya_size_arch *a) {
     const double h = 2, f32 = 4;
     double D = (double)a->hidden, d = (double)a->head_dim;
     double q = (double)a->heads * d, kv = (double)a->kv_heads * d;
     double res = a->residual_scales ? f32 : h;
     /* attention half: residual input, normed input, q, k, v, attention output, log-sum-exp */
     double attn = res * D + h * D + h * (q + 2 * kv) + h * q + f32 * (double)a->heads;
-    if (a->attn == ZAYA_ATTN_CCA) attn += h * 3 * (q + kv); /* pre-conv q|k, depthwise output, pre-norm q|k */
+    if (a->attn == ZAYA_SIZE_ATTN_CCA) attn += h * 3 * (q + kv); /* pre-conv q|k, depthwise output, pre-norm q|k */
     /* feed-forward half: residual input and normed input */
     double ffn = res * D + h * D;
     double moe = 0, dense = 0;
     if (a->experts > 0) {
         double F = (double)a->expert_ffn;
-        if (a->router == ZAYA_ROUTER_ZAYA) moe += f32 * (4.0 * a->router_hidden + a->router_classes);
+        if (a->router == ZAYA_SIZE_ROUTER_ZAYA) moe += f32 * (4.0 * a->router_hidden + a->router_classes);
         else moe += f32 * (double)a->experts;
         /* per chosen expert: dispatched input, gate, up, SwiGLU product */
         moe += (double)a->top_k * h * (D + 3 * F);
@@ -50,12 +50,12 @@ static double act_bytes_per_token_layer(const zaya_arch *a) {
     return attn + ffn;
 }
 
-void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem *m) {
+void zaya_size_train_memory(const zaya_size_arch *a, const zaya_size_mem_opts *o, zaya_size_mem *m) {
     memset(m, 0, sizeof *m);
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(a, &p);
     double P = (double)(p.total + p.mtp), dp = o->dp > 0 ? o->dp : 1; /* MTP modules are trained too */
-    double states = o->optimizer == ZAYA_OPT_MUON ? 1.0 * (double)p.matrix_total + 2.0 * (P - (double)p.matrix_total)
+    double states = o->optimizer == ZAYA_SIZE_OPT_MUON ? 1.0 * (double)p.matrix_total + 2.0 * (P - (double)p.matrix_total)
                                                   : 2.0 * P;
     m->weights = P * o->weight_bytes / (o->zero_stage >= 3 ? dp : 1);
     m->master = P * o->master_bytes / (o->zero_stage >= 1 ? dp : 1);
@@ -73,11 +73,11 @@ void zaya_size_train_memory(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem
     m->total_recompute = state + m->act_recompute;
 }
 
-double zaya_mem_bytes_per_param(const zaya_mem_opts *o) {
+double zaya_size_mem_bytes_per_param(const zaya_size_mem_opts *o) {
     return (double)(o->weight_bytes + o->master_bytes + o->grad_bytes + 2 * o->state_bytes);
 }
 
-zaya_status zaya_mem_parse_dtype(const char *s, int allow_none, int *bytes) {
+zaya_status zaya_size_mem_parse_dtype(const char *s, int allow_none, int *bytes) {
     if (!strcmp(s, "fp32") || !strcmp(s, "f32")) *bytes = 4;
     else if (!strcmp(s, "bf16") || !strcmp(s, "fp16")) *bytes = 2;
     else if (allow_none && !strcmp(s, "none")) *bytes = 0;
@@ -87,14 +87,14 @@ zaya_status zaya_mem_parse_dtype(const char *s, int allow_none, int *bytes) {
 
 static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
 
-static double need_of(const zaya_arch *a, const zaya_mem_opts *o, zaya_mem *m) {
+static double need_of(const zaya_size_arch *a, const zaya_size_mem_opts *o, zaya_size_mem *m) {
     zaya_size_train_memory(a, o, m);
     return o->recompute ? m->total_recompute : m->total;
 }
 
-void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap, zaya_fit *f) {
+void zaya_size_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *o, double cap, zaya_size_fit *f) {
     memset(f, 0, sizeof *f);
-    zaya_mem m;
+    zaya_size_mem m;
     f->need = need_of(a, o, &m);
     f->cap = cap;
     f->fits = !(cap > 0) || f->need <= cap;
@@ -107,8 +107,8 @@ void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap,
         }
     if (f->fits) return;
     /* single changes, least disruptive first: a higher ZeRO stage, recomputation, a smaller micro-batch */
-    zaya_mem_opts t;
-    zaya_mem tm;
+    zaya_size_mem_opts t;
+    zaya_size_mem tm;
     if (o->dp > 1)
         for (int z = o->zero_stage + 1; z <= 3; z++) {
             t = *o;
@@ -170,9 +170,9 @@ void zaya_size_train_fit(const zaya_arch *a, const zaya_mem_opts *o, double cap,
              gib(need_of(a, &t, &tm)));
 }
 
-void zaya_size_infer_fit(const zaya_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_fit *f) {
+void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_size_fit *f) {
     memset(f, 0, sizeof *f);
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(a, &p);
     double w = (double)p.total * bytes_per_value;
     double kv = (zaya_size_kv_bytes(a, context, bytes_per_value) + zaya_size_kv_state_bytes(a, bytes_per_value)) * (double)batch;

@@ -6,13 +6,13 @@
 #include "zaya/size.h"
 
 typedef struct builder {
-    zaya_params *p;
+    zaya_size_params *p;
 } builder;
 
-static zaya_param_row *add(builder *b, const char *name, int64_t each, int64_t instances, int64_t active_instances) {
+static zaya_size_param_row *add(builder *b, const char *name, int64_t each, int64_t instances, int64_t active_instances) {
     if (each <= 0 || instances <= 0) return NULL;
     ZAYA_ASSERT(b->p->nrows < ZAYA_SIZE_MAX_ROWS);
-    zaya_param_row *r = &b->p->rows[b->p->nrows++];
+    zaya_size_param_row *r = &b->p->rows[b->p->nrows++];
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
     r->each = each;
@@ -24,7 +24,7 @@ static zaya_param_row *add(builder *b, const char *name, int64_t each, int64_t i
 
 /* A weight matrix [out, in] used as a matmul by every token it sees. */
 static void add_mat(builder *b, const char *name, int64_t out, int64_t in, int64_t inst, int64_t active_inst) {
-    zaya_param_row *r = add(b, name, out * in, inst, active_inst);
+    zaya_size_param_row *r = add(b, name, out * in, inst, active_inst);
     if (!r) return;
     r->matrix = r->matmul = 1;
     r->rows_ = out;
@@ -35,7 +35,7 @@ static void add_vec(builder *b, const char *name, int64_t n, int64_t inst) { add
 
 /* Multi-head latent attention: queries through an optional low-rank bottleneck, keys and values
  * decompressed per head from one shared latent (plus a shared RoPE key), the latent normed. */
-static void attention_mla(builder *b, const zaya_arch *a, int64_t L) {
+static void attention_mla(builder *b, const zaya_size_arch *a, int64_t L) {
     int64_t D = a->hidden, H = a->heads, qk = a->qk_nope_dim + a->qk_rope_dim;
     if (a->q_lora_rank > 0) {
         add_mat(b, "attn.q_a_proj", a->q_lora_rank, D, L, L);
@@ -50,7 +50,7 @@ static void attention_mla(builder *b, const zaya_arch *a, int64_t L) {
     add_mat(b, "attn.o_proj", D, H * a->v_head_dim, L, L);
 }
 
-static void attention(builder *b, const zaya_arch *a) {
+static void attention(builder *b, const zaya_size_arch *a) {
     int64_t L = a->layers, D = a->hidden, d = a->head_dim;
     int64_t q = a->heads * d, kv = a->kv_heads * d;
     if (a->mla) {
@@ -59,12 +59,12 @@ static void attention(builder *b, const zaya_arch *a) {
     }
     add_mat(b, "attn.q_proj", q, D, L, L);
     add_mat(b, "attn.k_proj", kv, D, L, L);
-    if (a->attn == ZAYA_ATTN_CCA) {
+    if (a->attn == ZAYA_SIZE_ATTN_CCA) {
         /* Value shift: half of the value channels from the current token, half from the previous one. */
         add_mat(b, "attn.v_proj_current", kv / 2, D, L, L);
         add_mat(b, "attn.v_proj_delayed", kv - kv / 2, D, L, L);
         int64_t ch = q + kv; /* packed q|k channels convolved over time */
-        zaya_param_row *r = add(b, "attn.conv_depthwise.weight", ch * a->cca_time0, L, L);
+        zaya_size_param_row *r = add(b, "attn.conv_depthwise.weight", ch * a->cca_time0, L, L);
         if (r) r->matmul = 1;
         add_vec(b, "attn.conv_depthwise.bias", ch, L);
         /* Grouped conv: one group per head, d inputs -> d outputs, kernel cca_time1. */
@@ -80,10 +80,10 @@ static void attention(builder *b, const zaya_arch *a) {
         add_vec(b, "attn.k_bias", kv, L);
         add_vec(b, "attn.v_bias", kv, L);
     }
-    if (a->qk_norm == ZAYA_QK_NORM_HEAD) {
+    if (a->qk_norm == ZAYA_SIZE_QK_NORM_HEAD) {
         add_vec(b, "attn.q_norm", d, L);
         add_vec(b, "attn.k_norm", d, L);
-    } else if (a->qk_norm == ZAYA_QK_NORM_FULL) {
+    } else if (a->qk_norm == ZAYA_SIZE_QK_NORM_FULL) {
         add_vec(b, "attn.q_norm", q, L);
         add_vec(b, "attn.k_norm", kv, L);
     }
@@ -92,10 +92,10 @@ static void attention(builder *b, const zaya_arch *a) {
     if (a->attn_sinks) add_vec(b, "attn.sinks", a->heads, L);
 }
 
-static void router(builder *b, const zaya_arch *a) {
+static void router(builder *b, const zaya_size_arch *a) {
     int64_t M = a->n_moe_layers, D = a->hidden;
     if (M <= 0 || a->experts <= 0) return;
-    if (a->router == ZAYA_ROUTER_ZAYA) {
+    if (a->router == ZAYA_SIZE_ROUTER_ZAYA) {
         int64_t R = a->router_hidden;
         add_mat(b, "router.down_proj", R, D, M, M);
         add_vec(b, "router.down_proj.bias", R, M);
@@ -112,7 +112,7 @@ static void router(builder *b, const zaya_arch *a) {
     }
 }
 
-static void feed_forward(builder *b, const zaya_arch *a) {
+static void feed_forward(builder *b, const zaya_size_arch *a) {
     int64_t D = a->hidden, M = a->n_moe_layers, dense = a->layers - a->n_moe_layers;
     if (M > 0 && a->experts > 0) {
         /* Expert width, never the dense intermediate_size: the classic MoE calculator bug. */
@@ -137,7 +137,7 @@ static void feed_forward(builder *b, const zaya_arch *a) {
 }
 
 /* The decoder layers: norms, attention, router and feed-forward (the MTP module reuses it). */
-static void decoder_layers(builder *b, const zaya_arch *a) {
+static void decoder_layers(builder *b, const zaya_size_arch *a) {
     int64_t D = a->hidden, L = a->layers, nv = a->norm_bias ? 2 * D : D;
     add_vec(b, a->norm_bias ? "input_layernorm (+bias)" : "input_layernorm", nv, L);
     attention(b, a);
@@ -149,14 +149,14 @@ static void decoder_layers(builder *b, const zaya_arch *a) {
     if (a->residual_scales) add_vec(b, "post_mlp_residual_scale", 4 * D, L);
 }
 
-void zaya_size_count_params(const zaya_arch *a, zaya_params *p) {
+void zaya_size_count_params(const zaya_size_arch *a, zaya_size_params *p) {
     memset(p, 0, sizeof *p);
     builder b = {p};
     int64_t D = a->hidden, nv = a->norm_bias ? 2 * D : D;
-    zaya_param_row *emb = add(&b, a->tied_embeddings ? "embed_tokens (tied head)" : "embed_tokens", a->vocab * D, 1, 1);
+    zaya_size_param_row *emb = add(&b, a->tied_embeddings ? "embed_tokens (tied head)" : "embed_tokens", a->vocab * D, 1, 1);
     emb->embedding = 1;
     if (!a->tied_embeddings) {
-        zaya_param_row *h = add(&b, "lm_head", a->vocab * D, 1, 1);
+        zaya_size_param_row *h = add(&b, "lm_head", a->vocab * D, 1, 1);
         h->embedding = 1;
         h->matmul = 1;
     }
@@ -168,8 +168,8 @@ void zaya_size_count_params(const zaya_arch *a, zaya_params *p) {
     if (a->mtp_layers > 0) {
         /* A multi-token-prediction module: the next token's embedding and the hidden state, each normed,
          * projected from 2D to D, one MoE decoder layer, a norm before the shared head. */
-        zaya_params one;
-        zaya_arch m = *a;
+        zaya_size_params one;
+        zaya_size_arch m = *a;
         m.layers = m.n_moe_layers = 1;
         m.mtp_layers = 0;
         builder mb = {&one};
@@ -177,14 +177,14 @@ void zaya_size_count_params(const zaya_arch *a, zaya_params *p) {
         decoder_layers(&mb, &m);
         int64_t layer = 0;
         for (int i = 0; i < one.nrows; i++) layer += one.rows[i].total;
-        zaya_param_row *r = add(&b, "mtp.decoder_layer", layer, a->mtp_layers, 0);
+        zaya_size_param_row *r = add(&b, "mtp.decoder_layer", layer, a->mtp_layers, 0);
         if (r) r->matmul = 1;
         add_mat(&b, "mtp.eh_proj", D, 2 * D, a->mtp_layers, 0);
         add(&b, "mtp.enorm+hnorm+head_norm", 3 * nv, a->mtp_layers, 0);
         for (int i = main_rows; i < p->nrows; i++) p->rows[i].mtp = 1;
     }
     for (int i = 0; i < p->nrows; i++) {
-        const zaya_param_row *r = &p->rows[i];
+        const zaya_size_param_row *r = &p->rows[i];
         if (r->mtp) {
             p->mtp += r->total;
             continue;
@@ -201,9 +201,9 @@ void zaya_size_count_params(const zaya_arch *a, zaya_params *p) {
     p->checkpoint = p->total + p->mtp + a->mtp_layers * a->vocab * D * (a->tied_embeddings ? 1 : 2);
 }
 
-void zaya_size_flops(const zaya_arch *a, int64_t seq, zaya_flops *f) {
+void zaya_size_count_flops(const zaya_size_arch *a, int64_t seq, zaya_size_flops *f) {
     memset(f, 0, sizeof *f);
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(a, &p);
     double macs = 0;
     for (int i = 0; i < p.nrows; i++)
@@ -227,24 +227,24 @@ void zaya_size_flops(const zaya_arch *a, int64_t seq, zaya_flops *f) {
     f->train_recompute = 4 * f->fwd; /* + one forward re-run */
 }
 
-static double kv_values_per_layer(const zaya_arch *a) {
+static double kv_values_per_layer(const zaya_size_arch *a) {
     if (a->mla) return (double)(a->kv_lora_rank + a->qk_rope_dim); /* the compressed latent + shared RoPE key */
     return 2.0 * (double)a->kv_heads * (double)a->head_dim;
 }
 
-double zaya_size_kv_bytes_per_token(const zaya_arch *a, int bytes_per_value) {
+double zaya_size_kv_bytes_per_token(const zaya_size_arch *a, int bytes_per_value) {
     return (double)a->layers * kv_values_per_layer(a) * bytes_per_value;
 }
 
-double zaya_size_kv_bytes(const zaya_arch *a, int64_t context, int bytes_per_value) {
+double zaya_size_kv_bytes(const zaya_size_arch *a, int64_t context, int bytes_per_value) {
     double T = (double)(context > 0 ? context : 0);
     double Tw = a->n_window_layers > 0 && context > a->window ? (double)a->window : T;
     return kv_values_per_layer(a) * bytes_per_value *
            ((double)(a->layers - a->n_window_layers) * T + (double)a->n_window_layers * Tw);
 }
 
-double zaya_size_kv_state_bytes(const zaya_arch *a, int bytes_per_value) {
-    if (a->attn != ZAYA_ATTN_CCA) return 0;
+double zaya_size_kv_state_bytes(const zaya_size_arch *a, int bytes_per_value) {
+    if (a->attn != ZAYA_SIZE_ATTN_CCA) return 0;
     int64_t ch = (a->heads + a->kv_heads) * a->head_dim;
     int64_t cols = (a->cca_time0 - 1) + (a->cca_time1 - 1);
     int64_t vdel = a->kv_heads * a->head_dim / 2;

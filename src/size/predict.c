@@ -14,13 +14,13 @@
 /* src/optim: matrices whose Newton-Schulz costs more than this run pooled (ZAYA_MUON_POOL_FLOPS). */
 #define MUON_POOL_FLOPS 2e10
 
-void zaya_step_opts_default(zaya_step_opts *o) {
+void zaya_size_step_opts_default(zaya_size_step_opts *o) {
     memset(o, 0, sizeof *o);
     o->batch = 1;
     o->seq = 4096;
     o->dp = 1;
     o->zero_stage = 1;
-    o->optimizer = ZAYA_OPT_ADAMW;
+    o->optimizer = ZAYA_SIZE_OPT_ADAMW;
     o->grad_comm_bytes = 4;
 }
 
@@ -29,29 +29,29 @@ void zaya_step_opts_default(zaya_step_opts *o) {
  * nest; `zaya bench kernels` measures it at 30-38% of the f32 matmul peak (conv_grp_fwd/bwd). */
 #define CPU_CONV_EFF 0.35
 
-static double peak_of(const zaya_hw *hw) { return hw->act_bf16 ? hw->peak_bf16 : hw->peak_f32; }
+static double peak_of(const zaya_size_hw *hw) { return hw->act_bf16 ? hw->peak_bf16 : hw->peak_f32; }
 
 /* The profile viewed at f32 (CPU non-GEMM kernels); itself when it has no f32 peak. */
-static zaya_hw f32_view(const zaya_hw *hw) {
-    zaya_hw h = *hw;
+static zaya_size_hw f32_view(const zaya_size_hw *hw) {
+    zaya_size_hw h = *hw;
     if (h.peak_f32 > 0) h.act_bf16 = 0;
     return h;
 }
-static double bw_of(const zaya_hw *hw) { return hw->mem_bw * hw->mem_eff; }
+static double bw_of(const zaya_size_hw *hw) { return hw->mem_bw * hw->mem_eff; }
 
 /* Achieved attention FLOP/s: a fraction of peak on GPUs; on CPUs a fraction of the measured GEMM rate
  * at the (T x T x head_dim) score shape. */
-static double attn_rate(const zaya_hw *hw, int64_t seq, int64_t head_dim) {
+static double attn_rate(const zaya_size_hw *hw, int64_t seq, int64_t head_dim) {
     if (hw->is_gpu) return peak_of(hw) * hw->attn_eff;
-    zaya_gemm_est e;
-    zaya_hw h32 = f32_view(hw);
-    zaya_gemm_estimate(&h32, seq, seq, head_dim, &e);
+    zaya_size_gemm_est e;
+    zaya_size_hw h32 = f32_view(hw);
+    zaya_size_gemm_estimate(&h32, seq, seq, head_dim, &e);
     return e.flops / e.time_s * hw->attn_eff;
 }
 
 /* Values read + written per token per layer by the elementwise / normalization / routing kernels of the
  * forward pass, and the number of such kernels. */
-static void memops_per_layer(const zaya_arch *a, double *values, double *kernels) {
+static void memops_per_layer(const zaya_size_arch *a, double *values, double *kernels) {
     double D = (double)a->hidden, d = (double)a->head_dim;
     double q = (double)a->heads * d, kv = (double)a->kv_heads * d;
     double v = 0, k = 0;
@@ -59,8 +59,8 @@ static void memops_per_layer(const zaya_arch *a, double *values, double *kernels
     v += 2 * 3 * D; k += 2;               /* two residual merges: read 2, write 1 */
     if (a->residual_scales) v += 2 * D;   /* scale/bias vectors and fp32 stream */
     v += 2 * (q + kv); k += 1;            /* RoPE on q and k */
-    if (a->qk_norm != ZAYA_QK_NORM_NONE || a->attn == ZAYA_ATTN_CCA) { v += 2 * (q + kv); k += 1; }
-    if (a->attn == ZAYA_ATTN_CCA) {
+    if (a->qk_norm != ZAYA_SIZE_QK_NORM_NONE || a->attn == ZAYA_SIZE_ATTN_CCA) { v += 2 * (q + kv); k += 1; }
+    if (a->attn == ZAYA_SIZE_ATTN_CCA) {
         v += 4 * (q + kv); k += 3;        /* depthwise conv, qk-mean, value shift */
     }
     double moe_frac = a->layers ? (double)a->n_moe_layers / (double)a->layers : 0;
@@ -87,41 +87,41 @@ static double ns_flops(double m, double n) {
  * GEMMs on the whole pool at the profiled rate of their shapes; smaller ones (every expert) run their
  * GEMMs one at a time on a single thread behind a mutex, so they get one core's share of that rate and
  * no overlap with each other. */
-static double ns_time(const zaya_hw *hw, int64_t m, int64_t n) {
+static double ns_time(const zaya_size_hw *hw, int64_t m, int64_t n) {
     double f = ns_flops((double)m, (double)n);
     if (hw->is_gpu) return f / (peak_of(hw) * hw->gemm_eff_max);
     int64_t s = m < n ? m : n, l = m < n ? n : m;
     /* per iteration: A = X X^T (s x s x l), B = bA + cA^2 (s x s x s), X <- aX + B X (s x l x s) */
-    zaya_gemm_est e1, e2, e3;
-    zaya_gemm_estimate(hw, s, s, l, &e1);
-    zaya_gemm_estimate(hw, s, s, s, &e2);
-    zaya_gemm_estimate(hw, s, l, s, &e3);
+    zaya_size_gemm_est e1, e2, e3;
+    zaya_size_gemm_estimate(hw, s, s, l, &e1);
+    zaya_size_gemm_estimate(hw, s, s, s, &e2);
+    zaya_size_gemm_estimate(hw, s, l, s, &e3);
     double t = 5 * (e1.time_s + e2.time_s + e3.time_s);
     if (f <= MUON_POOL_FLOPS) t *= (double)hw->compute_units;
     return t;
 }
 
-zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const zaya_step_opts *o, zaya_step_pred *p) {
+zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_step_opts *o, zaya_size_step_pred *p) {
     memset(p, 0, sizeof *p);
     if (o->batch <= 0 || o->seq <= 0 || o->dp <= 0)
         return zaya_error_set(ZAYA_EINVAL, "batch, seq and dp must be positive (got %lld, %lld, %d)", (long long)o->batch,
                               (long long)o->seq, o->dp);
     if (o->zero_stage < 0 || o->zero_stage > 3) return zaya_error_set(ZAYA_EINVAL, "ZeRO stage %d (0..3)", o->zero_stage);
     double T = (double)o->batch * (double)o->seq, elt = hw->act_bf16 && hw->is_gpu ? 2 : 4;
-    zaya_hw h32 = f32_view(hw);
+    zaya_size_hw h32 = f32_view(hw);
     zaya_size_run run = {o->batch, o->seq, 1};
 
     /* GEMMs; with recomputation the forward GEMMs run twice */
-    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int n = zaya_size_list_gemms(a, &run, g, ZAYA_SIZE_MAX_GEMMS);
     double gemm_flops = 0, stage_values = 0;
     for (int i = 0; i < n; i++) {
-        zaya_gemm_est e;
+        zaya_size_gemm_est e;
         int conv = !hw->is_gpu && !strncmp(g[i].name, "attn.conv", 9);
         if (conv) {
-            zaya_gemm_estimate_grouped(&h32, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+            zaya_size_gemm_estimate_grouped(&h32, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
             e.time_s = e.flops / (h32.peak_f32 > 0 ? h32.peak_f32 : peak_of(hw)) / CPU_CONV_EFF;
-        } else zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        } else zaya_size_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
         double reps = (double)g[i].count * (o->recompute && !strcmp(g[i].pass, "fwd") ? 2 : 1);
         p->gemm_s += e.time_s * reps;
         /* bf16 on a CPU (src/model/linear.c): the f32 activation operands of every call are rounded into
@@ -134,8 +134,8 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     p->gemm_eff = gemm_flops / (p->gemm_s * peak_of(hw));
 
     /* attention: forward 2 products, backward 5 (dV, dP, dS recompute, dQ, dK) -> 3.5x forward */
-    zaya_flops f;
-    zaya_size_flops(a, o->seq, &f);
+    zaya_size_flops f;
+    zaya_size_count_flops(a, o->seq, &f);
     double attn_fwd = f.attn_fwd * T;
     p->attn_s = attn_fwd * (3.5 + (o->recompute ? 1 : 0)) / attn_rate(hw, o->seq, a->head_dim);
 
@@ -148,15 +148,15 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     p->memop_s = mem_bytes / bw_of(hw) + (hw->is_gpu ? kernels * (double)a->layers * passes * hw->launch_s : 0);
 
     /* optimizer: streams the (sharded) state once per step */
-    zaya_params pc;
+    zaya_size_params pc;
     zaya_size_count_params(a, &pc);
     double P = (double)pc.total, shard = o->zero_stage >= 1 ? (double)o->dp : 1;
     double adam_b = 32, muon_b = 22;
-    double opt_bytes = o->optimizer == ZAYA_OPT_MUON ? (muon_b * (double)pc.matrix_total + adam_b * (P - (double)pc.matrix_total))
+    double opt_bytes = o->optimizer == ZAYA_SIZE_OPT_MUON ? (muon_b * (double)pc.matrix_total + adam_b * (P - (double)pc.matrix_total))
                                                      : adam_b * P;
     if (!hw->is_gpu && hw->act_bf16) opt_bytes += (4 + 2) * P; /* refresh of the bf16 weight shadow */
     p->optimizer_s = opt_bytes / shard / bw_of(hw);
-    if (o->optimizer == ZAYA_OPT_MUON) {
+    if (o->optimizer == ZAYA_SIZE_OPT_MUON) {
         for (int i = 0; i < pc.nrows; i++)
             if (pc.rows[i].matrix && !pc.rows[i].embedding)
                 p->optimizer_ns_s += (double)pc.rows[i].instances * ns_time(hw, pc.rows[i].rows_, pc.rows[i].cols_);
@@ -168,10 +168,10 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     if (o->dp > 1) {
         double gb = P * (o->grad_comm_bytes > 0 ? o->grad_comm_bytes : 4), wb = P * 2;
         double t;
-        if (o->zero_stage == 0) t = zaya_coll_time(hw, ZAYA_COLL_ALLREDUCE, o->dp, gb);
+        if (o->zero_stage == 0) t = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALLREDUCE, o->dp, gb);
         else {
-            double rs = zaya_coll_time(hw, ZAYA_COLL_REDUCE_SCATTER, o->dp, gb);
-            double ag = zaya_coll_time(hw, ZAYA_COLL_ALL_GATHER, o->dp, wb);
+            double rs = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_REDUCE_SCATTER, o->dp, gb);
+            double ag = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALL_GATHER, o->dp, wb);
             if (rs < 0 || ag < 0) t = -1;
             else t = rs + ag * (o->zero_stage >= 3 ? 3 : 1); /* ZeRO-3 gathers weights for fwd and bwd too */
         }
@@ -193,27 +193,27 @@ zaya_status zaya_size_predict_step(const zaya_arch *a, const zaya_hw *hw, const 
     return ZAYA_OK;
 }
 
-void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batch, int64_t context, zaya_infer_pred *p) {
+void zaya_size_predict_infer(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context, zaya_size_infer_pred *p) {
     memset(p, 0, sizeof *p);
     p->batch = batch;
     p->context = context;
     double elt = hw->act_bf16 ? 2 : 4;
-    zaya_params pc;
+    zaya_size_params pc;
     zaya_size_count_params(a, &pc);
-    zaya_flops f;
-    zaya_size_flops(a, context, &f);
+    zaya_size_flops f;
+    zaya_size_count_flops(a, context, &f);
 
     /* Prefill: forward GEMMs for batch x context tokens + attention + memory-bound ops. */
     zaya_size_run run = {batch, context, 1};
-    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int n = zaya_size_list_gemms(a, &run, g, ZAYA_SIZE_MAX_GEMMS);
     double T = (double)batch * (double)context;
     for (int i = 0; i < n; i++) {
         if (strcmp(g[i].pass, "fwd")) continue;
-        zaya_gemm_est e;
+        zaya_size_gemm_est e;
         /* only the last position's logits are needed */
         int64_t m = !strcmp(g[i].name, "lm_head") ? batch : g[i].m;
-        zaya_gemm_estimate_grouped(hw, g[i].groups, m, g[i].n, g[i].k, &e);
+        zaya_size_gemm_estimate_grouped(hw, g[i].groups, m, g[i].n, g[i].k, &e);
         p->prefill_s += e.time_s * (double)g[i].count;
     }
     double vals, kernels;
@@ -224,7 +224,7 @@ void zaya_size_predict_infer(const zaya_arch *a, const zaya_hw *hw, int64_t batc
     /* Decode: expected distinct experts a batch touches per MoE layer: E (1 - (1 - k/E)^b). */
     double expert_each = 0, other = 0;
     for (int i = 0; i < pc.nrows; i++) {
-        const zaya_param_row *r = &pc.rows[i];
+        const zaya_size_param_row *r = &pc.rows[i];
         if (!strncmp(r->name, "experts.", 8)) expert_each += (double)r->each;
         else if (r->embedding) {
             /* the head is read in full; the input table only for the batch's rows (negligible) */

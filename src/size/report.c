@@ -39,35 +39,35 @@ const char *zaya_size_fmt_count(double v, char *buf, size_t cap) {
     return buf;
 }
 
-static const char *router_name(zaya_router_kind r) {
-    return r == ZAYA_ROUTER_ZAYA ? "ZAYA1 MLP router (EDA, bias balancing)" : r == ZAYA_ROUTER_LINEAR ? "linear" : "none";
+static const char *router_name(zaya_size_router_kind r) {
+    return r == ZAYA_SIZE_ROUTER_ZAYA ? "ZAYA1 MLP router (EDA, bias balancing)" : r == ZAYA_SIZE_ROUTER_LINEAR ? "linear" : "none";
 }
 
 static double gib(double b) { return b / (1024.0 * 1024 * 1024); }
 
-void zaya_size_print_info(const zaya_arch *a, int64_t seq, FILE *f) {
-    zaya_mem_opts mo;
-    zaya_mem_opts_default(&mo);
+void zaya_size_print_info(const zaya_size_arch *a, int64_t seq, FILE *f) {
+    zaya_size_mem_opts mo;
+    zaya_size_mem_opts_default(&mo);
     mo.seq = seq;
     zaya_size_print_info_opts(a, &mo, f);
 }
 
-void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FILE *f) {
+void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts *opts, FILE *f) {
     int64_t seq = opts->seq;
-    zaya_params p;
+    zaya_size_params p;
     zaya_size_count_params(a, &p);
     fprintf(f, "model_type %s: %lld layers, hidden %lld, vocab %lld%s\n", a->family, (long long)a->layers,
             (long long)a->hidden, (long long)a->vocab, a->tied_embeddings ? " (tied head)" : "");
     if (a->text_only) fprintf(f, "(the text_config of a multimodal config: the vision encoder is not counted)\n");
-    fprintf(f, "attention %s: %lld query / %lld KV heads x head_dim %lld", zaya_attn_kind_name(a->attn), (long long)a->heads,
+    fprintf(f, "attention %s: %lld query / %lld KV heads x head_dim %lld", zaya_size_attn_kind_name(a->attn), (long long)a->heads,
             (long long)a->kv_heads, (long long)a->head_dim);
-    if (a->attn == ZAYA_ATTN_CCA)
+    if (a->attn == ZAYA_SIZE_ATTN_CCA)
         fprintf(f, " (latent %lld / %lld; convs k=%lld,%lld; value shift)", (long long)(a->heads * a->head_dim),
                 (long long)(a->kv_heads * a->head_dim), (long long)a->cca_time0, (long long)a->cca_time1);
     if (a->mla)
         fprintf(f, " (MLA: q_lora_rank %lld, kv_lora_rank %lld, qk nope/rope %lld/%lld, v_head_dim %lld)", (long long)a->q_lora_rank,
                 (long long)a->kv_lora_rank, (long long)a->qk_nope_dim, (long long)a->qk_rope_dim, (long long)a->v_head_dim);
-    if (a->qk_norm) fprintf(f, ", qk-norm %s", a->qk_norm == ZAYA_QK_NORM_HEAD ? "per head" : "full width");
+    if (a->qk_norm) fprintf(f, ", qk-norm %s", a->qk_norm == ZAYA_SIZE_QK_NORM_HEAD ? "per head" : "full width");
     if (a->attn_sinks) fprintf(f, ", attention sinks");
     if (a->qkv_bias) fprintf(f, ", q/k/v%s biases", a->o_bias ? "/o" : "");
     fprintf(f, "\n");
@@ -79,14 +79,14 @@ void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FI
                 (long long)a->layers, (long long)a->experts, (long long)a->expert_ffn, (long long)a->top_k);
         if (a->shared_experts) fprintf(f, ", %lld shared of width %lld", (long long)a->shared_experts, (long long)a->shared_ffn);
         fprintf(f, ", router %s", router_name(a->router));
-        if (a->router == ZAYA_ROUTER_ZAYA) fprintf(f, " latent %lld, %lld classes", (long long)a->router_hidden, (long long)a->router_classes);
+        if (a->router == ZAYA_SIZE_ROUTER_ZAYA) fprintf(f, " latent %lld, %lld classes", (long long)a->router_hidden, (long long)a->router_classes);
         fprintf(f, "\n");
     }
     if (a->layers > a->n_moe_layers) fprintf(f, "dense SwiGLU MLP width %lld on %lld layers\n", (long long)a->dense_ffn,
                                              (long long)(a->layers - a->n_moe_layers));
     fprintf(f, "\n%-34s %14s %9s %16s %16s\n", "component", "each", "x", "total", "active");
     for (int i = 0; i < p.nrows; i++) {
-        const zaya_param_row *r = &p.rows[i];
+        const zaya_size_param_row *r = &p.rows[i];
         fprintf(f, "%-34s %14lld %9lld %16lld %16lld\n", r->name, (long long)r->each, (long long)r->instances,
                 (long long)r->total, (long long)r->active);
     }
@@ -102,8 +102,8 @@ void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FI
         fprintf(f, "%-34s %14s %9s %16lld %16s  (%s; checkpoint with its embedding/head copies: %s)\n", "MTP modules (apart)", "",
                 "", (long long)p.mtp, "", zaya_size_fmt_count((double)p.mtp, b1, sizeof b1),
                 zaya_size_fmt_count((double)p.checkpoint, b2, sizeof b2));
-    zaya_flops fl;
-    zaya_size_flops(a, seq, &fl);
+    zaya_size_flops fl;
+    zaya_size_count_flops(a, seq, &fl);
     fprintf(f, "\nFLOPs per token at T=%lld: forward %.3f GFLOP (matmuls %.3f incl. head and convs, attention %.3f, causal "
                "average context (T+1)/2); training %.3f (3x), %.3f with recomputation (4x)\n",
             (long long)seq, fl.fwd / 1e9, fl.linear_fwd / 1e9, fl.attn_fwd / 1e9, fl.train / 1e9, fl.train_recompute / 1e9);
@@ -121,7 +121,7 @@ void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FI
     snprintf(md, sizeof md, "%s", opts->master_bytes == 4 ? "fp32" : opts->master_bytes ? "bf16" : "none");
     fprintf(f, "\ntraining memory per rank (GiB; micro-batch %lld x T=%lld; %s weights, %s master, %s grads, fp32 states = "
                "%.0f B/param before sharding; flash attention, bf16 activations, fp32 logits):\n",
-            (long long)opts->micro_batch, (long long)seq, wd, md, gd, zaya_mem_bytes_per_param(opts));
+            (long long)opts->micro_batch, (long long)seq, wd, md, gd, zaya_size_mem_bytes_per_param(opts));
     fprintf(f, "  %-14s %4s %9s %9s %9s %9s %11s %13s\n", "optimizer", "ZeRO", "weights", "master", "grads", "states",
             "act (full)", "act (recomp)");
     int dps[] = {1, opts->dp > 1 ? opts->dp : 8};
@@ -129,32 +129,32 @@ void zaya_size_print_info_opts(const zaya_arch *a, const zaya_mem_opts *opts, FI
         for (int di = 0; di < 2; di++)
             for (int z = 0; z <= 3; z++) {
                 if (dps[di] == 1 && z > 0) continue;
-                zaya_mem_opts mo = *opts;
-                mo.optimizer = opt ? ZAYA_OPT_MUON : ZAYA_OPT_ADAMW;
+                zaya_size_mem_opts mo = *opts;
+                mo.optimizer = opt ? ZAYA_SIZE_OPT_MUON : ZAYA_SIZE_OPT_ADAMW;
                 mo.zero_stage = z;
                 mo.dp = dps[di];
-                zaya_mem m;
+                zaya_size_mem m;
                 zaya_size_train_memory(a, &mo, &m);
                 int sel = mo.zero_stage == opts->zero_stage && mo.dp == (opts->dp > 0 ? opts->dp : 1) && mo.optimizer == opts->optimizer;
                 fprintf(f, "  %-6s DP %-4d %4d %9.2f %9.2f %9.2f %9.2f %11.2f %13.2f%s\n", opt ? "Muon" : "AdamW", dps[di], z,
                         gib(m.weights), gib(m.master), gib(m.grads), gib(m.optimizer), gib(m.act_full), gib(m.act_recompute),
                         sel ? "  <- selected" : "");
             }
-    zaya_mem m;
+    zaya_size_mem m;
     zaya_size_train_memory(a, opts, &m);
-    fprintf(f, "selected layout (%s, DP %d, ZeRO-%d%s): %.2f GiB per rank\n", opts->optimizer == ZAYA_OPT_MUON ? "Muon" : "AdamW",
+    fprintf(f, "selected layout (%s, DP %d, ZeRO-%d%s): %.2f GiB per rank\n", opts->optimizer == ZAYA_SIZE_OPT_MUON ? "Muon" : "AdamW",
             opts->dp, opts->zero_stage, opts->recompute ? ", recompute" : "", gib(opts->recompute ? m.total_recompute : m.total));
 }
 
-cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
-    zaya_params p;
+cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq) {
+    zaya_size_params p;
     zaya_size_count_params(a, &p);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model_type", a->family);
     cJSON_AddNumberToObject(root, "layers", (double)a->layers);
     cJSON_AddNumberToObject(root, "hidden", (double)a->hidden);
     cJSON_AddNumberToObject(root, "vocab", (double)a->vocab);
-    cJSON_AddStringToObject(root, "attention", zaya_attn_kind_name(a->attn));
+    cJSON_AddStringToObject(root, "attention", zaya_size_attn_kind_name(a->attn));
     cJSON_AddNumberToObject(root, "heads", (double)a->heads);
     cJSON_AddNumberToObject(root, "kv_heads", (double)a->kv_heads);
     cJSON_AddNumberToObject(root, "head_dim", (double)a->head_dim);
@@ -180,8 +180,8 @@ cJSON *zaya_size_info_json(const zaya_arch *a, int64_t seq) {
         cJSON_AddNumberToObject(r, "active", (double)p.rows[i].active);
         cJSON_AddItemToArray(rows, r);
     }
-    zaya_flops fl;
-    zaya_size_flops(a, seq, &fl);
+    zaya_size_flops fl;
+    zaya_size_count_flops(a, seq, &fl);
     cJSON *fj = cJSON_AddObjectToObject(root, "flops_per_token");
     cJSON_AddNumberToObject(fj, "seq", (double)seq);
     cJSON_AddNumberToObject(fj, "forward", fl.fwd);

@@ -15,14 +15,14 @@ int64_t zaya_size_round_to(int64_t x, int64_t q) {
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 typedef struct hits {
-    zaya_rule_hit *h;
+    zaya_size_rule_hit *h;
     int n, cap;
 } hits;
 
 __attribute__((format(printf, 5, 6))) static void hit(hits *H, const char *id, int severity, const char *what,
                                                      const char *fmt, ...) {
     if (H->n >= H->cap) { H->n++; return; }
-    zaya_rule_hit *x = &H->h[H->n++];
+    zaya_size_rule_hit *x = &H->h[H->n++];
     memset(x, 0, sizeof *x);
     x->rule_id = id;
     x->severity = severity;
@@ -42,7 +42,7 @@ static void fix(hits *H, const char *fmt, ...) {
     va_end(ap);
 }
 
-static int rule_head_dim(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_head_dim(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     if (a->head_dim % 64) {
         hit(&H, "head_dim", 2, "head_dim", "head_dim %lld is not a multiple of 64", (long long)a->head_dim);
@@ -65,7 +65,7 @@ static void width(hits *H, const char *name, int64_t v, int64_t q) {
     else fix(H, "%s %lld", name, (long long)q);
 }
 
-static int rule_widths(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_widths(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     int64_t q = hw->align;
     width(&H, "hidden", a->hidden, q);
@@ -74,11 +74,11 @@ static int rule_widths(const zaya_arch *a, const zaya_hw *hw, const zaya_size_ru
     if (a->layers > a->n_moe_layers) width(&H, "intermediate_size", a->dense_ffn, q);
     if (a->experts > 0) width(&H, "expert_ffn", a->expert_ffn, q);
     if (a->shared_experts > 0) width(&H, "shared_ffn", a->shared_ffn, q);
-    if (a->router == ZAYA_ROUTER_ZAYA) width(&H, "router_hidden", a->router_hidden, q);
+    if (a->router == ZAYA_SIZE_ROUTER_ZAYA) width(&H, "router_hidden", a->router_hidden, q);
     return H.n;
 }
 
-static int rule_vocab(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_vocab(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     if (a->vocab % 128) {
         hit(&H, "vocab_128", 2, "vocab", "vocab %lld is not padded to a multiple of 128", (long long)a->vocab);
@@ -88,7 +88,7 @@ static int rule_vocab(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run
     return H.n;
 }
 
-static int rule_tokens(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_tokens(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     int64_t T = run->batch * run->seq, tm = hw->tile_m;
     if (T % tm) {
@@ -109,7 +109,7 @@ static int rule_tokens(const zaya_arch *a, const zaya_hw *hw, const zaya_size_ru
     return H.n;
 }
 
-static int rule_tp(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_tp(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     int tp = run->tp > 0 ? run->tp : 1;
     char ok[96] = "";
@@ -130,7 +130,7 @@ static int rule_tp(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *r
 }
 
 /* Nearest value to v (a multiple of q, within v/2..2v) whose tile count fills waves to >= 90 %. */
-static int64_t wave_friendly(const zaya_hw *hw, int64_t v, int64_t q, int64_t other_tiles, int64_t groups) {
+static int64_t wave_friendly(const zaya_size_hw *hw, int64_t v, int64_t q, int64_t other_tiles, int64_t groups) {
     int64_t per_wave = (int64_t)hw->compute_units * hw->tiles_per_cu, best = 0;
     for (int64_t c = q; c <= 2 * v; c += q) {
         if (c < v / 2) continue;
@@ -141,14 +141,14 @@ static int64_t wave_friendly(const zaya_hw *hw, int64_t v, int64_t q, int64_t ot
     return best;
 }
 
-static int rule_quant(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *h, int cap) {
+static int rule_quant(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *h, int cap) {
     hits H = {h, 0, cap};
     if (!hw->is_gpu) return 0;
-    zaya_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
     int n = zaya_size_list_gemms(a, run, g, ZAYA_SIZE_MAX_GEMMS);
     for (int i = 0; i < n; i++) {
-        zaya_gemm_est e;
-        zaya_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
+        zaya_size_gemm_est e;
+        zaya_size_gemm_estimate_grouped(hw, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
         if (e.mem_bound) continue; /* bandwidth-bound: padding and idle units cost nothing */
         char what[96];
         snprintf(what, sizeof what, "%.39s %.5s (%lldx%lldx%lld%s)", g[i].name, g[i].pass, (long long)g[i].m,
@@ -197,7 +197,7 @@ const zaya_size_rule zaya_size_rules[] = {
 };
 const int zaya_size_nrules = (int)(sizeof zaya_size_rules / sizeof zaya_size_rules[0]);
 
-int zaya_size_check_rules(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run, zaya_rule_hit *hits,
+int zaya_size_check_rules(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run, zaya_size_rule_hit *hits,
                           int cap) {
     int n = 0;
     for (int i = 0; i < zaya_size_nrules; i++) {

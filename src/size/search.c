@@ -9,7 +9,7 @@
 
 #include "zaya/size.h"
 
-void zaya_search_opts_default(zaya_search_opts *o) {
+void zaya_size_search_opts_default(zaya_size_search_opts *o) {
     memset(o, 0, sizeof *o);
     o->tolerance = 0.03;
     o->seq = 4096;
@@ -22,22 +22,22 @@ void zaya_search_opts_default(zaya_search_opts *o) {
     o->layers_max = 128;
 }
 
-void zaya_search_result_free(zaya_search_result *r) {
+void zaya_size_search_result_free(zaya_size_search_result *r) {
     free(r->c);
     memset(r, 0, sizeof *r);
 }
 
-zaya_status zaya_size_search_eval(const zaya_hw *hw, const zaya_search_opts *o, const zaya_arch *a, int *recompute,
-                                  zaya_step_pred *sp, zaya_infer_pred *ip) {
-    zaya_mem_opts mo;
-    zaya_mem_opts_default(&mo);
+zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a, int *recompute,
+                                  zaya_size_step_pred *sp, zaya_size_infer_pred *ip) {
+    zaya_size_mem_opts mo;
+    zaya_size_mem_opts_default(&mo);
     mo.dp = o->dp;
     mo.micro_batch = o->batch;
     mo.seq = o->seq;
-    zaya_mem mem;
+    zaya_size_mem mem;
     zaya_size_train_memory(a, &mo, &mem);
-    zaya_step_opts so;
-    zaya_step_opts_default(&so);
+    zaya_size_step_opts so;
+    zaya_size_step_opts_default(&so);
     so.batch = o->batch;
     so.seq = o->seq;
     so.dp = o->dp;
@@ -48,7 +48,7 @@ zaya_status zaya_size_search_eval(const zaya_hw *hw, const zaya_search_opts *o, 
     return ZAYA_OK;
 }
 
-void zaya_size_step_diff(const zaya_step_pred *c, const zaya_step_pred *r, zaya_step_diff *d) {
+void zaya_size_diff_step(const zaya_size_step_pred *c, const zaya_size_step_pred *r, zaya_size_step_diff *d) {
     d->gemm = r->gemm_s - c->gemm_s;
     d->attn_mem = (r->attn_s + r->memop_s) - (c->attn_s + c->memop_s);
     d->optimizer = r->optimizer_s - c->optimizer_s;
@@ -60,13 +60,13 @@ static const int64_t expert_counts[] = {4, 8, 16, 32, 64, 128, 256};
 static const int64_t topks[] = {1, 2, 4, 8};
 
 static int by_tokens(const void *x, const void *y) {
-    const zaya_candidate *a = x, *b = y;
+    const zaya_size_candidate *a = x, *b = y;
     if (a->train_tok_s != b->train_tok_s) return a->train_tok_s < b->train_tok_s ? 1 : -1;
     return a->decode_s < b->decode_s ? -1 : a->decode_s > b->decode_s;
 }
 
-static int structural_ok(const zaya_arch *a, const zaya_hw *hw, const zaya_size_run *run) {
-    zaya_rule_hit h[32];
+static int structural_ok(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_run *run) {
+    zaya_size_rule_hit h[32];
     int n = 0;
     for (int i = 0; i < zaya_size_nrules; i++) {
         const zaya_size_rule *r = &zaya_size_rules[i];
@@ -85,7 +85,7 @@ typedef struct miss {
     char best[200];
 } miss;
 
-static void note_miss(miss *m, double err, const zaya_arch *a, double total, double active) {
+static void note_miss(miss *m, double err, const zaya_size_arch *a, double total, double active) {
     if (err >= m->best_err) return;
     m->best_err = err;
     char t[32], ac[32];
@@ -94,10 +94,10 @@ static void note_miss(miss *m, double err, const zaya_arch *a, double total, dou
              (long long)a->top_k, zaya_size_fmt_count(total, t, sizeof t), zaya_size_fmt_count(active, ac, sizeof ac));
 }
 
-static zaya_status push(zaya_search_result *r, const zaya_candidate *c) {
+static zaya_status push(zaya_size_search_result *r, const zaya_size_candidate *c) {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 256;
-        zaya_candidate *nc = realloc(r->c, (size_t)cap * sizeof *nc);
+        zaya_size_candidate *nc = realloc(r->c, (size_t)cap * sizeof *nc);
         if (!nc) return zaya_error_set(ZAYA_ENOMEM, "search: %d candidates", cap);
         r->c = nc;
         r->cap = cap;
@@ -106,7 +106,7 @@ static zaya_status push(zaya_search_result *r, const zaya_candidate *c) {
     return ZAYA_OK;
 }
 
-zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_search_result *r) {
+zaya_status zaya_size_search(const zaya_size_hw *hw, const zaya_size_search_opts *o, zaya_size_search_result *r) {
     memset(r, 0, sizeof *r);
     char X[32], Y[32];
     zaya_size_fmt_count(o->total_params, X, sizeof X);
@@ -126,10 +126,10 @@ zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_
                 int64_t E = expert_counts[ei], k = topks[ki];
                 if (k >= E) continue;
                 for (int64_t F = 256; F <= 4 * h; F += 256) {
-                    zaya_arch a1, a2;
-                    zaya_params p1, p2;
-                    zaya_arch_zaya_like(&a1, h, 1, E, F, k, o->vocab);
-                    zaya_arch_zaya_like(&a2, h, 2, E, F, k, o->vocab);
+                    zaya_size_arch a1, a2;
+                    zaya_size_params p1, p2;
+                    zaya_size_arch_zaya_like(&a1, h, 1, E, F, k, o->vocab);
+                    zaya_size_arch_zaya_like(&a2, h, 2, E, F, k, o->vocab);
                     zaya_size_count_params(&a1, &p1);
                     zaya_size_count_params(&a2, &p2);
                     double t1 = (double)p1.non_embedding, st = (double)p2.non_embedding - t1;
@@ -152,30 +152,30 @@ zaya_status zaya_size_search(const zaya_hw *hw, const zaya_search_opts *o, zaya_
                     m_total.pass++;
                     for (int64_t L = lo; L <= hi; L++) {
                         double tot = t1 + st * (double)(L - 1), act = a1c + sa * (double)(L - 1);
-                        zaya_arch a;
-                        zaya_arch_zaya_like(&a, h, L, E, F, k, o->vocab);
+                        zaya_size_arch a;
+                        zaya_size_arch_zaya_like(&a, h, L, E, F, k, o->vocab);
                         double aerr = fabs(act / o->active_params - 1);
                         if (aerr > tol) { note_miss(&m_active, aerr, &a, tot, act); continue; }
                         m_active.pass++;
                         if (!structural_ok(&a, hw, &run)) { note_miss(&m_rules, 0, &a, tot, act); continue; }
                         m_rules.pass++;
-                        zaya_mem_opts mo;
-                        zaya_mem_opts_default(&mo);
+                        zaya_size_mem_opts mo;
+                        zaya_size_mem_opts_default(&mo);
                         mo.dp = o->dp;
                         mo.micro_batch = o->batch;
                         mo.seq = o->seq;
-                        zaya_mem mem;
+                        zaya_size_mem mem;
                         zaya_size_train_memory(&a, &mo, &mem);
                         if (hw->mem_bytes > 0 && mem.total_recompute > hw->mem_bytes) {
                             note_miss(&m_mem, mem.total_recompute / hw->mem_bytes, &a, tot, act);
                             continue;
                         }
                         m_mem.pass++;
-                        zaya_step_pred sp;
-                        zaya_infer_pred ip;
+                        zaya_size_step_pred sp;
+                        zaya_size_infer_pred ip;
                         int rec = 0;
                         ZAYA_TRY(zaya_size_search_eval(hw, o, &a, &rec, &sp, &ip));
-                        zaya_candidate c = {h, L, E, F, k, a.heads, a.kv_heads, tot, act, sp.tokens_per_s_rank,
+                        zaya_size_candidate c = {h, L, E, F, k, a.heads, a.kv_heads, tot, act, sp.tokens_per_s_rank,
                                             ip.decode_s, sp.gemm_eff, (rec ? mem.total_recompute : mem.total) / 1e9, 0, rec};
                         ZAYA_TRY(push(r, &c));
                     }

@@ -24,22 +24,19 @@ static zaya_status build_buckets(zaya_dp *dp) {
         if (t->layer >= 0 && start[t->layer + 1] < 0) start[t->layer + 1] = t->offset;
         if (t->layer < 0 && i > 0 && start[L + 1] < 0 && m->tensors[i - 1].layer == L - 1) start[L + 1] = t->offset;
     }
-    for (int k = 0; k < dp->nbuckets; k++) {
+    zaya_status s = ZAYA_OK;
+    for (int k = 0; k < dp->nbuckets && s == ZAYA_OK; k++) {
         dp->b[k].offset = start[k];
         dp->b[k].len = (k + 1 < dp->nbuckets ? start[k + 1] : m->nfloats) - start[k];
         dp->b[k].counts = calloc((size_t)dp->world, sizeof(int));
         dp->b[k].displs = calloc((size_t)dp->world, sizeof(int));
-        if (!dp->b[k].counts || !dp->b[k].displs) {
-            free(start);
-            return zaya_error_set(ZAYA_ENOMEM, "data-parallel buckets");
-        }
-        if (dp->b[k].len > 2147483647) {
-            free(start);
-            return zaya_error_set(ZAYA_ERANGE, "a data-parallel bucket of %lld floats exceeds the backend's int limit",
-                                  (long long)dp->b[k].len);
-        }
+        if (!dp->b[k].counts || !dp->b[k].displs) s = zaya_error_set(ZAYA_ENOMEM, "data-parallel buckets");
+        else if (dp->b[k].len > 2147483647)
+            s = zaya_error_set(ZAYA_ERANGE, "a data-parallel bucket of %lld floats exceeds the backend's int limit",
+                               (long long)dp->b[k].len);
     }
     free(start);
+    if (s != ZAYA_OK) return s;
     /* bucket of "layer" -1 (embedding) is 0, of block l is l + 1, of the final norm (layer L) is L + 1 */
     for (int l = -1; l <= L; l++) dp->layer_bucket[l + 1] = l + 1;
     return ZAYA_OK;
@@ -47,15 +44,16 @@ static zaya_status build_buckets(zaya_dp *dp) {
 
 /* Splits every bucket's units into world contiguous segments of about equal optimizer cost. Segment
  * boundaries are unit starts, so a Muon matrix is never split; padding and buffers ride along. */
-static void assign_segments(zaya_dp *dp, zaya_optim_plan *plan) {
+static zaya_status assign_segments(zaya_dp *dp, zaya_optim_plan *plan) {
     const int W = dp->world;
+    int64_t *cut = calloc((size_t)W + 1, sizeof(int64_t)); /* segment r = [cut[r], cut[r+1]) */
+    if (!cut) return zaya_error_set(ZAYA_ENOMEM, "data-parallel segments for %d ranks", W);
     for (int k = 0; k < dp->nbuckets; k++) {
         zaya_dp_bucket *bk = &dp->b[k];
         double total = 0;
         for (int u = 0; u < plan->nunits; u++)
             if (plan->units[u].offset >= bk->offset && plan->units[u].offset < bk->offset + bk->len)
                 total += plan->units[u].cost;
-        int64_t *cut = calloc((size_t)W + 1, sizeof(int64_t)); /* segment r = [cut[r], cut[r+1]) */
         cut[0] = bk->offset;
         for (int r = 1; r <= W; r++) cut[r] = bk->offset + bk->len;
         double acc = 0;
@@ -73,8 +71,8 @@ static void assign_segments(zaya_dp *dp, zaya_optim_plan *plan) {
             bk->displs[q] = (int)(cut[q] - bk->offset);
             bk->counts[q] = (int)(cut[q + 1] - cut[q]);
         }
-        free(cut);
     }
+    free(cut);
     /* per-rank totals for the assignment table */
     for (int q = 0; q < plan->world_size; q++) {
         plan->rank_cost[q] = 0;
@@ -88,6 +86,7 @@ static void assign_segments(zaya_dp *dp, zaya_optim_plan *plan) {
         plan->rank_elems[o] += plan->units[u].numel;
         plan->rank_units[o]++;
     }
+    return ZAYA_OK;
 }
 
 static void on_grads_ready(void *ctx, int layer) {
@@ -118,7 +117,7 @@ zaya_status zaya_dp_init(zaya_dp *dp, zaya_comm *comm, zaya_dp_mode mode, zaya_m
         return zaya_error_set(ZAYA_EINVAL, "optimizer plan built for %d ranks, world has %d", plan->world_size, dp->world);
     ZAYA_TRY(build_buckets(dp));
     if (mode == ZAYA_DP_ZERO1) {
-        assign_segments(dp, plan);
+        ZAYA_TRY(assign_segments(dp, plan));
     } else {
         /* every rank updates everything; the receive buffer only serves the blocking-time calibration */
         for (int k = 0; k < dp->nbuckets; k++)
@@ -197,26 +196,16 @@ zaya_status zaya_dp_gather_params(zaya_dp *dp) {
     return ZAYA_OK;
 }
 
+/* In place, in the value's own type on the wire (no f32 round trip, no staging buffer): the sums are
+ * those of doubles and exact 64-bit integer counts. */
 zaya_status zaya_dp_allreduce_sum_f64(zaya_dp *dp, double *x, int n) {
     if (dp->world == 1) return ZAYA_OK;
-    float buf[64] = {0};
-    ZAYA_ASSERT(n <= 64);
-    for (int i = 0; i < n; i++) buf[i] = (float)x[i];
-    ZAYA_TRY(zaya_allreduce(dp->comm, buf, buf, n, ZAYA_DIST_F32, ZAYA_REDOP_SUM));
-    for (int i = 0; i < n; i++) x[i] = buf[i];
-    return ZAYA_OK;
+    return zaya_allreduce_f64(dp->comm, x, x, n, ZAYA_REDOP_SUM);
 }
 
 zaya_status zaya_dp_allreduce_counts(zaya_dp *dp, int64_t *counts, int n) {
     if (dp->world == 1) return ZAYA_OK;
-    /* Counts stay below 2^24 tokens per step and class, so f32 sums are exact. */
-    float *buf = calloc((size_t)n, sizeof(float));
-    if (!buf) return zaya_error_set(ZAYA_ENOMEM, "routing counts");
-    for (int i = 0; i < n; i++) buf[i] = (float)counts[i];
-    zaya_status s = zaya_allreduce(dp->comm, buf, buf, n, ZAYA_DIST_F32, ZAYA_REDOP_SUM);
-    for (int i = 0; i < n && s == ZAYA_OK; i++) counts[i] = (int64_t)buf[i];
-    free(buf);
-    return s;
+    return zaya_allreduce_i64(dp->comm, counts, counts, n, ZAYA_REDOP_SUM);
 }
 
 double zaya_dp_blocking_comm_seconds(zaya_dp *dp) {

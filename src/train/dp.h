@@ -52,7 +52,8 @@ void zaya_dp_arm(zaya_dp *dp);
 zaya_status zaya_dp_finish_grads(zaya_dp *dp);
 /* After the optimizer step: replicate the owned parameter segments (ZeRO-1; no-op otherwise). */
 zaya_status zaya_dp_gather_params(zaya_dp *dp);
-/* Sum / mean of small host arrays over ranks (loss, norms, routing counts). */
+/* Sums of small host arrays over ranks, in place and exact in their own type: f64 (loss, squared
+ * norms) and i64 (routing counts). Neither allocates. */
 zaya_status zaya_dp_allreduce_sum_f64(zaya_dp *dp, double *x, int n);
 zaya_status zaya_dp_allreduce_counts(zaya_dp *dp, int64_t *counts, int n);
 /* Times the bucket collectives once, blocking, on the current gradients (for the overlap figure). */

@@ -95,6 +95,8 @@ static void build(const zaya_config *c, layout_builder *b) {
 }
 
 zaya_status zaya_layout_build(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats) {
+    /* The bounds checked there keep every size and offset below int64 overflow. */
+    ZAYA_TRY(zaya_config_validate(c));
     layout_builder b = {0};
     build(c, &b);
     zaya_tensor_info *t = calloc((size_t)b.n, sizeof *t);
@@ -178,6 +180,5 @@ zaya_param_counts zaya_model_count_params(const zaya_config *c) {
 }
 
 zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats) {
-    ZAYA_TRY(zaya_config_validate(c));
     return zaya_layout_build(c, tensors, ntensors, nfloats);
 }

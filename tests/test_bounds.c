@@ -120,6 +120,10 @@ static void test_run_bounds(void) {
     expect_run(PHASE("9007199254740992", "8", "4"), "phases[0]: key 'tokens' must be at most 1125899906842624 (ZAYA_RUN_MAX_TOKENS)");
     expect_run("{\"seq_multiple\": 9007199254740992," PHASES("4096", "8", "4"), "key 'seq_multiple' must be in [1, 4194304]");
     expect_run("{\"batch_multiple\": 4294967296," PHASES("4096", "8", "4"), "key 'batch_multiple' must be in [1, 16777216]");
+    /* Found by the run-file harness: a single empty pattern was accepted (a list of them was not), so
+     * the resolved run.json did not load again. */
+    expect_run("{\"sources\":{\"p\":{\"train\":\"\"}}," PHASES("4096", "64", "4"),
+               "r.json: sources.p: key 'train' must be a non-empty path pattern");
     /* At the bounds the plan is exact. */
     cJSON *j = NULL;
     zaya_json_parse(PHASE("1125899906842624", "4194304", "16777216"), "max", &j);

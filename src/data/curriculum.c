@@ -55,6 +55,7 @@ static zaya_status get_patterns(const cJSON *o, const char *key, char **dst, int
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!it) return ZAYA_OK;
     if (cJSON_IsString(it)) {
+        if (!*it->valuestring) return ERR("key '%s' must be a non-empty path pattern", key);
         if (!(dst[0] = strdup(it->valuestring))) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
         *n = 1;
         return ZAYA_OK;

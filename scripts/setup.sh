@@ -15,6 +15,7 @@ pkgs=(
   python3-pip                       # PyPI packages below (HF tokenizers: not packaged by Debian 12)
   python3-venv                      # --hf: build/hfvenv with transformers for the checkpoint export test
   fortunes                          # tokenizer test/benchmark corpus (/usr/share/games/fortunes)
+  clang libclang-rt-14-dev libomp-dev  # libFuzzer harnesses (tests labelled fuzz, docs/fuzzing.md)
 )
 
 SUDO=""

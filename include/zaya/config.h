@@ -40,6 +40,22 @@ typedef struct zaya_config {
     zaya_skip_mode skip_mode;     /* zaya extension key "zaya_skip_mode": "identity" | "zero" */
 } zaya_config;
 
+/* Upper bounds of the integer keys. They are far above any ZAYA1 configuration (ZAYA1-8B: 40 blocks,
+ * hidden 2048, 16 experts, vocab 262272) and low enough that every tensor size, offset and count
+ * derived from a validated config fits int64 (layout.c, accounting.c) and every loop over layers or
+ * experts ends quickly. Validation names the key and the bound. */
+#define ZAYA_CONFIG_MAX_VOCAB (1ll << 24)     /* vocab_size */
+#define ZAYA_CONFIG_MAX_HIDDEN (1ll << 20)    /* hidden_size */
+#define ZAYA_CONFIG_MAX_LAYERS 4096ll         /* num_hidden_layers */
+#define ZAYA_CONFIG_MAX_HEADS 4096ll          /* num_attention_heads, num_key_value_heads */
+#define ZAYA_CONFIG_MAX_HEAD_DIM 256ll        /* head_dim (attention kernels) */
+#define ZAYA_CONFIG_MAX_EXPERTS 4096ll        /* num_experts */
+#define ZAYA_CONFIG_MAX_FFN (1ll << 20)       /* moe_intermediate_size */
+#define ZAYA_CONFIG_MAX_ROUTER (1ll << 20)    /* router_hidden_size */
+#define ZAYA_CONFIG_MAX_CONV 64ll             /* cca_time0, cca_time1 */
+#define ZAYA_CONFIG_MAX_POSITIONS (1ll << 22) /* max_position_embeddings (RoPE table rows) */
+#define ZAYA_CONFIG_MAX_PARAMS (1ll << 44)    /* stored floats of the whole model (~17.6e12) */
+
 /* Derived sizes. */
 static inline int64_t zaya_config_rot_dims(const zaya_config *c) {
     return (int64_t)(c->partial_rotary_factor * (double)c->head_dim + 0.5);

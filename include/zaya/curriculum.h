@@ -17,6 +17,11 @@ extern "C" {
 
 #define ZAYA_RUN_MAX_PHASES 16
 #define ZAYA_RUN_MAX_PATTERNS 8
+/* Upper bounds of the integer keys: with them batch * seq_len and every token and step total of a
+ * run fit int64 with room to spare (errors name the key and the bound). */
+#define ZAYA_RUN_MAX_SEQ_LEN (1ll << 22) /* seq_len, seq_multiple (as ZAYA_CONFIG_MAX_POSITIONS) */
+#define ZAYA_RUN_MAX_BATCH (1ll << 24)   /* batch, batch.from, batch_multiple (sequences) */
+#define ZAYA_RUN_MAX_TOKENS (1ll << 50)  /* tokens, batch.ramp_tokens, lr.warmup_tokens of a phase */
 
 typedef enum zaya_lr_decay { ZAYA_LR_COSINE, ZAYA_LR_WSD } zaya_lr_decay;
 

@@ -108,7 +108,9 @@ static zaya_status load_entries(zaya_ckpt *c, const char *mpath) {
             if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e15)
                 return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': bad shape", mpath, e->name);
             e->shape[d] = (int64_t)x->valuedouble;
-            e->numel *= e->shape[d];
+            if (__builtin_mul_overflow(e->numel, e->shape[d], &e->numel))
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': the shape's element count overflows int64", mpath,
+                                      e->name);
         }
         e->npieces = cJSON_GetArraySize(pcs);
         e->pieces = calloc((size_t)e->npieces + 1, sizeof *e->pieces);

@@ -71,7 +71,7 @@ int zaya_cmd_model_info(int argc, char **argv) {
     for (int i = 0; i < nt; i++) {
         int k = component_of(&t[i]);
         comp[k] += t[i].numel;
-        comp_active[k] += t[i].numel / t[i].nmatrix;
+        comp_active[k] += t[i].nmatrix > 0 ? t[i].numel / t[i].nmatrix : t[i].numel;
     }
     free(t);
     zaya_param_counts pc = zaya_model_count_params(&c);

@@ -55,6 +55,7 @@ static zaya_status get_patterns(const cJSON *o, const char *key, char **dst, int
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!it) return ZAYA_OK;
     if (cJSON_IsString(it)) {
+        if (!*it->valuestring) return ERR("key '%s' must be a non-empty path pattern", key);
         if (!(dst[0] = strdup(it->valuestring))) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
         *n = 1;
         return ZAYA_OK;
@@ -153,6 +154,8 @@ static zaya_status parse_phase(const cJSON *o, const zaya_phase *prev, const zay
     ZAYA_TRY(get_name(o, "name", p->name, sizeof p->name, 0));
     ZAYA_TRY(zaya_json_get_i64(o, "tokens", &p->tokens, 1));
     if (p->tokens <= 0) return ERR("key 'tokens': the token budget must be positive, got %" PRId64, p->tokens);
+    if (p->tokens > ZAYA_RUN_MAX_TOKENS)
+        return ERR("key 'tokens' must be at most %lld (ZAYA_RUN_MAX_TOKENS), got %" PRId64, ZAYA_RUN_MAX_TOKENS, p->tokens);
 
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(o, "sources");
     if (src) {
@@ -178,6 +181,9 @@ static zaya_status parse_phase(const cJSON *o, const zaya_phase *prev, const zay
 
     if (!prev && !cJSON_GetObjectItemCaseSensitive(o, "seq_len")) return ERR("missing required key 'seq_len'");
     ZAYA_TRY(zaya_json_get_i64(o, "seq_len", &p->seq_len, 0));
+    if (p->seq_len > ZAYA_RUN_MAX_SEQ_LEN)
+        return ERR("key 'seq_len' must be at most %lld (ZAYA_RUN_MAX_SEQ_LEN), got %" PRId64, ZAYA_RUN_MAX_SEQ_LEN,
+                   p->seq_len);
     if (p->seq_len < 2 || p->seq_len % run->seq_multiple != 0)
         return ERR("key 'seq_len': must be a multiple of seq_multiple %" PRId64 " and >= 2, got %" PRId64,
                    run->seq_multiple, p->seq_len);
@@ -197,13 +203,18 @@ static zaya_status parse_phase(const cJSON *o, const zaya_phase *prev, const zay
         p->batch_from = p->batch;
     }
     int64_t bm = run->batch_multiple;
+    if (p->batch > ZAYA_RUN_MAX_BATCH)
+        return ERR("key 'batch' must be at most %lld sequences (ZAYA_RUN_MAX_BATCH), got %" PRId64, ZAYA_RUN_MAX_BATCH,
+                   p->batch);
     if (p->batch < 1 || p->batch % bm != 0)
         return ERR("key 'batch': the global batch must be a positive multiple of batch_multiple %" PRId64 ", got %" PRId64,
                    bm, p->batch);
     if (p->batch_from < 1 || p->batch_from % bm != 0 || p->batch_from > p->batch)
         return ERR("key 'batch.from': must be a positive multiple of %" PRId64 " and <= batch.to %" PRId64 ", got %" PRId64,
                    bm, p->batch, p->batch_from);
-    if (p->batch_ramp_tokens < 0) return ERR("key 'batch.ramp_tokens' must be >= 0");
+    if (p->batch_ramp_tokens < 0 || p->batch_ramp_tokens > ZAYA_RUN_MAX_TOKENS)
+        return ERR("key 'batch.ramp_tokens' must be in [0, %lld] (ZAYA_RUN_MAX_TOKENS), got %" PRId64, ZAYA_RUN_MAX_TOKENS,
+                   p->batch_ramp_tokens);
     if (p->batch_ramp_tokens == 0) p->batch_from = p->batch;
 
     ZAYA_TRY(zaya_json_get_f64(o, "rope_theta", &p->rope_theta, 0));
@@ -269,8 +280,12 @@ static zaya_status parse_run(const cJSON *j, zaya_run *run) {
     run->batch_multiple = 1;
     ZAYA_TRY(zaya_json_get_i64(j, "seq_multiple", &run->seq_multiple, 0));
     ZAYA_TRY(zaya_json_get_i64(j, "batch_multiple", &run->batch_multiple, 0));
-    if (run->seq_multiple < 1) return ERR("key 'seq_multiple' must be >= 1");
-    if (run->batch_multiple < 1) return ERR("key 'batch_multiple' must be >= 1");
+    if (run->seq_multiple < 1 || run->seq_multiple > ZAYA_RUN_MAX_SEQ_LEN)
+        return ERR("key 'seq_multiple' must be in [1, %lld] (ZAYA_RUN_MAX_SEQ_LEN), got %" PRId64, ZAYA_RUN_MAX_SEQ_LEN,
+                   run->seq_multiple);
+    if (run->batch_multiple < 1 || run->batch_multiple > ZAYA_RUN_MAX_BATCH)
+        return ERR("key 'batch_multiple' must be in [1, %lld] (ZAYA_RUN_MAX_BATCH), got %" PRId64, ZAYA_RUN_MAX_BATCH,
+                   run->batch_multiple);
     const cJSON *tab = cJSON_GetObjectItemCaseSensitive(j, "sources");
     if (tab) ZAYA_TRY(parse_sources_table(tab, run));
 

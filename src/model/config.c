@@ -157,8 +157,8 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
         c->num_key_value_heads = kv;
         ZAYA_TRY(zaya_json_get_f64(obj, "norm_epsilon", &eps, 0));
         c->rms_norm_eps = eps;
-        const cJSON *exp = cJSON_GetObjectItemCaseSensitive(obj, "zaya_mlp_expansion");
-        if (cJSON_IsNumber(exp)) c->router_hidden_size = (int64_t)exp->valuedouble;
+        /* An integer getter: a raw (int64_t) cast of a double such as 1e300 is undefined behaviour. */
+        ZAYA_TRY(zaya_json_get_i64(obj, "zaya_mlp_expansion", &c->router_hidden_size, 0));
         ZAYA_TRY(zaya_json_get_i64(obj, "kv_channels", &c->head_dim, 0));
         if (c->num_hidden_layers % 2)
             return zaya_error_set(ZAYA_EINVAL, "key 'num_hidden_layers' (legacy half-layers) must be even, got %lld",
@@ -179,6 +179,24 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
     if (c->field <= 0)                                                                                   \
         return zaya_error_set(ZAYA_EINVAL, "key '" #field "' must be positive, got %lld", (long long)c->field);
 
+#define AT_MOST(field, limit)                                                                            \
+    if (c->field > (limit))                                                                              \
+        return zaya_error_set(ZAYA_EINVAL, "key '" #field "' must be at most %lld (" #limit "), got %lld", \
+                              (long long)(limit), (long long)c->field);
+
+/* Stored floats of the layout (plus the 16-float alignment of every tensor), in 128-bit arithmetic:
+ * with every key within its bound this cannot overflow, so the result can be compared to a limit. */
+static __int128 layout_floats(const zaya_config *c) {
+    const __int128 D = c->hidden_size, V = c->vocab_size, R = c->router_hidden_size, E = c->num_experts;
+    const __int128 F = c->moe_intermediate_size, hd = c->head_dim, L = c->num_hidden_layers;
+    const __int128 qd = (__int128)c->num_attention_heads * hd, kvd = (__int128)c->num_key_value_heads * hd, C = qd + kvd;
+    const __int128 attn = D + qd * D + kvd * D + kvd * D + C * c->cca_time0 + C + C * hd * c->cca_time1 + C +
+                          c->num_key_value_heads + D * qd + 5 * D;
+    const __int128 router = R * D + 3 * R + 2 * (R * R + R) + (E + 1) * R + (E + 1);
+    const __int128 experts = E * 2 * F * D + E * D * F + 4 * D;
+    return V * D + 3 * D + L * (attn + router + experts) + 16 * (4 + 32 * L);
+}
+
 zaya_status zaya_config_validate(const zaya_config *c) {
     POSITIVE(vocab_size);
     POSITIVE(hidden_size);
@@ -192,6 +210,27 @@ zaya_status zaya_config_validate(const zaya_config *c) {
     POSITIVE(cca_time0);
     POSITIVE(cca_time1);
     POSITIVE(max_position_embeddings);
+    AT_MOST(vocab_size, ZAYA_CONFIG_MAX_VOCAB);
+    AT_MOST(hidden_size, ZAYA_CONFIG_MAX_HIDDEN);
+    AT_MOST(num_hidden_layers, ZAYA_CONFIG_MAX_LAYERS);
+    AT_MOST(num_attention_heads, ZAYA_CONFIG_MAX_HEADS);
+    AT_MOST(num_key_value_heads, ZAYA_CONFIG_MAX_HEADS);
+    AT_MOST(head_dim, ZAYA_CONFIG_MAX_HEAD_DIM);
+    AT_MOST(num_experts, ZAYA_CONFIG_MAX_EXPERTS);
+    AT_MOST(moe_intermediate_size, ZAYA_CONFIG_MAX_FFN);
+    AT_MOST(router_hidden_size, ZAYA_CONFIG_MAX_ROUTER);
+    AT_MOST(cca_time0, ZAYA_CONFIG_MAX_CONV);
+    AT_MOST(cca_time1, ZAYA_CONFIG_MAX_CONV);
+    AT_MOST(max_position_embeddings, ZAYA_CONFIG_MAX_POSITIONS);
+    __int128 floats = layout_floats(c);
+    if (floats > ZAYA_CONFIG_MAX_PARAMS)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "the model would store %.4g parameters, more than %lld (ZAYA_CONFIG_MAX_PARAMS): reduce "
+                              "'num_hidden_layers' (%lld), 'num_experts' (%lld), 'moe_intermediate_size' (%lld), "
+                              "'hidden_size' (%lld) or 'vocab_size' (%lld)",
+                              (double)floats, (long long)ZAYA_CONFIG_MAX_PARAMS, (long long)c->num_hidden_layers,
+                              (long long)c->num_experts, (long long)c->moe_intermediate_size, (long long)c->hidden_size,
+                              (long long)c->vocab_size);
     if (c->num_attention_heads % c->num_key_value_heads)
         return zaya_error_set(ZAYA_EINVAL,
                               "key 'num_attention_heads' (%lld) must be divisible by 'num_key_value_heads' (%lld)",
@@ -210,11 +249,13 @@ zaya_status zaya_config_validate(const zaya_config *c) {
                               "rotary dims = partial_rotary_factor * head_dim = %g must be an even integer <= head_dim %lld",
                               c->partial_rotary_factor * (double)c->head_dim, (long long)c->head_dim);
     if (!(c->rope_theta > 1.0)) return zaya_error_set(ZAYA_EINVAL, "key 'rope_theta' must be > 1, got %g", c->rope_theta);
-    if (!(c->rms_norm_eps > 0)) return zaya_error_set(ZAYA_EINVAL, "key 'rms_norm_eps' must be > 0, got %g", c->rms_norm_eps);
+    /* Both are converted to float by the kernels: a double beyond FLT_MAX would be undefined behaviour. */
+    if (!(c->rms_norm_eps > 0 && c->rms_norm_eps <= 1))
+        return zaya_error_set(ZAYA_EINVAL, "key 'rms_norm_eps' must be in (0, 1], got %g", c->rms_norm_eps);
+    if (!(c->initializer_range >= 0 && c->initializer_range <= 1e3))
+        return zaya_error_set(ZAYA_EINVAL, "key 'initializer_range' must be in [0, 1000], got %g", c->initializer_range);
     if (!c->tie_word_embeddings)
         return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'tie_word_embeddings' must be true (ZAYA1 ties the LM head)");
-    if (c->vocab_size > 2147483647) return zaya_error_set(ZAYA_EINVAL, "key 'vocab_size' exceeds int32 ids");
-    if (c->head_dim > 256) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'head_dim' must be <= 256, got %lld", (long long)c->head_dim);
     int64_t ids[3] = {c->bos_token_id, c->eos_token_id, c->pad_token_id};
     const char *names[3] = {"bos_token_id", "eos_token_id", "pad_token_id"};
     for (int i = 0; i < 3; i++)

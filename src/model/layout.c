@@ -44,7 +44,8 @@ static int64_t add(layout_builder *b, const char *name, int layer, zaya_opt_clas
  * [rows1 + rows2, in] matrix. */
 static void fuse_with_next(layout_builder *b) { b->fuse_next = 1; }
 
-#define LN(buf, l, suffix) (snprintf(buf, sizeof buf, "model.layers.%d.%.60s", l, suffix), buf)
+/* Names are formatted only in the filling pass (the counting pass needs none). */
+#define LN(buf, l, suffix) (b->t ? (snprintf(buf, sizeof buf, "model.layers.%d.%.60s", l, suffix), buf) : "")
 
 static void build(const zaya_config *c, layout_builder *b) {
     const int64_t D = c->hidden_size, V = c->vocab_size, R = c->router_hidden_size, E = c->num_experts;
@@ -95,6 +96,8 @@ static void build(const zaya_config *c, layout_builder *b) {
 }
 
 zaya_status zaya_layout_build(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats) {
+    /* The bounds checked there keep every size and offset below int64 overflow. */
+    ZAYA_TRY(zaya_config_validate(c));
     layout_builder b = {0};
     build(c, &b);
     zaya_tensor_info *t = calloc((size_t)b.n, sizeof *t);
@@ -178,6 +181,5 @@ zaya_param_counts zaya_model_count_params(const zaya_config *c) {
 }
 
 zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats) {
-    ZAYA_TRY(zaya_config_validate(c));
     return zaya_layout_build(c, tensors, ntensors, nfloats);
 }

@@ -1,6 +1,7 @@
 /* Hugging Face tokenizer.json reader and writer for byte-level BPE. The reader validates every entry
  * (ids unique and dense, merges over known tokens, merged tokens present, all 256 byte tokens) and
  * rejects pipeline pieces it cannot reproduce exactly (normalizers, prefix spaces, dropout, ...). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -61,13 +62,54 @@ static zaya_status check_model(const cJSON *model, zaya_tokenizer *t) {
     return ZAYA_OK;
 }
 
-static zaya_status read_added(const cJSON *root, zaya_tokenizer *t) {
+/* The added tokens' content strings (pointers into the JSON tree) and a content -> first index hash
+ * table, so that every lookup is O(1): a file with thousands of added tokens loads in linear time. */
+typedef struct added_map {
+    const char **content; /* [n] */
+    int32_t *slots;       /* index + 1; 0 = empty */
+    uint64_t mask;
+} added_map;
+
+static void added_map_free(added_map *m) {
+    free(m->content);
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+static int find_added(const added_map *m, const char *content) {
+    if (!m->slots) return -1;
+    size_t len = strlen(content);
+    for (uint64_t i = zaya_tok_hash_bytes((const uint8_t *)content, len) & m->mask;; i = (i + 1) & m->mask) {
+        int32_t k = m->slots[i];
+        if (k == 0) return -1;
+        if (!strcmp(m->content[k - 1], content)) return k - 1;
+    }
+}
+
+static zaya_status added_map_build(added_map *m, int n) {
+    uint64_t cap = 64;
+    while (cap < 2 * (uint64_t)n) cap <<= 1;
+    m->slots = calloc(cap, sizeof *m->slots);
+    if (!m->slots) return zaya_error_set(ZAYA_ENOMEM, "added_tokens: out of memory");
+    m->mask = cap - 1;
+    for (int k = 0; k < n; k++) {
+        const char *c = m->content[k];
+        uint64_t i = zaya_tok_hash_bytes((const uint8_t *)c, strlen(c)) & m->mask;
+        for (; m->slots[i]; i = (i + 1) & m->mask)
+            if (!strcmp(m->content[m->slots[i] - 1], c)) break; /* a repeat: the first one wins */
+        if (!m->slots[i]) m->slots[i] = k + 1;
+    }
+    return ZAYA_OK;
+}
+
+static zaya_status read_added(const cJSON *root, zaya_tokenizer *t, added_map *m) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     if (!arr || cJSON_IsNull(arr)) return ZAYA_OK;
     if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "added_tokens: expected an array");
     int n = cJSON_GetArraySize(arr);
     t->added = calloc((size_t)n + 1, sizeof *t->added);
-    if (!t->added) return zaya_error_set(ZAYA_ENOMEM, "added_tokens: cannot allocate %d entries", n);
+    m->content = calloc((size_t)n + 1, sizeof *m->content);
+    if (!t->added || !m->content) return zaya_error_set(ZAYA_ENOMEM, "added_tokens: cannot allocate %d entries", n);
     int i = 0;
     for (const cJSON *a = arr->child; a; a = a->next, i++) {
         zaya_added_token *x = &t->added[i];
@@ -85,28 +127,18 @@ static zaya_status read_added(const cJSON *root, zaya_tokenizer *t) {
         if (s == ZAYA_OK && !content[0]) s = zaya_error_set(ZAYA_EFORMAT, "content is empty");
         if (s != ZAYA_OK) return zaya_error_context(s, "added_tokens[%d]", i);
         *x = (zaya_added_token){id, (uint8_t)special, (uint8_t)single, (uint8_t)lstrip, (uint8_t)rstrip, (uint8_t)normalized};
+        m->content[i] = content;
         if (!special)
             ZAYA_WARN("added_tokens[%d] \"%s\" is not special: HF would split it out of input text, zaya encodes its bytes",
                       i, content);
     }
     t->n_added = n;
-    return ZAYA_OK;
-}
-
-static const char *added_content(const cJSON *root, int i) {
-    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), i);
-    return cJSON_GetObjectItemCaseSensitive(a, "content")->valuestring;
-}
-
-static int find_added(const cJSON *root, const zaya_tokenizer *t, const char *content) {
-    for (int i = 0; i < t->n_added; i++)
-        if (!strcmp(added_content(root, i), content)) return i;
-    return -1;
+    return added_map_build(m, n);
 }
 
 /* Assigns every id its bytes: model.vocab entries (byte-level text or added-token content) plus added
  * tokens absent from the model. Ids must be unique and cover 0..N-1. */
-static zaya_status read_vocab(const cJSON *root, const cJSON *model, zaya_tokenizer *t) {
+static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_tokenizer *t) {
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     if (!cJSON_IsObject(vocab)) return zaya_error_set(ZAYA_EFORMAT, "model.vocab: missing or not an object");
     int nv = cJSON_GetArraySize(vocab);
@@ -116,13 +148,13 @@ static zaya_status read_vocab(const cJSON *root, const cJSON *model, zaya_tokeni
     int extra = t->n_added;
     for (const cJSON *v = vocab->child; v; v = v->next) {
         bytes += strlen(v->string);
-        int a = find_added(root, t, v->string);
+        int a = find_added(am, v->string);
         if (a >= 0 && !added_in_vocab[a]) {
             added_in_vocab[a] = 1;
             extra--;
         }
     }
-    for (int i = 0; i < t->n_added; i++) bytes += strlen(added_content(root, i));
+    for (int i = 0; i < t->n_added; i++) bytes += strlen(am->content[i]);
     int64_t n = (int64_t)nv + extra;
     zaya_status s = ZAYA_OK;
     if (n > (1 << 30)) s = zaya_error_set(ZAYA_ERANGE, "model.vocab: %lld tokens is too many", (long long)n);
@@ -131,14 +163,19 @@ static zaya_status read_vocab(const cJSON *root, const cJSON *model, zaya_tokeni
     if (s == ZAYA_OK && !owner) s = zaya_error_set(ZAYA_ENOMEM, "model.vocab: out of memory");
     uint64_t off = 0;
     for (const cJSON *v = vocab->child; s == ZAYA_OK && v; v = v->next) {
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble) {
+        if (!cJSON_IsNumber(v)) {
             s = zaya_error_set(ZAYA_EFORMAT, "model.vocab: value of \"%s\" must be an integer id", v->string);
             break;
         }
+        /* Range first: converting a double outside int64 (1e300) to an integer is undefined behaviour. */
         double idd = v->valuedouble;
-        if (idd < 0 || idd >= (double)n) {
-            s = zaya_error_set(ZAYA_ERANGE, "model.vocab: id %.0f of \"%s\" is outside [0, %lld) (ids must be dense)", idd,
+        if (!(idd >= 0 && idd < (double)n)) {
+            s = zaya_error_set(ZAYA_ERANGE, "model.vocab: id %.17g of \"%s\" is outside [0, %lld) (ids must be dense)", idd,
                                v->string, (long long)n);
+            break;
+        }
+        if (idd != floor(idd)) {
+            s = zaya_error_set(ZAYA_EFORMAT, "model.vocab: value of \"%s\" must be an integer id, got %.17g", v->string, idd);
             break;
         }
         int32_t id = (int32_t)idd;
@@ -147,7 +184,7 @@ static zaya_status read_vocab(const cJSON *root, const cJSON *model, zaya_tokeni
             break;
         }
         owner[id] = v->string;
-        int a = find_added(root, t, v->string);
+        int a = find_added(am, v->string);
         int64_t len;
         if (a >= 0) {
             if (t->added[a].id != id) {
@@ -175,7 +212,7 @@ static zaya_status read_vocab(const cJSON *root, const cJSON *model, zaya_tokeni
     for (int i = 0; s == ZAYA_OK && i < t->n_added; i++) {
         if (added_in_vocab[i]) continue;
         int32_t id = t->added[i].id;
-        const char *c = added_content(root, i);
+        const char *c = am->content[i];
         if (id >= n) {
             s = zaya_error_set(ZAYA_ERANGE, "added_tokens[%d] \"%s\": id %d is outside [0, %lld) (ids must be dense)", i, c, id,
                                (long long)n);
@@ -281,15 +318,15 @@ static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
 
 /* Roles: HF keeps them in tokenizer_config.json next to tokenizer.json (bos_token, eos_token,
  * pad_token as strings or {"content": ...}); without it, guess from common special-token names. */
-static int32_t role_from_config(const cJSON *cfg, const char *key, const zaya_tokenizer *t, const cJSON *root) {
+static int32_t role_from_config(const cJSON *cfg, const char *key, const zaya_tokenizer *t, const added_map *am) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
     if (!cJSON_IsString(v)) return -1;
-    int a = find_added(root, t, v->valuestring);
+    int a = find_added(am, v->valuestring);
     return a >= 0 ? t->added[a].id : -1;
 }
 
-static void assign_roles(const char *path, const cJSON *root, zaya_tokenizer *t) {
+static void assign_roles(const char *path, const added_map *am, zaya_tokenizer *t) {
     char dir[4096], cfg_path[4200];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -304,15 +341,15 @@ static void assign_roles(const char *path, const cJSON *root, zaya_tokenizer *t)
     }
     zaya_error_clear();
     if (cfg) {
-        t->bos = role_from_config(cfg, "bos_token", t, root);
-        t->eos = role_from_config(cfg, "eos_token", t, root);
-        t->pad = role_from_config(cfg, "pad_token", t, root);
+        t->bos = role_from_config(cfg, "bos_token", t, am);
+        t->eos = role_from_config(cfg, "eos_token", t, am);
+        t->pad = role_from_config(cfg, "pad_token", t, am);
         cJSON_Delete(cfg);
         return;
     }
     for (int i = 0; i < t->n_added; i++) {
         if (!t->added[i].special) continue;
-        const char *c = added_content(root, i);
+        const char *c = am->content[i];
         int32_t id = t->added[i].id;
         if (t->bos < 0 && (strcasestr(c, "bos") || !strcmp(c, "<s>") || strcasestr(c, "begin_of_text"))) t->bos = id;
         else if (t->eos < 0 && (strcasestr(c, "eos") || !strcmp(c, "</s>") || !strcmp(c, "<|endoftext|>") ||
@@ -331,10 +368,12 @@ zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out) {
     const cJSON *model = s == ZAYA_OK ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
     if (s == ZAYA_OK) s = check_pipeline(root, t);
     if (s == ZAYA_OK) s = check_model(model, t);
-    if (s == ZAYA_OK) s = read_added(root, t);
-    if (s == ZAYA_OK) s = read_vocab(root, model, t);
+    added_map am = {0};
+    if (s == ZAYA_OK) s = read_added(root, t, &am);
+    if (s == ZAYA_OK) s = read_vocab(&am, model, t);
     if (s == ZAYA_OK) s = read_merges(model, t);
-    if (s == ZAYA_OK) assign_roles(path, root, t);
+    if (s == ZAYA_OK) assign_roles(path, &am, t);
+    added_map_free(&am);
     cJSON_Delete(root);
     if (s != ZAYA_OK) {
         zaya_tokenizer_free(t);

@@ -1,0 +1,224 @@
+/* Writes the seed corpora of the fuzz harnesses: zaya_fuzz_seeds OUT_DIR [SOURCE_DIR]. Every seed is
+ * produced by zaya's own writers (config presets, the built-in run file, the checkpoint, shard,
+ * safetensors and tokenizer writers, the heartbeat channel); SOURCE_DIR adds the repository's HF
+ * config and machine-profile fixtures. OUT_DIR/<harness>/ holds the seeds of each harness. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+#include "train/ft.h"
+#include "zaya/ckpt.h"
+#include "zaya/config.h"
+#include "zaya/curriculum.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/safetensors.h"
+#include "zaya/shard.h"
+#include "zaya/tokenizer.h"
+
+static const char *g_out;
+static int g_failed;
+
+static void fail(const char *what) {
+    fprintf(stderr, "zaya_fuzz_seeds: %s: %s\n", what, zaya_error_message());
+    g_failed = 1;
+}
+
+static const char *seed_path(const char *harness, const char *name) {
+    static char p[4096];
+    snprintf(p, sizeof p, "%s/%s", g_out, harness);
+    if (zaya_mkdir_p(p) != ZAYA_OK) fail(p);
+    snprintf(p, sizeof p, "%s/%s/%s", g_out, harness, name);
+    return p;
+}
+
+static void put(const char *harness, const char *name, const void *data, size_t len) {
+    if (zaya_write_file_atomic(seed_path(harness, name), data, len) != ZAYA_OK) fail(name);
+}
+
+static void put_json(const char *harness, const char *name, const cJSON *j) {
+    char *s = cJSON_PrintUnformatted(j);
+    if (!s) return fail(name);
+    put(harness, name, s, strlen(s));
+    free(s);
+}
+
+static void copy(const char *src, const char *harness, const char *name) {
+    char *data = NULL;
+    size_t len = 0;
+    if (zaya_read_file(src, &data, &len) != ZAYA_OK) return fail(src);
+    put(harness, name, data, len);
+    free(data);
+}
+
+static void configs(void) {
+    for (const char *const *p = zaya_config_preset_names(); *p; p++) {
+        zaya_config c;
+        if (zaya_config_preset(*p, &c) != ZAYA_OK) return fail(*p);
+        cJSON *j = zaya_config_to_json(&c);
+        char name[80];
+        snprintf(name, sizeof name, "%s.json", *p);
+        put_json("model_config", name, j);
+        put_json("arch_config", name, j);
+        cJSON_Delete(j);
+    }
+    static const char legacy[] = "{\"num_hidden_layers\": 80, \"ffn_hidden_size\": 4096, \"zaya_mlp_expansion\": 256,"
+                                 "\"num_query_groups\": 2, \"rope_theta\": 1000000, \"norm_epsilon\": 1e-5}";
+    put("model_config", "legacy.json", legacy, sizeof legacy - 1);
+}
+
+static void run_files(void) {
+    put("run_file", "default.json", zaya_run_default_json, strlen(zaya_run_default_json));
+    zaya_run run;
+    if (zaya_run_default("data", &run) != ZAYA_OK) return fail("default run");
+    cJSON *j = NULL;
+    if (zaya_run_to_json(&run, &j) == ZAYA_OK) put_json("run_file", "resolved.json", j);
+    cJSON_Delete(j);
+    zaya_run_free(&run);
+    static const char small[] =
+        "{\"seq_multiple\":8,\"batch_multiple\":2,\"sources\":{\"p\":{\"train\":\"d/p*.ztok\",\"val\":[\"d/v.ztok\"]}},"
+        "\"phases\":[{\"name\":\"a\",\"tokens\":4096,\"sources\":{\"p\":1},\"seq_len\":64,\"batch\":{\"from\":2,\"to\":8,"
+        "\"ramp_tokens\":1024},\"lr\":{\"peak\":0.001,\"warmup_tokens\":256,\"decay\":\"wsd\",\"decay_fraction\":0.3}},"
+        "{\"tokens\":2048,\"seq_len\":128,\"lr\":{\"final\":0.0001}}]}";
+    put("run_file", "ramp.json", small, sizeof small - 1);
+}
+
+static void safetensors(void) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/a.safetensors", fuzz_dir());
+    zaya_st_writer *w = NULL;
+    float f[6] = {1, -2, 3.5f, 0, 1e-3f, 7};
+    uint32_t u[4] = {1, 2, 3, 4};
+    int64_t s23[2] = {2, 3}, s4[1] = {4};
+    zaya_status s = zaya_st_writer_init(&w, tmp, 0);
+    if (s == ZAYA_OK) s = zaya_st_writer_meta(w, "format", "pt");
+    if (s == ZAYA_OK) s = zaya_st_writer_add(w, "w.f32", ZAYA_ST_F32, 2, s23, f, ZAYA_ST_F32);
+    if (s == ZAYA_OK) s = zaya_st_writer_add(w, "w.bf16", ZAYA_ST_BF16, 2, s23, f, ZAYA_ST_F32);
+    if (s == ZAYA_OK) s = zaya_st_writer_add(w, "counts", ZAYA_ST_U32, 1, s4, u, ZAYA_ST_U32);
+    if (s == ZAYA_OK) s = zaya_st_writer_finish(w, NULL, NULL, NULL);
+    else zaya_st_writer_abort(w);
+    if (s != ZAYA_OK) return fail("safetensors");
+    copy(tmp, "safetensors", "small.safetensors");
+}
+
+static void checkpoint(void) {
+    char root[4096], p[4200];
+    snprintf(root, sizeof root, "%s/ckpt", fuzz_dir());
+    if (fuzz_make_checkpoint(root) != ZAYA_OK) return fail("checkpoint");
+    snprintf(p, sizeof p, "%s/step-00000001/manifest.json", root);
+    copy(p, "ckpt_manifest", "manifest.json");
+    snprintf(p, sizeof p, "%s/step-00000001/model-r00000.safetensors", root);
+    copy(p, "safetensors", "model-r00000.safetensors");
+}
+
+static void shard(const char *name, uint64_t vocab, uint32_t eos) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/%s", fuzz_dir(), name);
+    zaya_shard_writer *w = NULL;
+    int32_t d1[5] = {1, 2, 3, 4, 5}, d2[3] = {(int32_t)vocab - 1, 0, 7}, d3[1] = {9};
+    zaya_status s = zaya_shard_writer_open(tmp, vocab, 0, eos, 0x1234abcdull, &w);
+    if (s == ZAYA_OK) s = zaya_shard_writer_add(w, d1, 5);
+    if (s == ZAYA_OK) s = zaya_shard_writer_add(w, d2, 3);
+    if (s == ZAYA_OK) s = zaya_shard_writer_add(w, d3, 1);
+    if (s == ZAYA_OK) s = zaya_shard_writer_finish(w);
+    else zaya_shard_writer_abort(w);
+    if (s != ZAYA_OK) return fail(name);
+    copy(tmp, "shard", name);
+}
+
+static void tokenizers(void) {
+    zaya_tokenizer *t = NULL;
+    if (fuzz_make_tokenizer(&t) != ZAYA_OK) return fail("tokenizer");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/tokenizer.json", fuzz_dir());
+    zaya_status s = zaya_tokenizer_save(t, tmp);
+    zaya_tokenizer_free(t);
+    if (s != ZAYA_OK) return fail("tokenizer save");
+    copy(tmp, "tokenizer_json", "tokenizer.json");
+    /* The older merge encoding ("a b" strings) of the same file. */
+    cJSON *j = NULL;
+    if (zaya_json_load_file(tmp, &j) != ZAYA_OK) return fail("tokenizer reload");
+    cJSON *merges = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "model"), "merges");
+    cJSON *flat = cJSON_CreateArray();
+    for (cJSON *m = merges ? merges->child : NULL; m; m = m->next) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s %s", m->child->valuestring, m->child->next->valuestring);
+        cJSON_AddItemToArray(flat, cJSON_CreateString(buf));
+    }
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "model"), "merges", flat);
+    put_json("tokenizer_json", "tokenizer-string-merges.json", j);
+    cJSON_Delete(j);
+}
+
+static void eval_jsonl(void) {
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "context", "Question: what is two plus two? Answer:");
+    cJSON *ch = cJSON_AddArrayToObject(a, "choices");
+    cJSON_AddItemToArray(ch, cJSON_CreateString(" four"));
+    cJSON_AddItemToArray(ch, cJSON_CreateString(" five"));
+    cJSON_AddItemToArray(ch, cJSON_CreateString(" the fox"));
+    cJSON_AddNumberToObject(a, "label", 0);
+    char *l1 = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    static const char l2[] = "{\"context\": \"def f(x):\\n    return\", \"choices\": [\" x * x\", \" dog\"], \"label\": 1}";
+    char buf[2048];
+    int n = snprintf(buf, sizeof buf, "%s\n\n%s\n", l1 ? l1 : "{}", l2);
+    free(l1);
+    put("eval_jsonl", "two-items.jsonl", buf, (size_t)n);
+}
+
+static void heartbeat(void) {
+    char dir[4096], p[4200];
+    snprintf(dir, sizeof dir, "%s/hb", fuzz_dir());
+    if (zaya_mkdir_p(dir) != ZAYA_OK) return fail("heartbeat dir");
+    setenv("ZAYA_HEARTBEAT_DIR", dir, 1);
+    setenv("ZAYA_ATTEMPT", "2", 1);
+    zaya_hb_open(0, 2);
+    zaya_hb_section(ZAYA_FT_FORWARD, 3);
+    zaya_hb_step(3, 0.5, 0.4);
+    zaya_hb_event("nan", 4, "loss is \"nan\" at step 4");
+    zaya_hb_event("checkpoint", 4, "step-00000004");
+    zaya_hb_close();
+    unsetenv("ZAYA_HEARTBEAT_DIR");
+    snprintf(p, sizeof p, "%s/rank-00000.json", dir);
+    copy(p, "heartbeat", "record.json");
+    snprintf(p, sizeof p, "%s/events-r00000.jsonl", dir);
+    copy(p, "heartbeat", "events.jsonl");
+}
+
+static void fixtures(const char *src) {
+    static const char *const hf[] = {"llama-3-8b", "mixtral-8x7b", "olmoe-1b-7b", "qwen1.5-moe-a2.7b", "qwen2.5-0.5b",
+                                     "qwen3-0.6b", "qwen3-30b-a3b", "zaya1-8b-hf", "zaya1-8b", NULL};
+    char p[4096], name[200];
+    for (const char *const *h = hf; *h; h++) {
+        snprintf(p, sizeof p, "%s/tests/fixtures/size/%s.json", src, *h);
+        snprintf(name, sizeof name, "fixture-%s.json", *h);
+        copy(p, "arch_config", name);
+        if (!strncmp(*h, "zaya", 4)) copy(p, "model_config", name);
+    }
+    snprintf(p, sizeof p, "%s/tests/fixtures/size/profile-host.json", src);
+    copy(p, "hw_profile", "profile-host.json"); /* written by `zaya bench all` */
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 3) {
+        fprintf(stderr, "usage: zaya_fuzz_seeds OUT_DIR [SOURCE_DIR]\n");
+        return 2;
+    }
+    fuzz_quiet();
+    g_out = argv[1];
+    configs();
+    run_files();
+    safetensors();
+    checkpoint();
+    shard("u16-eos.ztok", 300, 2);
+    shard("u32-no-eos.ztok", 70000, ZAYA_SHARD_NO_EOS);
+    tokenizers();
+    eval_jsonl();
+    heartbeat();
+    if (argc == 3) fixtures(argv[2]);
+    if (!g_failed) printf("seed corpora in %s\n", g_out);
+    return g_failed;
+}

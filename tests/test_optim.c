@@ -431,8 +431,21 @@ static void test_state(void) {
 
 /* Synthetic router: 2 layers, E experts + skip; expert preferences skewed (layer 0 strongly toward
  * expert 0), per-token noise. Each step routes fresh tokens with the current biases. */
+/* Sum over tokens and experts of (p_e - batch mean of p_e)^2, as the model reports it in
+ * route_spread. */
+static double spread_sum(const float *probs, int64_t ntok, int E, double *psum) {
+    double mean[64] = {0}, sum = 0;
+    for (int e = 0; e < E; e++) psum[e] = 0;
+    for (int64_t i = 0; i < ntok; i++)
+        for (int e = 0; e < E; e++) psum[e] += probs[i * (E + 1) + e];
+    for (int e = 0; e < E; e++) mean[e] = psum[e] / (double)ntok;
+    for (int64_t i = 0; i < ntok; i++)
+        for (int e = 0; e < E; e++) sum += (probs[i * (E + 1) + e] - mean[e]) * (probs[i * (E + 1) + e] - mean[e]);
+    return sum;
+}
+
 static void route(const float *bias, int E, int layer, int step, int64_t ntok, float *probs, int32_t *idx,
-                  float *gate, int64_t *counts) {
+                  float *gate, int64_t *counts, double *spread, double *psum) {
     const int E1 = E + 1;
     for (int64_t i = 0; i < ntok; i++) {
         double z[32], mx = -1e30, sum = 0;
@@ -447,6 +460,140 @@ static void route(const float *bias, int E, int layer, int step, int64_t ntok, f
     zaya_top1_biased(idx, gate, probs, bias, ntok, E1);
     memset(counts, 0, sizeof(int64_t) * (size_t)E1);
     for (int64_t i = 0; i < ntok; i++) counts[idx[i]]++;
+    *spread = spread_sum(probs, ntok, E, psum);
+}
+
+/* A router that collapses on its own, as the model's does (docs/model.md, "Why routers collapse"):
+ * scores = softmax(c + W x_t) with a per-token term W x_t that starts ~1e-4 in probability, and the
+ * feedback of the gate gradient: every step, each class's common logit c_e grows with the share of
+ * tokens it was given, and W_e moves toward the mean feature of its tokens. Returns the mean of the
+ * max share over the steps >= from, and the min share over the same steps. */
+typedef struct collapse_run {
+    double max_at[3];   /* max share at steps 10, 20, 40 */
+    double mean_max, min_min, worst_after20;
+} collapse_run;
+
+static collapse_run run_collapsing_router(const zaya_balancer_config *cfg, int use_controller, int iters, int steps) {
+    enum { E = 8, E1 = 9, NTOK = 2048, FD = 8 };
+    fx_table f;
+    memset(&f, 0, sizeof f);
+    fx_add(&f, "model.layers.0.mlp.gate.balancing_biases", ZAYA_OPT_NONE, 1, E1, 0, 0, 0);
+    float *params = th_alloc(f.nfloats);
+    float *bias = params + f.t[0].offset;
+    bias[E] = -1.0f;
+    zaya_balancer b;
+    CHECK(zaya_balancer_init(&b, f.t, f.n, cfg) == ZAYA_OK, "init: %s", zaya_error_message());
+    double c[E1] = {0}, W[E1][FD];
+    for (int e = 0; e < E1; e++)
+        for (int d = 0; d < FD; d++) W[e][d] = 1e-3 * zaya_rng_normal_at(5, 1, (uint64_t)(e * FD + d));
+    float *probs = th_alloc(NTOK * E1), *gate = th_alloc(NTOK);
+    int32_t *idx = malloc(sizeof(int32_t) * NTOK), *idx2 = malloc(sizeof(int32_t) * NTOK);
+    static double x[NTOK][FD];
+    collapse_run r = {{0}, 0, 1, 0};
+    int64_t counts[E1];
+    int counted = 0;
+    for (int step = 0; step < steps; step++) {
+        for (int64_t i = 0; i < NTOK; i++) { /* fresh tokens each step */
+            double z[E1], mx = -1e30, sum = 0;
+            for (int d = 0; d < FD; d++) x[i][d] = zaya_rng_normal_at(6, (uint64_t)step, (uint64_t)(i * FD + d));
+            for (int e = 0; e < E1; e++) {
+                z[e] = c[e];
+                for (int d = 0; d < FD; d++) z[e] += W[e][d] * x[i][d];
+                mx = fmax(mx, z[e]);
+            }
+            for (int e = 0; e < E1; e++) sum += exp(z[e] - mx);
+            for (int e = 0; e < E1; e++) probs[i * E1 + e] = (float)(exp(z[e] - mx) / sum);
+        }
+        zaya_top1_biased(idx, gate, probs, bias, NTOK, E1);
+        memset(counts, 0, sizeof counts);
+        for (int64_t i = 0; i < NTOK; i++) counts[idx[i]]++;
+        double psum[E];
+        double spread = spread_sum(probs, NTOK, E, psum);
+        if (use_controller) {
+            /* as the trainer does: iterations on this batch's own scores, then drift compensation */
+            zaya_balancer_update(&b, counts, &spread, params);
+            for (int k = 1; k < iters; k++) {
+                int64_t rc[E1];
+                zaya_top1_biased(idx2, gate, probs, bias, NTOK, E1);
+                memset(rc, 0, sizeof rc);
+                for (int64_t i = 0; i < NTOK; i++) rc[idx2[i]]++;
+                zaya_balancer_update(&b, rc, &spread, params);
+            }
+            zaya_balancer_follow_drift(&b, psum, counts, params);
+        }
+        zaya_load_stats st;
+        zaya_load_stats_compute(counts, E, &st);
+        if (step == 10) r.max_at[0] = st.max_share;
+        if (step == 20) r.max_at[1] = st.max_share;
+        if (step == 40) r.max_at[2] = st.max_share;
+        if (step >= 20) r.worst_after20 = fmax(r.worst_after20, st.max_share);
+        if (step >= steps / 2) {
+            r.mean_max += st.max_share;
+            r.min_min = fmin(r.min_min, st.min_share);
+            counted++;
+        }
+        /* gate-gradient feedback: the chosen class gains logit in proportion to its share, and its
+         * row learns the mean feature of its tokens (specialisation) */
+        double mean_x[E1][FD];
+        memset(mean_x, 0, sizeof mean_x);
+        for (int64_t i = 0; i < NTOK; i++)
+            for (int d = 0; d < FD; d++) mean_x[idx[i]][d] += x[i][d] / NTOK;
+        for (int e = 0; e < E; e++) {
+            c[e] += 4e-3 * (double)counts[e] / NTOK;
+            for (int d = 0; d < FD; d++) W[e][d] += 2e-4 * mean_x[e][d];
+        }
+    }
+    r.mean_max /= counted;
+    zaya_balancer_free(&b);
+    free(idx), free(idx2), free(probs), free(gate), free(params);
+    return r;
+}
+
+static void test_balancer_collapse(void) {
+    const int E = 8, steps = 200;
+    zaya_balancer_config cfg;
+    zaya_balancer_config_default(&cfg);
+    const int iters = 8; /* the trainer's default */
+    collapse_run off = run_collapsing_router(&cfg, 0, 1, steps);
+    collapse_run on = run_collapsing_router(&cfg, 1, iters, steps);
+    zaya_balancer_config abs_cfg = cfg;
+    abs_cfg.units = ZAYA_BALANCE_ABSOLUTE;
+    abs_cfg.lr = 1e-3;
+    collapse_run absolute = run_collapsing_router(&abs_cfg, 1, 1, steps);
+    zaya_balancer_config sign_cfg = cfg;
+    sign_cfg.rule = ZAYA_BALANCE_SIGN;
+    sign_cfg.lr = 0.25;
+    collapse_run sign = run_collapsing_router(&sign_cfg, 1, iters, steps);
+    printf("collapsing router (E=8, ideal 0.125): max share at steps 10/20/40, worst from 20, mean of the last half\n");
+    const char *lab[4] = {"no controller", "adam, spread units (default)", "adam, absolute 1e-3", "sign, spread units"};
+    const collapse_run *rs[4] = {&off, &on, &absolute, &sign};
+    for (int k = 0; k < 4; k++)
+        printf("  %-30s %.3f %.3f %.3f | %.3f | %.3f (min %.3f)\n", lab[k], rs[k]->max_at[0], rs[k]->max_at[1],
+               rs[k]->max_at[2], rs[k]->worst_after20, rs[k]->mean_max, rs[k]->min_min);
+    CHECK(off.mean_max > 0.9, "the synthetic router does not collapse without the controller (%.3f)", off.mean_max);
+    CHECK(absolute.worst_after20 > 1.5 / E, "absolute-unit controller (the former default) unexpectedly keeps up (%.3f)",
+          absolute.worst_after20);
+    CHECK(on.worst_after20 <= 1.5 / E, "default controller: max share %.3f after step 20 (> 1.5/E)", on.worst_after20);
+    CHECK(on.mean_max <= 1.25 / E, "default controller: mean max share %.3f over the last half (> 1.25/E)", on.mean_max);
+    CHECK(on.min_min >= 0.5 / E, "default controller: an expert fell to %.3f (< 0.5/E)", on.min_min);
+    CHECK(sign.mean_max <= 1.5 / E, "sign rule: mean max share %.3f", sign.mean_max);
+}
+
+/* One step of the trainer's controller: an update from the step's counts, further updates on the
+ * selection recounted with the new biases, then drift compensation. */
+static void balance_like_trainer(zaya_balancer *b, const int64_t *counts, const double *spreads, const double *psums,
+                                 const float *probs, int64_t ntok, int L, int E, float *params,
+                                 const zaya_tensor_info *t, int64_t *recount, int32_t *idx, float *gate) {
+    zaya_balancer_update(b, counts, spreads, params);
+    for (int k = 1; k < 8; k++) {
+        for (int l = 0; l < L; l++) {
+            zaya_top1_biased(idx, gate, probs + l * ntok * (E + 1), params + t[2 * l].offset, ntok, E + 1);
+            memset(recount + l * (E + 1), 0, sizeof(int64_t) * (size_t)(E + 1));
+            for (int64_t i = 0; i < ntok; i++) recount[l * (E + 1) + idx[i]]++;
+        }
+        zaya_balancer_update(b, recount, spreads, params);
+    }
+    zaya_balancer_follow_drift(b, psums, counts, params);
 }
 
 static void test_balancer(void) {
@@ -462,25 +609,27 @@ static void test_balancer(void) {
     zaya_balancer b;
     zaya_balancer_config cfg;
     zaya_balancer_config_default(&cfg);
-    cfg.lr = 0.02;
     CHECK(zaya_balancer_init(&b, f.t, f.n, &cfg) == ZAYA_OK, "init: %s", zaya_error_message());
     CHECK(b.layers == L && b.num_experts == E, "found %d layers x %d experts", b.layers, b.num_experts);
-    float *probs = th_alloc(ntok * (E + 1)), *gate = th_alloc(ntok);
+    float *probs = th_alloc(L * ntok * (E + 1)), *gate = th_alloc(ntok);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)ntok);
+    int64_t recount[2 * 9];
     int64_t counts[2 * 9];
+    double spreads[2], psums[2 * 8];
     double first[2] = {0}, last[2] = {0};
     zaya_state_set set;
     cJSON *sc = NULL;
     float saved_bias[2 * 9], after_bias[2 * 9];
     for (int step = 0; step < 400; step++) {
         for (int l = 0; l < L; l++)
-            route(params + f.t[2 * l].offset, E, l, step, ntok, probs, idx, gate, counts + l * (E + 1));
+            route(params + f.t[2 * l].offset, E, l, step, ntok, probs + l * ntok * (E + 1), idx, gate, counts + l * (E + 1),
+                  spreads + l, psums + l * E);
         if (step == 300) { /* snapshot to check that a restored balancer continues identically */
             zaya_state_set_init(&set);
             CHECK(zaya_balancer_state_export(&b, &set, 1, &sc) == ZAYA_OK, "export");
             for (int l = 0; l < L; l++) memcpy(saved_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
         }
-        zaya_balancer_update(&b, counts, params);
+        balance_like_trainer(&b, counts, spreads, psums, probs, ntok, L, E, params, f.t, recount, idx, gate);
         if (step == 300)
             for (int l = 0; l < L; l++) memcpy(after_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
         for (int l = 0; l < L; l++) {
@@ -504,9 +653,11 @@ static void test_balancer(void) {
     CHECK(zaya_balancer_state_import(&b2, &set, sc) == ZAYA_OK, "import: %s", zaya_error_message());
     float *p2 = th_alloc(f.nfloats);
     for (int l = 0; l < L; l++) memcpy(p2 + f.t[2 * l].offset, saved_bias + l * 9, sizeof(float) * 9);
-    for (int l = 0; l < L; l++) route(p2 + f.t[2 * l].offset, E, l, 300, ntok, probs, idx, gate, counts + l * (E + 1));
-    zaya_balancer_update(&b2, counts, p2);
-    CHECK(b2.steps == 301, "restored step count %lld", (long long)b2.steps);
+    for (int l = 0; l < L; l++)
+        route(p2 + f.t[2 * l].offset, E, l, 300, ntok, probs + l * ntok * (E + 1), idx, gate, counts + l * (E + 1),
+              spreads + l, psums + l * E);
+    balance_like_trainer(&b2, counts, spreads, psums, probs, ntok, L, E, p2, f.t, recount, idx, gate);
+    CHECK(b2.steps == 301 * 8, "restored update count %lld (8 per step)", (long long)b2.steps);
     int same = 1;
     for (int l = 0; l < L; l++) same &= !memcmp(p2 + f.t[2 * l].offset, after_bias + l * 9, sizeof(float) * 9);
     CHECK(same, "restored balancer diverges from the original at step 300");
@@ -629,6 +780,7 @@ int main(void) {
     test_grad_norm();
     test_state();
     test_balancer();
+    test_balancer_collapse();
     test_spike();
     return th_finish("test_optim");
 }

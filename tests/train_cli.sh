@@ -29,6 +29,28 @@ sys.exit(0 if len(v) >= 3 and v[-1] < v[0] - 0.5 else 1)"'
 check "second phase switched sequence length" 'grep -q "\"seq\":64" "$dir/t1/metrics.jsonl"'
 check "outputs written" '[ -s "$dir/t1/run.json" ] && [ -s "$dir/t1/summary.json" ] && [ -s "$dir/t1/samples.txt" ]'
 check "plots written (or gnuplot missing)" '[ -s "$dir/t1/loss.png" ] || ! command -v gnuplot >/dev/null'
+check "expert-load heatmap written (or gnuplot missing)" '[ -s "$dir/t1/expert_load_heatmap.png" ] || ! command -v gnuplot >/dev/null'
+cat > "$dir/balance_fields.py" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+r = rows[-1]
+L = len(r["layer_max_share"])
+ok = len(r["layer_max_vio"]) == L and len(r["layer_skip_share"]) == L and len(r["expert_share"]) == L
+E = len(r["expert_share"][0])
+for l in range(L):
+    sh = r["expert_share"][l]
+    ok = ok and abs(sum(sh) - 1) < 1e-3 and abs(max(sh) - r["layer_max_share"][l]) < 1e-3
+    ok = ok and abs(max(sh) * E - 1 - r["layer_max_vio"][l]) < 2e-3
+ok = ok and abs(r["balance_max_vio"] - max(r["layer_max_vio"])) < 1e-4
+sys.exit(0 if ok else 1)
+PY
+check "metrics carry MaxVio, skip share and per-expert shares per layer" 'python3 "$dir/balance_fields.py" "$dir/t1/metrics.jsonl"'
+out=$("$zaya" train --balance-rule pid 2>&1); rc=$?
+check "unknown --balance-rule exits 2 naming it" '[ $rc = 2 ] && grep -q "pid" <<<"$out"'
+out=$("$zaya" train --balance-units percent 2>&1); rc=$?
+check "unknown --balance-units exits 2 naming it" '[ $rc = 2 ] && grep -q "percent" <<<"$out"'
+out=$("$zaya" train --balance-iters 0 2>&1); rc=$?
+check "--balance-iters 0 exits 2" '[ $rc = 2 ] && grep -q "balance-iters" <<<"$out"'
 
 out=$("$zaya" train --dtype f16 2>&1); rc=$?
 check "bad --dtype exits 2 naming it" '[ $rc = 2 ] && grep -q "dtype" <<<"$out"'

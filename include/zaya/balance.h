@@ -1,19 +1,38 @@
 /* Expert load balancing by bias control (ZAYA1's PID-like scheme) and per-layer load statistics.
  *
  * After each step, per MoE layer l and expert e: p_e = tokens routed to e / all tokens of the global
- * batch (skip-class tokens included in the denominator), g_e = p_e - 1/E, and the balancing bias
- * b_e gets an Adam update b_e <- b_e - lr * mhat / (sqrt(vhat) + eps) with bias-corrected moments of
- * g_e (no weight decay). Over-used experts get lower biases. Adam's momentum acts as the integral
- * term and its normalisation as gain control, so the controller settles quickly whatever the scale of
- * the imbalance.
+ * batch (skip-class tokens included in the denominator) and g_e = p_e - 1/E. The default rule
+ * (ZAYA_BALANCE_ADAM, ZAYA1's) gives b_e an Adam update b_e <- b_e - step * mhat / (sqrt(vhat) + eps)
+ * with bias-corrected moments of g_e (no weight decay): Adam's momentum acts as the integral term and
+ * its normalisation as gain control. ZAYA_BALANCE_SIGN is DeepSeek-V3's loss-free rule,
+ * b_e <- b_e - step * sign(g_e), offered for comparison.
+ *
+ * The step is measured in the router's own units (ZAYA_BALANCE_SPREAD, default): step = lr * sigma_l,
+ * sigma_l^2 = mean over the experts of the variance over the batch's tokens of their probability
+ * (zaya_model.route_spread). A bias step of sigma moves a comparable fraction of tokens whether the
+ * scores differ by 1e-4 between tokens (a freshly initialised router) or by 0.2 (a trained one); the
+ * part of the scores common to all tokens, which the biases exist to cancel, is left out.
+ * ZAYA_BALANCE_ABSOLUTE uses step = lr in probability units, which cannot serve both: see
+ * docs/model.md, "Why routers collapse".
+ *
+ * The trainer runs several updates per step (zaya_train_opts.balance_iters), recounting the selection
+ * of the step's own scores with the new biases in between (zaya_model_route_recount), so the
+ * biases balance the batch they were measured on instead of reacting one step late.
+ *
+ * Drift compensation (the derivative term; gain cfg.drift, default 1): the router's scores move
+ * between steps as it trains, and the part of that move shared by all tokens, the change of the
+ * batch-mean score of each expert, shifts the selection wholesale. After the step's updates,
+ * zaya_balancer_follow_drift moves b_e by -(mean score of e now - at the previous step): selection
+ * is argmax(p + b), so a shift of every token's p_e by delta is undone exactly by b_e -= delta, and
+ * the biases enter the next step already following the router's trend.
  *
  * The skip class bias is never updated: it stays at its init, -1.0. Released ZAYA1 checkpoints keep it
  * exactly -1, which means it was frozen; counting skip tokens in the denominator lets the expert
  * biases drift up while the skip class is used, so skip use shrinks unless the router's own scores
  * favour it strongly (matching the checkpoints, where some expert bias is > 0 in every layer).
  *
- * Routing counts come from zaya_model.route_counts (layer-major, E+1 classes per layer); under MPI the
- * trainer sums them over ranks first, so every rank applies the identical update to its replica. */
+ * Routing counts and spreads come from zaya_model.route_counts / route_spread; under MPI the trainer
+ * sums them over ranks first, so every rank applies the identical update to its replica. */
 #ifndef ZAYA_BALANCE_H
 #define ZAYA_BALANCE_H
 
@@ -25,14 +44,20 @@
 #include "zaya/state.h"
 #include "zaya/status.h"
 
+typedef enum zaya_balance_rule { ZAYA_BALANCE_ADAM = 0, ZAYA_BALANCE_SIGN = 1 } zaya_balance_rule;
+typedef enum zaya_balance_units { ZAYA_BALANCE_SPREAD = 0, ZAYA_BALANCE_ABSOLUTE = 1 } zaya_balance_units;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct zaya_balancer_config {
-    double lr;           /* 1e-2 */
+    double lr;           /* 0.5 (spread units) */
+    zaya_balance_rule rule;
+    zaya_balance_units units;
     double beta1, beta2; /* 0.9, 0.999 */
     double eps;          /* 1e-8 */
+    double drift;        /* gain of the drift compensation, 1 = full, 0 = off */
 } zaya_balancer_config;
 
 void zaya_balancer_config_default(zaya_balancer_config *c);
@@ -41,6 +66,7 @@ void zaya_balancer_config_default(zaya_balancer_config *c);
 typedef struct zaya_load_stats {
     double max_share, min_share; /* of expert-routed tokens; uniform = 1/E */
     double entropy;              /* of the expert shares, normalised by log(E): 1 = uniform */
+    double max_vio;              /* MaxVio = max_e(load_e) / mean_e(load_e) - 1: 0 = uniform */
     double cv;                   /* coefficient of variation (std / mean) of per-expert counts */
     double skip_share;           /* of all tokens */
     int64_t tokens;              /* all tokens of the layer, skip included */
@@ -55,18 +81,35 @@ typedef struct zaya_balancer {
     int64_t *bias_offset; /* [layers]: float offset of each layer's balancing biases in the parameter block */
     float *m, *v;         /* [layers * E] Adam moments */
     int64_t steps;
+    double *score_mean;   /* [layers * E]: batch-mean expert scores of the previous update */
+    float *mean_f32;      /* [layers * E * 2]: score_mean as (hi, lo) floats for checkpoints */
+    int drift_ready;      /* score_mean holds a previous batch */
     zaya_load_stats *stats; /* [layers]: of the counts given to the last update */
+    double *last_step;      /* [layers]: bias step size of the last update (lr x sigma in spread units) */
 } zaya_balancer;
 
 /* Finds the balancing-bias buffers in the tensor table (one per layer, E + 1 entries). */
 zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *tensors, int ntensors,
                                const zaya_balancer_config *cfg);
 void zaya_balancer_free(zaya_balancer *b);
-/* One update of the biases inside `params` from counts[layers * (E + 1)] (global batch). Layers that
- * routed no token are left unchanged (their moments too). Fills b->stats. */
-void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, float *params);
+/* Parses "adam" | "sign" and "spread" | "absolute" (error names the value). */
+zaya_status zaya_balance_rule_parse(const char *s, zaya_balance_rule *out);
+zaya_status zaya_balance_units_parse(const char *s, zaya_balance_units *out);
+const char *zaya_balance_rule_name(zaya_balance_rule r);
+const char *zaya_balance_units_name(zaya_balance_units u);
+/* One update of the biases inside `params` from counts[layers * (E + 1)] and spread_sums[layers]
+ * (zaya_model.route_counts / route_spread summed over the global batch; spread_sums may be NULL
+ * only in absolute units). Layers that routed no token are left unchanged (their moments too).
+ * Fills b->stats and b->last_step. */
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *spread_sums, float *params);
+/* Drift compensation, after the step's updates: psums[layers * E] (zaya_model.route_psum summed over
+ * the global batch) gives each expert's batch-mean score; its change since the previous call is
+ * subtracted from the bias (times cfg.drift). counts gives the token totals. */
+void zaya_balancer_follow_drift(zaya_balancer *b, const double *psums, const int64_t *counts, float *params);
 
-/* Checkpoint hooks: "balancer.exp_avg" / "balancer.exp_avg_sq" ([layers * E]) and {"steps": n}. */
+/* Checkpoint hooks: "balancer.exp_avg" / "balancer.exp_avg_sq" ([layers * E]), "balancer.score_mean"
+ * ([layers * E * 2], the drift reference) and {"steps": n, "drift_ready": b, ...}. A checkpoint
+ * without the drift reference restarts the compensation at the next update. */
 zaya_status zaya_balancer_state_export(const zaya_balancer *b, zaya_state_set *set, int copy, cJSON **scalars);
 zaya_status zaya_balancer_state_import(zaya_balancer *b, const zaya_state_set *set, const cJSON *scalars);
 

@@ -86,6 +86,12 @@ typedef struct zaya_model {
     zaya_rope_table rope;
     /* routing statistics of the last forward: counts[l * (E+1) + e] tokens routed to class e */
     int64_t *route_counts;
+    /* route_spread[l]: sum over tokens and experts of (p_e - batch mean of p_e)^2, the token-to-token
+     * variation of the expert scores (the balancer's unit of bias step, see zaya/balance.h) */
+    double *route_spread;
+    /* route_psum[l * E + e]: sum over tokens of expert e's probability (the batch-mean score the
+     * balancer's drift compensation follows) */
+    double *route_psum;
     float last_loss;
     int64_t last_tokens; /* targets counted in the last loss */
     /* Called by zaya_model_backward as soon as gradients become final: with the block index l after
@@ -110,6 +116,10 @@ zaya_status zaya_model_set_rope_theta(zaya_model *m, double theta);
 /* Forward over ids[B*T]. With targets (entries < 0 ignored) it returns the mean loss and, when
  * `backward_ready`, also leaves d(loss)/d(final hidden) and the tied-head gradient in place so that
  * zaya_model_backward() can follow. Token ids are validated (< vocab). */
+/* Re-runs the top-1 selection of the last forward with the current balancing biases: counts[l * (E+1)
+ * + e] tokens of that forward (its last micro-batch) that would now go to class e. Exact integer
+ * counts (the same for any thread count); the balancer iterates on them within a step. */
+void zaya_model_route_recount(const zaya_model *m, int64_t *counts);
 zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t *targets, int backward_ready,
                                float *loss);
 /* Accumulates parameter gradients of the mean loss of the last forward (grads += ...). */

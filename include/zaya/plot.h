@@ -26,6 +26,19 @@ typedef struct zaya_plot_opts {
 zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *opts, const zaya_plot_series *series,
                             int nseries);
 
+typedef struct zaya_plot_heatmap_opts {
+    const char *title, *xlabel, *ylabel, *cblabel;
+    double zmin, zmax;       /* colour range; zmax <= zmin: automatic */
+    int row_group;           /* > 0: rows come in groups of this many (labelled, separated by lines) */
+    const char *group_label; /* tic label prefix of a group, e.g. "layer" */
+} zaya_plot_heatmap_opts;
+
+/* Renders a grid of ncols columns (x[c] labels column c; NULL: 0..ncols-1) by nrows rows as a colour
+ * image: z[c * nrows + r] is the cell of column c, row r (row 0 at the top). Same side files and
+ * gnuplot handling as zaya_plot_lines. */
+zaya_status zaya_plot_heatmap(const char *png_path, const zaya_plot_heatmap_opts *opts, const double *x, int ncols,
+                              const double *z, int nrows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,8 +26,12 @@ typedef struct zaya_train_opts {
     double weight_decay;
     double clip;           /* global grad-norm clip (0 = none) */
     double spike_z;        /* robust z-score above which an update is skipped (0 = off) */
-    double balance_lr;     /* step size of the balancing-bias controller */
-    int64_t balance_warmup;/* steps over which that step size ramps up linearly from 0 */
+    double balance_lr;     /* step size of the balancing-bias controller (in balance_units) */
+    int64_t balance_warmup;/* steps over which that step size ramps up linearly from 0 (default 0) */
+    int balance_rule;      /* zaya_balance_rule: ZAYA1's Adam rule (default) or the sign rule */
+    int balance_iters;     /* controller iterations per step on the step's own scores (default 8) */
+    double balance_drift;  /* gain of the controller's drift compensation (default 1, 0 = off) */
+    int balance_units;     /* zaya_balance_units: step in score-spread units (default) or absolute */
     int64_t eval_every;    /* steps between validation passes (0 = only at start and end) */
     int64_t eval_batches;  /* batches per source per validation pass */
     int64_t log_every;

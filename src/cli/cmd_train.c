@@ -7,12 +7,13 @@
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "train/ft.h"
+#include "zaya/balance.h"
 #include "zaya/train.h"
 
 int zaya_cmd_train(int argc, char **argv) {
     zaya_train_opts o;
     zaya_train_opts_default(&o);
-    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1";
+    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1", *bal_rule = "adam", *bal_units = "spread";
     int threads = 0, sync_save = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
@@ -28,8 +29,12 @@ int zaya_cmd_train(int argc, char **argv) {
         {"weight-decay", 0, ZAYA_FLAG_DOUBLE, &o.weight_decay, "X", "decoupled weight decay of matrices (default 0.1)"},
         {"clip", 0, ZAYA_FLAG_DOUBLE, &o.clip, "X", "global gradient-norm clip, 0 = off (default 1)"},
         {"spike-z", 0, ZAYA_FLAG_DOUBLE, &o.spike_z, "Z", "skip updates whose loss/grad-norm robust z-score exceeds Z, 0 = off (default 6)"},
-        {"balance-lr", 0, ZAYA_FLAG_DOUBLE, &o.balance_lr, "X", "step size of the expert-balancing bias controller (default 1e-3)"},
-        {"balance-warmup", 0, ZAYA_FLAG_I64, &o.balance_warmup, "N", "steps over which that step size ramps up from 0 (default 200)"},
+        {"balance-lr", 0, ZAYA_FLAG_DOUBLE, &o.balance_lr, "X", "step of the expert-balancing bias controller, in --balance-units (default 0.25)"},
+        {"balance-warmup", 0, ZAYA_FLAG_I64, &o.balance_warmup, "N", "steps over which that step ramps up from 0 (default 0)"},
+        {"balance-rule", 0, ZAYA_FLAG_STRING, &bal_rule, "adam|sign", "bias update: ZAYA1's Adam on the load error, or DeepSeek-V3's fixed-step sign rule (default: adam)"},
+        {"balance-iters", 0, ZAYA_FLAG_INT, &o.balance_iters, "N", "controller updates per step, recounting the step's own routing in between (default 8)"},
+        {"balance-drift", 0, ZAYA_FLAG_DOUBLE, &o.balance_drift, "X", "gain of the controller's drift compensation, 0 = off (default 1)"},
+        {"balance-units", 0, ZAYA_FLAG_STRING, &bal_units, "spread|absolute", "step in units of the token-to-token spread of the router scores, or in probability units (default: spread)"},
         {"eval-every", 0, ZAYA_FLAG_I64, &o.eval_every, "N", "validation every N steps and at phase starts (default 100)"},
         {"eval-batches", 0, ZAYA_FLAG_I64, &o.eval_batches, "N", "batches per source per validation (default 4)"},
         {"log-every", 0, ZAYA_FLAG_I64, &o.log_every, "N", "print a step line every N steps (default 10)"},
@@ -57,6 +62,18 @@ int zaya_cmd_train(int argc, char **argv) {
     if (!strcmp(dtype, "f32")) o.dtype = ZAYA_DTYPE_F32;
     else if (!strcmp(dtype, "bf16")) o.dtype = ZAYA_DTYPE_BF16;
     else return zaya_flags_usage_error(&spec, "--dtype must be f32 or bf16, got '%s'", dtype);
+    zaya_balance_rule br;
+    zaya_balance_units bu;
+    if (zaya_balance_rule_parse(bal_rule, &br) != ZAYA_OK || zaya_balance_units_parse(bal_units, &bu) != ZAYA_OK)
+        return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
+    o.balance_rule = br;
+    o.balance_units = bu;
+    if (!(o.balance_lr >= 0) || o.balance_warmup < 0)
+        return zaya_flags_usage_error(&spec, "--balance-lr and --balance-warmup must be >= 0");
+    if (o.balance_iters < 1 || o.balance_iters > 64)
+        return zaya_flags_usage_error(&spec, "--balance-iters must be in [1, 64], got %d", o.balance_iters);
+    if (!(o.balance_drift >= 0 && o.balance_drift <= 2))
+        return zaya_flags_usage_error(&spec, "--balance-drift must be in [0, 2], got %g", o.balance_drift);
     if (!strcmp(optimizer, "muon")) o.optimizer_muon = 1;
     else if (!strcmp(optimizer, "adamw")) o.optimizer_muon = 0;
     else return zaya_flags_usage_error(&spec, "--optimizer must be muon or adamw, got '%s'", optimizer);

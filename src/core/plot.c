@@ -13,15 +13,79 @@ static void write_escaped(FILE *f, const char *s) {
     }
 }
 
-zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const zaya_plot_series *series,
-                            int nseries) {
+static zaya_status run_gnuplot(const char *gp, const char *dat) {
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "gnuplot is not installed; data kept in '%s' (run scripts/setup.sh)", dat);
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
+    int rc = system(cmd);
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s'", gp);
+    return ZAYA_OK;
+}
+
+static zaya_status side_paths(const char *png_path, char *dat, char *gp, size_t cap) {
     size_t len = strlen(png_path);
     if (len < 5 || strcmp(png_path + len - 4, ".png") != 0)
         return zaya_error_set(ZAYA_EINVAL, "plot path '%s' must end in .png", png_path);
-    char dat[4096], gp[4096];
-    snprintf(dat, sizeof dat, "%.*s.dat", (int)(len - 4), png_path);
-    snprintf(gp, sizeof gp, "%.*s.gp", (int)(len - 4), png_path);
+    snprintf(dat, cap, "%.*s.dat", (int)(len - 4), png_path);
+    snprintf(gp, cap, "%.*s.gp", (int)(len - 4), png_path);
+    return ZAYA_OK;
+}
 
+zaya_status zaya_plot_heatmap(const char *png_path, const zaya_plot_heatmap_opts *o, const double *x, int ncols,
+                              const double *z, int nrows) {
+    char dat[4096], gp[4096];
+    ZAYA_TRY(side_paths(png_path, dat, gp, sizeof dat));
+    if (ncols < 1 || nrows < 1) return zaya_error_set(ZAYA_EINVAL, "heatmap '%s' has no cells", png_path);
+    FILE *f = fopen(dat, "w");
+    if (!f) return zaya_error_set(ZAYA_EIO, "cannot write '%s': %s", dat, strerror(errno));
+    /* x row y value triples, one block per column: gnuplot's `with image` reads them as a grid */
+    for (int c = 0; c < ncols; c++) {
+        for (int r = 0; r < nrows; r++) fprintf(f, "%d %d %.6g\n", c, r, z[(size_t)c * (size_t)nrows + (size_t)r]);
+        fprintf(f, "\n");
+    }
+    if (fclose(f) != 0) return zaya_error_set(ZAYA_EIO, "writing '%s' failed", dat);
+    f = fopen(gp, "w");
+    if (!f) return zaya_error_set(ZAYA_EIO, "cannot write '%s': %s", gp, strerror(errno));
+    fprintf(f, "set terminal pngcairo size 1100,%d noenhanced font 'sans,10'\n", 240 + 12 * (nrows < 200 ? nrows : 200));
+    fprintf(f, "set output \"");
+    write_escaped(f, png_path);
+    fprintf(f, "\"\nset xrange [-0.5:%d.5]\nset yrange [%d.5:-0.5]\n", ncols - 1, nrows - 1);
+    if (o && o->title) { fprintf(f, "set title \""); write_escaped(f, o->title); fprintf(f, "\"\n"); }
+    if (o && o->xlabel) { fprintf(f, "set xlabel \""); write_escaped(f, o->xlabel); fprintf(f, "\"\n"); }
+    if (o && o->ylabel) { fprintf(f, "set ylabel \""); write_escaped(f, o->ylabel); fprintf(f, "\"\n"); }
+    if (o && o->cblabel) { fprintf(f, "set cblabel \""); write_escaped(f, o->cblabel); fprintf(f, "\"\n"); }
+    if (o && o->zmax > o->zmin) fprintf(f, "set cbrange [%g:%g]\n", o->zmin, o->zmax);
+    fprintf(f, "set palette defined (0 '#2c7bb6', 0.5 '#ffffbf', 1 '#d7191c')\n");
+    /* x tics: the real x values of up to 10 columns */
+    fprintf(f, "set xtics (");
+    int step = ncols > 10 ? ncols / 10 : 1;
+    for (int c = 0, k = 0; c < ncols; c += step, k++) fprintf(f, "%s\"%g\" %d", k ? ", " : "", x ? x[c] : (double)c, c);
+    fprintf(f, ")\n");
+    if (o && o->row_group > 0 && nrows > o->row_group) {
+        /* one labelled tic per group of rows (e.g. the experts of one layer) and a separator line */
+        int groups = nrows / o->row_group, gstep = groups > 40 ? (groups + 39) / 40 : 1;
+        fprintf(f, "set ytics (");
+        for (int g = 0, k = 0; g < groups; g += gstep, k++)
+            fprintf(f, "%s\"%s %d\" %g", k ? ", " : "", o->group_label ? o->group_label : "", g,
+                    g * o->row_group + (o->row_group - 1) / 2.0);
+        fprintf(f, ")\n");
+        for (int g = 1; g < groups; g++)
+            fprintf(f, "set arrow from -0.5,%g to %d.5,%g nohead lc rgb '#404040' lw 0.5 front\n",
+                    g * o->row_group - 0.5, ncols - 1, g * o->row_group - 0.5);
+    }
+    fprintf(f, "plot \"");
+    write_escaped(f, dat);
+    fprintf(f, "\" using 1:2:3 with image notitle\n");
+    if (fclose(f) != 0) return zaya_error_set(ZAYA_EIO, "writing '%s' failed", gp);
+    return run_gnuplot(gp, dat);
+}
+
+zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const zaya_plot_series *series,
+                            int nseries) {
+    char dat[4096], gp[4096];
+    ZAYA_TRY(side_paths(png_path, dat, gp, sizeof dat));
     FILE *f = fopen(dat, "w");
     if (!f) return zaya_error_set(ZAYA_EIO, "cannot write '%s': %s", dat, strerror(errno));
     for (int s = 0; s < nseries; s++) {
@@ -53,12 +117,5 @@ zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const
     fprintf(f, "\n");
     if (fclose(f) != 0) return zaya_error_set(ZAYA_EIO, "writing '%s' failed", gp);
 
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "gnuplot is not installed; data kept in '%s' (run scripts/setup.sh)", dat);
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
-    int rc = system(cmd);
-    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s'", gp);
-    return ZAYA_OK;
+    return run_gnuplot(gp, dat);
 }

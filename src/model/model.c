@@ -22,8 +22,10 @@ zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dt
     m->p.layers = calloc((size_t)L, sizeof(zaya_layer_params));
     m->g.layers = calloc((size_t)L, sizeof(zaya_layer_params));
     m->route_counts = calloc((size_t)L * (size_t)(cfg->num_experts + 1), sizeof(int64_t));
+    m->route_spread = calloc((size_t)L, sizeof(double));
+    m->route_psum = calloc((size_t)L * (size_t)(cfg->num_experts > 0 ? cfg->num_experts : 1), sizeof(double));
     if (!m->params || !m->grads || (dtype == ZAYA_DTYPE_BF16 && !m->params_bf16) || !m->p.layers || !m->g.layers ||
-        !m->route_counts) {
+        !m->route_counts || !m->route_spread || !m->route_psum) {
         zaya_model_free(m);
         return zaya_error_set(ZAYA_ENOMEM, "cannot allocate model parameters and gradients (2 x %.1f MiB)",
                               (double)bytes / 1048576.0);
@@ -45,6 +47,8 @@ void zaya_model_free(zaya_model *m) {
     free(m->g.layers);
     free(m->tensors);
     free(m->route_counts);
+    free(m->route_spread);
+    free(m->route_psum);
     free(m->acts);
     free(m->work);
     zaya_arena_free(&m->arena);

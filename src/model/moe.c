@@ -1,5 +1,6 @@
 /* ZAYA1 MoE block: router (down-projection, exponential depth averaging, RMSNorm, 3-layer GELU MLP,
  * softmax over experts + skip, biased top-1) and top-1 SwiGLU experts with grouped dispatch. */
+#include <math.h>
 #include <string.h>
 
 #include "model/internal.h"
@@ -30,6 +31,29 @@ static void dispatch(zaya_layer_acts *A, int64_t N, int64_t E1, int64_t *counts)
     }
 }
 
+/* Sum over the experts of the squared deviations of each token's expert probability from that
+ * expert's mean over the batch: how much the scores vary from token to token, without the part that
+ * is common to all tokens (which the balancing biases cancel). sqrt(sum / (N E)) is the balancer's
+ * unit of bias step. psum[e] gets the sum of expert e's probability. Two serial passes in token
+ * order: the same sums for any thread count. */
+static double score_spread(const zaya_layer_acts *A, int64_t N, int64_t E, double *psum) {
+    double mean[E > 0 ? E : 1];
+    for (int64_t e = 0; e < E; e++) mean[e] = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t e = 0; e < E; e++) mean[e] += A->probs[i * (E + 1) + e];
+    for (int64_t e = 0; e < E; e++) {
+        psum[e] = mean[e];
+        mean[e] /= (double)(N > 0 ? N : 1);
+    }
+    double sum = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t e = 0; e < E; e++) {
+            double d = (double)A->probs[i * (E + 1) + e] - mean[e];
+            sum += d * d;
+        }
+    return sum;
+}
+
 void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     const zaya_config *c = &m->cfg;
     const zaya_layer_params *P = &m->p.layers[l];
@@ -57,6 +81,7 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     zaya_softmax_forward(A->probs, w->dprobs, N, E1);
     zaya_top1_biased(A->idx, A->gate, A->probs, P->bal_bias, N, E1);
     dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
+    m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
 
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t r = 0; r < N; r++) memcpy(A->xe + r * D, A->z + (int64_t)A->perm[r] * D, (size_t)D * sizeof(float));
@@ -167,4 +192,21 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
     zaya_ops_colsum_add(m, G->r_down_b, w->dr, N, R);
     zaya_lin_backward_input(m, dz, w->dr, P->r_down_w, N, D, R, 1.0f);
     zaya_lin_backward_weight(m, G->r_down_w, w->dr, A->z, N, D, R);
+}
+
+void zaya_model_route_recount(const zaya_model *m, int64_t *counts) {
+    const int64_t L = m->cfg.num_hidden_layers, E1 = m->cfg.num_experts + 1, N = m->B * m->T;
+    for (int64_t l = 0; l < L; l++) {
+        const float *probs = m->acts[l].probs, *bias = m->p.layers[l].bal_bias;
+        int64_t *cnt = counts + l * E1;
+        for (int64_t e = 0; e < E1; e++) cnt[e] = 0;
+        for (int64_t i = 0; i < N; i++) {
+            const float *p = probs + i * E1;
+            int64_t best = 0;
+            float best_v = p[0] + bias[0];
+            for (int64_t e = 1; e < E1; e++) /* the same rule as zaya_top1_biased: lowest index wins ties */
+                if (p[e] + bias[e] > best_v) best_v = p[e] + bias[e], best = e;
+            cnt[best]++;
+        }
+    }
 }

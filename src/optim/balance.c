@@ -7,10 +7,13 @@
 #include "zaya/json.h"
 
 void zaya_balancer_config_default(zaya_balancer_config *c) {
-    c->lr = 1e-2;
-    c->beta1 = 0.9;
+    c->lr = 0.25;
+    c->rule = ZAYA_BALANCE_ADAM;
+    c->units = ZAYA_BALANCE_SPREAD;
+    c->beta1 = 0.5;
     c->beta2 = 0.999;
     c->eps = 1e-8;
+    c->drift = 1.0;
 }
 
 void zaya_load_stats_compute(const int64_t *counts, int E, zaya_load_stats *s) {
@@ -32,14 +35,33 @@ void zaya_load_stats_compute(const int64_t *counts, int E, zaya_load_stats *s) {
     s->min_share = mn;
     s->entropy = E > 1 ? h / log((double)E) : 1.0;
     s->cv = sqrt(var / E) / mean;
+    s->max_vio = mx * E - 1.0;
 }
+
+zaya_status zaya_balance_rule_parse(const char *s, zaya_balance_rule *out) {
+    if (!strcmp(s, "adam")) *out = ZAYA_BALANCE_ADAM;
+    else if (!strcmp(s, "sign")) *out = ZAYA_BALANCE_SIGN;
+    else return zaya_error_set(ZAYA_EINVAL, "unknown balancing rule '%s' (adam, sign)", s);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_balance_units_parse(const char *s, zaya_balance_units *out) {
+    if (!strcmp(s, "spread")) *out = ZAYA_BALANCE_SPREAD;
+    else if (!strcmp(s, "absolute")) *out = ZAYA_BALANCE_ABSOLUTE;
+    else return zaya_error_set(ZAYA_EINVAL, "unknown balancing step units '%s' (spread, absolute)", s);
+    return ZAYA_OK;
+}
+
+const char *zaya_balance_rule_name(zaya_balance_rule r) { return r == ZAYA_BALANCE_SIGN ? "sign" : "adam"; }
+const char *zaya_balance_units_name(zaya_balance_units u) { return u == ZAYA_BALANCE_ABSOLUTE ? "absolute" : "spread"; }
 
 zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int n, const zaya_balancer_config *cfg) {
     memset(b, 0, sizeof *b);
     if (!(cfg->lr >= 0) || !(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1) ||
-        !(cfg->eps > 0))
-        return zaya_error_set(ZAYA_EINVAL, "balancer: lr %g must be >= 0, betas (%g, %g) in [0, 1), eps %g > 0",
-                              cfg->lr, cfg->beta1, cfg->beta2, cfg->eps);
+        !(cfg->eps > 0) || !(cfg->drift >= 0 && cfg->drift <= 2) || (cfg->rule != ZAYA_BALANCE_ADAM && cfg->rule != ZAYA_BALANCE_SIGN) ||
+        (cfg->units != ZAYA_BALANCE_SPREAD && cfg->units != ZAYA_BALANCE_ABSOLUTE))
+        return zaya_error_set(ZAYA_EINVAL, "balancer: lr %g must be >= 0, betas (%g, %g) in [0, 1), eps %g > 0, drift %g in [0, 2], a known rule and units",
+                              cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->drift);
     b->cfg = *cfg;
     int layers = 0, E = -1;
     for (int i = 0; i < n; i++) {
@@ -61,9 +83,12 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
     b->num_experts = E;
     b->bias_offset = calloc((size_t)layers, sizeof *b->bias_offset);
     b->stats = calloc((size_t)layers, sizeof *b->stats);
+    b->last_step = calloc((size_t)layers, sizeof *b->last_step);
     b->m = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
     b->v = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
-    if (!b->bias_offset || !b->stats || !b->m || !b->v) {
+    b->score_mean = zaya_calloc((size_t)layers * (size_t)E, sizeof(double));
+    b->mean_f32 = zaya_calloc((size_t)layers * (size_t)E * 2, sizeof(float));
+    if (!b->bias_offset || !b->stats || !b->last_step || !b->m || !b->v || !b->score_mean || !b->mean_f32) {
         zaya_balancer_free(b);
         return zaya_error_set(ZAYA_ENOMEM, "balancer: cannot allocate state for %d layers", layers);
     }
@@ -75,12 +100,15 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
 void zaya_balancer_free(zaya_balancer *b) {
     free(b->bias_offset);
     free(b->stats);
+    free(b->last_step);
     zaya_free(b->m);
     zaya_free(b->v);
+    zaya_free(b->score_mean);
+    zaya_free(b->mean_f32);
     memset(b, 0, sizeof *b);
 }
 
-void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, float *params) {
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *spread_sums, float *params) {
     const int E = b->num_experts;
     const zaya_balancer_config *c = &b->cfg;
     const int64_t t = ++b->steps;
@@ -88,23 +116,53 @@ void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, float *params
     for (int l = 0; l < b->layers; l++) {
         const int64_t *cnt = counts + (int64_t)l * (E + 1);
         zaya_load_stats_compute(cnt, E, &b->stats[l]);
-        if (b->stats[l].tokens == 0) continue;
+        b->last_step[l] = 0;
+        const int64_t tokens = b->stats[l].tokens;
+        if (tokens == 0) continue;
+        double step = c->lr;
+        if (c->units == ZAYA_BALANCE_SPREAD) step = spread_sums ? c->lr * sqrt(spread_sums[l] / ((double)tokens * E)) : 0.0;
+        b->last_step[l] = step;
         float *bias = params + b->bias_offset[l], *m = b->m + (int64_t)l * E, *v = b->v + (int64_t)l * E;
         for (int e = 0; e < E; e++) { /* bias[E], the skip class, stays fixed */
-            double g = (double)cnt[e] / (double)b->stats[l].tokens - 1.0 / E;
+            double g = (double)cnt[e] / (double)tokens - 1.0 / E;
             double mj = c->beta1 * m[e] + (1 - c->beta1) * g;
             double vj = c->beta2 * v[e] + (1 - c->beta2) * g * g;
             m[e] = (float)mj;
             v[e] = (float)vj;
-            bias[e] = (float)(bias[e] - c->lr * (mj / bc1) / (sqrt(vj / bc2) + c->eps));
+            double d = c->rule == ZAYA_BALANCE_SIGN ? (g > 0) - (g < 0) : (mj / bc1) / (sqrt(vj / bc2) + c->eps);
+            bias[e] = (float)(bias[e] - step * d);
         }
     }
+}
+
+void zaya_balancer_follow_drift(zaya_balancer *b, const double *psums, const int64_t *counts, float *params) {
+    const int E = b->num_experts;
+    if (!(b->cfg.drift > 0)) return;
+    for (int l = 0; l < b->layers; l++) {
+        int64_t tokens = 0;
+        for (int e = 0; e <= E; e++) tokens += counts[(int64_t)l * (E + 1) + e];
+        if (tokens == 0) continue;
+        float *bias = params + b->bias_offset[l];
+        double *mean = b->score_mean + (int64_t)l * E;
+        for (int e = 0; e < E; e++) {
+            double now = psums[(int64_t)l * E + e] / (double)tokens;
+            if (b->drift_ready) bias[e] = (float)((double)bias[e] - b->cfg.drift * (now - mean[e]));
+            mean[e] = now;
+        }
+    }
+    b->drift_ready = 1;
 }
 
 zaya_status zaya_balancer_state_export(const zaya_balancer *b, zaya_state_set *set, int copy, cJSON **scalars) {
     int64_t n = (int64_t)b->layers * b->num_experts;
     ZAYA_TRY(zaya_state_set_add(set, "balancer.exp_avg", 0, n, n, b->m, copy));
     ZAYA_TRY(zaya_state_set_add(set, "balancer.exp_avg_sq", 0, n, n, b->v, copy));
+    /* the drift reference as float pairs (hi, lo) so it survives the f32 state arrays bit-exactly */
+    for (int64_t i = 0; i < n; i++) {
+        b->mean_f32[2 * i] = (float)b->score_mean[i];
+        b->mean_f32[2 * i + 1] = (float)(b->score_mean[i] - (double)b->mean_f32[2 * i]);
+    }
+    ZAYA_TRY(zaya_state_set_add(set, "balancer.score_mean", 0, 2 * n, 2 * n, b->mean_f32, copy));
     cJSON *j = cJSON_CreateObject();
     if (!j) return zaya_error_set(ZAYA_ENOMEM, "balancer state: cannot build JSON");
     cJSON_AddNumberToObject(j, "steps", (double)b->steps);
@@ -114,6 +172,10 @@ zaya_status zaya_balancer_state_export(const zaya_balancer *b, zaya_state_set *s
     cJSON_AddNumberToObject(j, "beta1", b->cfg.beta1);
     cJSON_AddNumberToObject(j, "beta2", b->cfg.beta2);
     cJSON_AddNumberToObject(j, "eps", b->cfg.eps);
+    cJSON_AddStringToObject(j, "rule", zaya_balance_rule_name(b->cfg.rule));
+    cJSON_AddStringToObject(j, "units", zaya_balance_units_name(b->cfg.units));
+    cJSON_AddNumberToObject(j, "drift", b->cfg.drift);
+    cJSON_AddBoolToObject(j, "drift_ready", b->drift_ready);
     *scalars = j;
     return ZAYA_OK;
 }
@@ -133,6 +195,13 @@ zaya_status zaya_balancer_state_import(zaya_balancer *b, const zaya_state_set *s
     s = zaya_state_set_read(set, "balancer.exp_avg", 0, n, n, b->m);
     if (s == ZAYA_OK) s = zaya_state_set_read(set, "balancer.exp_avg_sq", 0, n, n, b->v);
     if (s != ZAYA_OK) return zaya_error_context(s, "balancer state");
+    const cJSON *ready = cJSON_GetObjectItemCaseSensitive(scalars, "drift_ready");
+    b->drift_ready = 0;
+    if (cJSON_IsTrue(ready) && zaya_state_set_find(set, "balancer.score_mean", 0, 2 * n)) {
+        ZAYA_TRY(zaya_state_set_read(set, "balancer.score_mean", 0, 2 * n, 2 * n, b->mean_f32));
+        for (int64_t i = 0; i < n; i++) b->score_mean[i] = (double)b->mean_f32[2 * i] + (double)b->mean_f32[2 * i + 1];
+        b->drift_ready = 1;
+    }
     b->steps = steps;
     return ZAYA_OK;
 }

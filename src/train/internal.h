@@ -15,11 +15,14 @@
 #include "zaya/tokenizer.h"
 #include "zaya/train.h"
 
-/* Expert load of one step over all MoE layers: the worst layer's largest and smallest expert share,
- * the mean normalised entropy, and each layer's largest share (points into the trainer). */
+/* Expert load of one step over all MoE layers: the worst layer's largest and smallest expert share
+ * and MaxVio, the mean normalised entropy, and per layer its load statistics and expert shares
+ * (point into the trainer). */
 typedef struct zaya_balance_stats {
-    double max_share, min_share, entropy;
+    double max_share, min_share, max_vio, entropy;
     const double *layer_max_share;
+    const zaya_load_stats *layer; /* [L] */
+    const double *expert_share;   /* [L * E] share of the layer's expert-routed tokens */
 } zaya_balance_stats;
 
 typedef struct zaya_step_metrics {
@@ -42,6 +45,9 @@ typedef struct zaya_train_history {
     zaya_series val_mean;
     zaya_series *layer_max_share; /* per MoE layer */
     int nlayers;
+    /* expert shares of every logged step for the heatmap: rows of nlayers * num_experts */
+    double *share_rows, *share_steps;
+    int nshare, share_cap, num_experts;
 } zaya_train_history;
 
 typedef struct zaya_trainer {
@@ -62,12 +68,17 @@ typedef struct zaya_trainer {
     zaya_balancer balancer;
     zaya_spike_guard guard_loss, guard_gnorm;
     double *layer_max_share; /* [layers] of the current step */
+    zaya_load_stats *layer_load; /* [layers] of the current step */
+    double *expert_share;        /* [layers * E] of the current step */
     int64_t step, skipped;
     int64_t micro, accum; /* micro-batch size and micro-batches per step */
     int64_t planned_batch; /* global batch the buffers and the model plan were made for */
     int32_t *batch, *inputs, *targets;
     size_t batch_cap;
     int64_t *route_counts; /* summed over the micro-batches of a step */
+    double *route_spread;  /* [L] expert-score spread sums (the balancer's step unit), same summation */
+    int64_t *recount;      /* [L * (E + 1)] selection recounted by the balancer's inner iterations */
+    double *route_psum;    /* [L * E] expert-score sums (the balancer's drift reference), same summation */
     double peak_gflops;
     FILE *metrics;
     zaya_train_history hist;

@@ -33,6 +33,24 @@ static void series_add(zaya_series *s, double x, double y) {
     s->n++;
 }
 
+/* One row of L * E expert shares per logged step (the heatmap's columns). */
+static void share_rows_add(zaya_train_history *h, double step, const double *share, int L, int E) {
+    const size_t row = (size_t)L * (size_t)E;
+    if (h->nshare == h->share_cap) {
+        int cap = h->share_cap ? 2 * h->share_cap : 256;
+        double *r = realloc(h->share_rows, sizeof(double) * row * (size_t)cap);
+        if (!r) return;
+        h->share_rows = r;
+        double *st = realloc(h->share_steps, sizeof(double) * (size_t)cap);
+        if (!st) return;
+        h->share_steps = st;
+        h->share_cap = cap;
+    }
+    h->num_experts = E;
+    memcpy(h->share_rows + row * (size_t)h->nshare, share, sizeof(double) * row);
+    h->share_steps[h->nshare++] = step;
+}
+
 static void series_free(zaya_series *s) {
     free(s->x);
     free(s->y);
@@ -47,6 +65,8 @@ void zaya_train_history_free(zaya_train_history *h) {
     for (int i = 0; i < ZAYA_DATA_MAX_SOURCES; i++) series_free(&h->val[i]);
     for (int i = 0; i < h->nlayers; i++) series_free(&h->layer_max_share[i]);
     free(h->layer_max_share);
+    free(h->share_rows);
+    free(h->share_steps);
     memset(h, 0, sizeof *h);
 }
 
@@ -70,12 +90,24 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     fprintf(t->metrics,
             "{\"step\":%lld,\"phase\":%d,\"loss\":%.9g,\"grad_norm\":%.9g,\"lr\":%.6g,\"tokens\":%lld,\"tok_s\":%.1f,"
             "\"mfu\":%.4f,\"ms\":%.2f,\"skipped\":%d,\"seq\":%lld,\"batch\":%lld,\"balance_max_share\":%.4f,"
-            "\"balance_min_share\":%.4f,\"balance_entropy\":%.4f,\"layer_max_share\":[",
+            "\"balance_min_share\":%.4f,\"balance_max_vio\":%.4f,\"balance_entropy\":%.4f,\"layer_max_share\":[",
             (long long)t->step, si->phase, sm->loss, sm->grad_norm, sm->lr, (long long)tokens, tok_s, mfu,
             sm->seconds * 1e3, sm->skipped, (long long)si->seq_len, (long long)si->global_batch, b->max_share,
-            b->min_share, b->entropy);
-    int L = (int)t->model.cfg.num_hidden_layers;
+            b->min_share, b->max_vio, b->entropy);
+    const int L = (int)t->model.cfg.num_hidden_layers, E = (int)t->model.cfg.num_experts;
     for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer_max_share[l]);
+    fprintf(t->metrics, "],\"layer_min_share\":[");
+    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].min_share);
+    fprintf(t->metrics, "],\"layer_max_vio\":[");
+    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].max_vio);
+    fprintf(t->metrics, "],\"layer_skip_share\":[");
+    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].skip_share);
+    fprintf(t->metrics, "],\"expert_share\":[");
+    for (int l = 0; l < L; l++) {
+        fprintf(t->metrics, "%s[", l ? "," : "");
+        for (int e = 0; e < E; e++) fprintf(t->metrics, "%s%.4f", e ? "," : "", b->expert_share[(int64_t)l * E + e]);
+        fprintf(t->metrics, "]");
+    }
     fprintf(t->metrics, "],\"comm_wait_ms\":%.3f,\"gather_ms\":%.3f,\"elapsed_s\":%.3f}\n", sm->comm_wait_s * 1e3,
             sm->gather_s * 1e3, zaya_now_s() - run_t0);
     fflush(t->metrics);
@@ -89,14 +121,15 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     series_add(&h->lr, (double)t->step, sm->lr);
     series_add(&h->tok_s, (double)t->step, tok_s);
     for (int l = 0; l < h->nlayers; l++) series_add(&h->layer_max_share[l], (double)t->step, b->layer_max_share[l]);
+    share_rows_add(h, (double)t->step, b->expert_share, L, E);
 
     if (!t->opts->quiet && (t->step % t->opts->log_every == 0 || sm->skipped)) {
         char comm[64];
         snprintf(comm, sizeof comm, " | comm wait %.0f ms", (sm->comm_wait_s + sm->gather_s) * 1e3);
         printf("step %6lld | %-17.17s | loss %7.4f | gnorm %7.3f | lr %.2e | %7.0f tok/s | MFU %5.1f%% | %6.0f ms | "
-               "experts max %.2f min %.2f%s%s\n",
+               "experts max %.2f min %.2f vio %.2f%s%s\n",
                (long long)t->step, t->run.phases[si->phase].name, sm->loss, sm->grad_norm, sm->lr, tok_s, 100 * mfu,
-               sm->seconds * 1e3, b->max_share, b->min_share, t->world > 1 ? comm : "", sm->skipped ? " | SKIPPED" : "");
+               sm->seconds * 1e3, b->max_share, b->min_share, b->max_vio, t->world > 1 ? comm : "", sm->skipped ? " | SKIPPED" : "");
         fflush(stdout);
     }
 }
@@ -234,6 +267,21 @@ zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last) {
         }
         free(ex);
         free(lab);
+    }
+    if (h->nshare > 0 && h->num_experts > 0) {
+        /* load relative to uniform: E x share, 1 = balanced */
+        const int rows = h->nlayers * h->num_experts;
+        double *z = malloc(sizeof(double) * (size_t)rows * (size_t)h->nshare);
+        if (z) {
+            for (size_t i = 0; i < (size_t)rows * (size_t)h->nshare; i++) z[i] = h->share_rows[i] * h->num_experts;
+            char path[4096];
+            zaya_plot_heatmap_opts ph = {"expert load per layer and expert (E x share of routed tokens; 1 = uniform)",
+                                         "step", "layer / expert", "E x share", 0.0, 2.0, h->num_experts, "layer"};
+            if (zaya_path_join(path, sizeof path, dir, "expert_load_heatmap.png") == ZAYA_OK &&
+                zaya_plot_heatmap(path, &ph, h->share_steps, h->nshare, z, rows) != ZAYA_OK)
+                ZAYA_WARN("plot expert_load_heatmap.png: %s", zaya_error_message());
+            free(z);
+        }
     }
     ZAYA_TRY(write_samples(t));
     return ZAYA_OK;

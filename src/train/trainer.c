@@ -28,11 +28,14 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     o->weight_decay = 0.1;
     o->clip = 1.0;
     o->spike_z = 6.0;
-    /* At init the router's probabilities differ by ~1e-3: a bias step that large makes the controller
-     * bang-bang between experts (all tokens to one, then to another). The gain therefore ramps up as
-     * the router's scores spread out. */
-    o->balance_lr = 1e-3;
-    o->balance_warmup = 200;
+    /* Bias steps in units of the token-to-token spread of the router's scores, iterated on each
+     * step's own scores, with drift compensation (docs/model.md, "Why routers collapse"). */
+    o->balance_lr = 0.25;
+    o->balance_drift = 1.0;
+    o->balance_warmup = 0;
+    o->balance_rule = ZAYA_BALANCE_ADAM;
+    o->balance_units = ZAYA_BALANCE_SPREAD;
+    o->balance_iters = 8;
     o->eval_every = 100;
     o->eval_batches = 4;
     o->log_every = 10;
@@ -139,6 +142,9 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
     zaya_balancer_config bc;
     zaya_balancer_config_default(&bc);
     bc.lr = o->balance_lr;
+    bc.rule = (zaya_balance_rule)o->balance_rule;
+    bc.drift = o->balance_drift;
+    bc.units = (zaya_balance_units)o->balance_units;
     ZAYA_TRY(zaya_balancer_init(&t->balancer, t->model.tensors, t->model.ntensors, &bc));
     zaya_spike_config sc;
     zaya_spike_config_default(&sc);
@@ -199,16 +205,24 @@ static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
     const int L = (int)t->model.cfg.num_hidden_layers, E = (int)t->model.cfg.num_experts;
     b->max_share = 0;
     b->min_share = 1;
+    b->max_vio = 0;
     b->entropy = 0;
     for (int l = 0; l < L; l++) {
-        zaya_load_stats ls;
-        zaya_load_stats_compute(t->route_counts + (int64_t)l * (E + 1), E, &ls);
-        t->layer_max_share[l] = ls.max_share;
-        if (ls.max_share > b->max_share) b->max_share = ls.max_share;
-        if (ls.min_share < b->min_share) b->min_share = ls.min_share;
-        b->entropy += ls.entropy / L;
+        const int64_t *cnt = t->route_counts + (int64_t)l * (E + 1);
+        zaya_load_stats *ls = &t->layer_load[l];
+        zaya_load_stats_compute(cnt, E, ls);
+        int64_t routed = ls->tokens - cnt[E];
+        for (int e = 0; e < E; e++)
+            t->expert_share[(int64_t)l * E + e] = routed > 0 ? (double)cnt[e] / (double)routed : 0.0;
+        t->layer_max_share[l] = ls->max_share;
+        if (ls->max_share > b->max_share) b->max_share = ls->max_share;
+        if (ls->min_share < b->min_share) b->min_share = ls->min_share;
+        if (ls->max_vio > b->max_vio) b->max_vio = ls->max_vio;
+        b->entropy += ls->entropy / L;
     }
     b->layer_max_share = t->layer_max_share;
+    b->layer = t->layer_load;
+    b->expert_share = t->expert_share;
 }
 
 static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_step_metrics *sm) {
@@ -220,6 +234,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     zaya_model_zero_grad(m);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
     memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
+    memset(t->route_spread, 0, sizeof(double) * (size_t)L);
+    memset(t->route_psum, 0, sizeof(double) * (size_t)(L * (E1 - 1)));
     double loss_sum = 0;
     for (int64_t mb = 0; mb < t->accum; mb++) {
         split_micro(t, mb, T);
@@ -232,6 +248,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         zaya_model_backward(m);
         loss_sum += loss;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
+        for (int64_t l = 0; l < L; l++) t->route_spread[l] += m->route_spread[l];
+        for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_psum[i] += m->route_psum[i];
     }
     zaya_ft_enter(t, ZAYA_FT_COMM);
     ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
@@ -253,6 +271,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     if (t->dp.mode == ZAYA_DP_ZERO1) sq = red[1];
     int nonfinite = red[2] > 0 || !isfinite(sq);
     ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->route_counts, (int)(L * E1)));
+    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, t->route_spread, (int)L));
+    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, t->route_psum, (int)(L * (E1 - 1))));
     sm->grad_norm = sqrt(sq);
     sm->skipped = 0;
     if (zaya_ft_skip_forced(t)) {
@@ -275,7 +295,15 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
         double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
         t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
-        zaya_balancer_update(&t->balancer, t->route_counts, m->params);
+        zaya_balancer_update(&t->balancer, t->route_counts, t->route_spread, m->params);
+        /* Further controller iterations on this step's own scores: recount the selection with the
+         * new biases and update again, so that an overshoot is seen at once instead of a step later. */
+        for (int k = 1; k < t->opts->balance_iters; k++) {
+            zaya_model_route_recount(m, t->recount);
+            ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
+            zaya_balancer_update(&t->balancer, t->recount, t->route_spread, m->params);
+        }
+        zaya_balancer_follow_drift(&t->balancer, t->route_psum, t->route_counts, m->params);
         zaya_model_sync_weights(m);
     } else {
         t->skipped++;
@@ -340,7 +368,12 @@ static void trainer_free(zaya_trainer *t) {
     free(t->inputs);
     free(t->targets);
     free(t->route_counts);
+    free(t->route_spread);
+    free(t->route_psum);
+    free(t->recount);
     free(t->layer_max_share);
+    free(t->layer_load);
+    free(t->expert_share);
     if (t->metrics) fclose(t->metrics);
     zaya_train_history_free(&t->hist);
     zaya_train_unlock_outputs(t);
@@ -386,7 +419,12 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     const int64_t L = t->model.cfg.num_hidden_layers, E1 = t->model.cfg.num_experts + 1;
     t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
+    t->route_spread = calloc((size_t)L, sizeof(double));
+    t->route_psum = calloc((size_t)(L * (E1 - 1)), sizeof(double));
+    t->recount = calloc((size_t)(L * E1), sizeof(int64_t));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
+    t->layer_load = calloc((size_t)L, sizeof(zaya_load_stats));
+    t->expert_share = calloc((size_t)(L * (E1 - 1)), sizeof(double));
     /* Resume from the newest good checkpoint unless told otherwise. */
     int64_t tokens = 0;
     int resumed = 0;
@@ -402,7 +440,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
-    if (!t->metrics || !t->route_counts || !t->layer_max_share) {
+    if (!t->metrics || !t->route_counts || !t->layer_max_share || !t->layer_load || !t->expert_share ||
+        !t->route_spread || !t->route_psum || !t->recount) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
         return zaya_error_set(ZAYA_EIO, "cannot open '%s' for writing", path);

@@ -69,7 +69,6 @@ static int run_case(const char *label, int muon, const char *script, const char 
     zaya_balancer bal;
     zaya_balancer_config bc;
     zaya_balancer_config_default(&bc);
-    bc.lr = 1e-3;
     CHECK(zaya_balancer_init(&bal, m.tensors, m.ntensors, &bc) == ZAYA_OK, "balancer");
 
     char dir[] = "/tmp/zaya_train_parity_XXXXXX";
@@ -90,6 +89,7 @@ static int run_case(const char *label, int muon, const char *script, const char 
     cJSON_AddNumberToObject(meta, "balance_beta1", bc.beta1);
     cJSON_AddNumberToObject(meta, "balance_beta2", bc.beta2);
     cJSON_AddNumberToObject(meta, "balance_eps", bc.eps);
+    cJSON_AddNumberToObject(meta, "balance_drift", bc.drift);
     cJSON_AddNumberToObject(meta, "clip", 1.0);
     cJSON *lrs = cJSON_AddArrayToObject(meta, "lr");
     double lr[STEPS];
@@ -146,7 +146,8 @@ static int run_case(const char *label, int muon, const char *script, const char 
         double sq = 0;
         CHECK(zaya_optim_grad_sqnorm_local(&opt, m.grads, &sq) == ZAYA_OK, "norm");
         zaya_optim_step(&opt, m.params, m.grads, lr[s], zaya_optim_clip_scale(sqrt(sq), 1.0));
-        zaya_balancer_update(&bal, m.route_counts, m.params);
+        zaya_balancer_update(&bal, m.route_counts, m.route_spread, m.params);
+        zaya_balancer_follow_drift(&bal, m.route_psum, m.route_counts, m.params);
         zaya_model_sync_weights(&m);
         loss[s] = l;
         (void)E1;

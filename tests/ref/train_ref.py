@@ -54,6 +54,7 @@ def main(d):
                             lr=meta["lr"][0], betas=(meta["adam_beta1"], meta["adam_beta2"]), eps=meta["adam_eps"])
     E, L = cfg["num_experts"], cfg["num_hidden_layers"]
     bal_m = np.zeros((L, E))
+    drift_ref = np.zeros((L, E))
     bal_v = np.zeros((L, E))
     trainable = [p for p in params.values() if p.requires_grad]
     model = zaya_ref.Ref(cfg, params)
@@ -92,12 +93,18 @@ def main(d):
             for l in range(L):
                 counts = np.bincount(np.array(info["choices"][l]), minlength=E + 1)
                 g = counts[:E] / counts.sum() - 1.0 / E
+                step = blr * math.sqrt(info["spread_sum"][l] / (counts.sum() * E))
                 bal_m[l] = b1 * bal_m[l] + (1 - b1) * g
                 bal_v[l] = b2 * bal_v[l] + (1 - b2) * g * g
                 mh = bal_m[l] / (1 - b1 ** (s + 1))
                 vh = bal_v[l] / (1 - b2 ** (s + 1))
                 bb = params[f"model.layers.{l}.mlp.gate.balancing_biases"]
-                bb[:E] -= torch.tensor(blr * mh / (np.sqrt(vh) + eps))
+                bb[:E] -= torch.tensor(step * mh / (np.sqrt(vh) + eps))
+                # drift compensation: follow the change of each expert's batch-mean score
+                now = np.array(info["psum"][l]) / counts.sum()
+                if s > 0:
+                    bb[:E] -= torch.tensor(meta["balance_drift"] * (now - drift_ref[l]))
+                drift_ref[l] = now
     json.dump({"loss": losses, "min_margin": margin}, open(os.path.join(d, "losses.json"), "w"))
 
 

@@ -105,6 +105,11 @@ class Ref:
             top2 = biased.topk(2, -1).values
             info["min_margin"] = min(info.get("min_margin", 1e9), float((top2[..., 0] - top2[..., 1]).min()))
             info.setdefault("choices", []).append(choice.flatten().tolist())
+            # token-to-token variation of the expert probabilities (skip excluded): sum over tokens
+            # and experts of (p - batch mean)^2, the balancer's step unit
+            pe = probs.detach()[..., :E].double().reshape(-1, E)
+            info.setdefault("spread_sum", []).append(float(((pe - pe.mean(0)) ** 2).sum()))
+            info.setdefault("psum", []).append(pe.sum(0).tolist())
         out = torch.zeros_like(z)
         Wgu = self.P(pre + "experts.gate_up_proj")                    # [E, 2F, D]
         Wd = self.P(pre + "experts.down_proj")                        # [E, D, F]

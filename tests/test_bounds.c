@@ -250,6 +250,7 @@ static void test_manifest_bounds(void) {
     cJSON *big = cJSON_CreateArray();
     for (int i = 0; i < 4; i++) cJSON_AddItemToArray(big, cJSON_CreateNumber(1e15));
     cJSON_ReplaceItemInObject(t0, "shape", big);
+    CHECK(zaya_ckpt_manifest_seal(m) == ZAYA_OK, "reseal: %s", zaya_error_message()); /* a deliberate edit */
     zaya_json_write_file(mpath, m, 1);
     cJSON_Delete(m);
     zaya_ckpt *c = NULL;

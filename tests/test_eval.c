@@ -124,7 +124,7 @@ static void test_mc(void) {
           "\"label\": 1}\n",
           path);
     zaya_mc_set set;
-    CHECK(zaya_mc_load(path, tok, 24, &set) == ZAYA_OK, "load: %s", zaya_error_message());
+    CHECK(zaya_mc_load(path, ZAYA_MC_AUTO, tok, 24, &set, NULL) == ZAYA_OK, "load: %s", zaya_error_message());
     CHECK(set.n == 3 && set.items[1].line == 3 && set.items[2].nchoices == 4, "parsed items");
     zaya_infer *e = NULL;
     zaya_infer_opts o = {.max_seqs = 5, .max_len = 24, .gemv = 1}; /* 5 slots: items 0+1 together, then 2 */
@@ -158,7 +158,7 @@ static void expect_error(const char *name, const char *text, int64_t max_len, co
     char path[256], want[300];
     write_text(name, text, path);
     zaya_mc_set set = {(zaya_mc_item *)1, 99};
-    zaya_status s = zaya_mc_load(path, tok, max_len, &set);
+    zaya_status s = zaya_mc_load(path, ZAYA_MC_AUTO, tok, max_len, &set, NULL);
     snprintf(want, sizeof want, "%s", needle);
     CHECK(s != ZAYA_OK && strstr(zaya_error_message(), want), "%s: want error with '%s', got '%s'", name, want,
           s == ZAYA_OK ? "ok" : zaya_error_message());

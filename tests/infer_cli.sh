@@ -92,6 +92,38 @@ for bad in bad1:2 bad2:3 bad3:1; do
 done
 expect 1 "label 2 is out of range for 2 choices" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/bad2.jsonl" -o "$work/x"
 expect 1 "longer than the model's context 48" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/bad3.jsonl" -o "$work/x"
+# released task layouts (tests/fixtures/eval): detected, scored, and acc / acc_norm / stderr equal a
+# recomputation from the per-choice log-likelihoods written to items-K.jsonl
+fx="$(cd "$(dirname "$0")" && pwd)/fixtures/eval"
+sed 's/"max_position_embeddings": 48/"max_position_embeddings": 512/' "$work/config.json" > "$work/config512.json"
+fargs=()
+for f in hellaswag.jsonl arc_challenge.jsonl arc_easy_hf.json piqa.jsonl piqa_hf.jsonl winogrande.jsonl mmlu_hf.jsonl high_school_physics_test.csv; do
+  fargs+=(--task "$fx/$f")
+done
+expect 0 "winogrande" -- "$zaya" eval --config "$work/config512.json" --random-init 7 -t "$tok" "${fargs[@]}" -o "$work/evfx"
+python3 - "$work/evfx" <<'PY' && echo "ok: task metrics recomputed from items" || { echo "FAIL: task metrics"; fail=$((fail+1)); }
+import json, math, sys
+d = sys.argv[1]
+r = json.load(open(d + "/eval.json"))
+want = ["hellaswag", "arc", "arc", "piqa", "piqa", "winogrande", "mmlu", "mmlu"]
+assert [t["format"] for t in r["tasks"]] == want, [t["format"] for t in r["tasks"]]
+for t in r["tasks"]:
+    items = [json.loads(l) for l in open(d + "/" + t["items_file"])]
+    acc = [max(range(len(i["ll"])), key=lambda c: (i["ll"][c], -c)) == i["label"] for i in items]
+    accn = [max(range(len(i["ll"])), key=lambda c: (i["ll"][c] / i["bytes"][c], -c)) == i["label"] for i in items]
+    n = len(items)
+    assert n == t["items"], (t["task"], n)
+    for key, v in (("acc", acc), ("acc_norm", accn)):
+        p = sum(v) / n
+        assert abs(t[key] - p) < 1e-12, (t["task"], key, t[key], p)
+        assert abs(t[key + "_stderr"] - math.sqrt(p * (1 - p) / (n - 1))) < 1e-12, (t["task"], key)
+    if t["format"] in ("winogrande", "mmlu"):
+        assert t["acc"] == t["acc_norm"], t["task"]
+print("tasks", len(r["tasks"]))
+PY
+expect 1 "evfx.jsonl:1: unknown multiple-choice layout (fields: a); known layouts: zaya" -- bash -c "echo '{\"a\": 1}' > '$work/evfx.jsonl' && '$zaya' eval ${cfg[*]} -t '$tok' --task '$work/evfx.jsonl' -o '$work/x'"
+expect 1 "winogrande.jsonl:1: missing field 'goal'" -- "$zaya" eval --config "$work/config512.json" --random-init 7 -t "$tok" --task "$fx/winogrande.jsonl" --format piqa -o "$work/x"
+expect 2 "unknown task format 'squad'" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$fx/winogrande.jsonl" --format squad
 expect 2 "nothing to evaluate" -- "$zaya" eval "${cfg[@]}"
 expect 2 "need --tokenizer" -- "$zaya" eval "${cfg[@]}" --text "$work/text.txt"
 expect 1 "cannot open" -- "$zaya" eval "${cfg[@]}" -t "$tok" --text "$work/none.txt" -o "$work/x"

@@ -94,12 +94,15 @@ static void write_text(const char *name, const char *text, char *path) {
     CHECK(zaya_write_file_atomic(path, text, strlen(text)) == ZAYA_OK, "write %s", path);
 }
 
+/* lm-eval-harness: context + continuation encoded whole, the tokens past encode(context) scored. */
 static double ref_score(const char *ctx, const char *choice) {
-    int32_t *ids = NULL;
-    size_t n = 0, cap = 0;
-    zaya_tokenizer_encode(tok, ctx, strlen(ctx), &ids, &n, &cap);
-    size_t nctx = n;
-    zaya_tokenizer_encode(tok, choice, strlen(choice), &ids, &n, &cap);
+    char whole[512];
+    snprintf(whole, sizeof whole, "%s%s", ctx, choice);
+    int32_t *ids = NULL, *cids = NULL;
+    size_t n = 0, cap = 0, nctx = 0, ccap = 0;
+    zaya_tokenizer_encode(tok, ctx, strlen(ctx), &cids, &nctx, &ccap);
+    zaya_tokenizer_encode(tok, whole, strlen(whole), &ids, &n, &cap);
+    free(cids);
     const int64_t V = model.cfg.vocab_size;
     float *lg = th_alloc((int64_t)n * V);
     CHECK(zaya_model_plan(&model, 1, (int64_t)n) == ZAYA_OK, "plan");
@@ -124,7 +127,7 @@ static void test_mc(void) {
           "\"label\": 1}\n",
           path);
     zaya_mc_set set;
-    CHECK(zaya_mc_load(path, tok, 24, &set) == ZAYA_OK, "load: %s", zaya_error_message());
+    CHECK(zaya_mc_load(path, ZAYA_MC_AUTO, tok, 24, &set, NULL) == ZAYA_OK, "load: %s", zaya_error_message());
     CHECK(set.n == 3 && set.items[1].line == 3 && set.items[2].nchoices == 4, "parsed items");
     zaya_infer *e = NULL;
     zaya_infer_opts o = {.max_seqs = 5, .max_len = 24, .gemv = 1}; /* 5 slots: items 0+1 together, then 2 */
@@ -158,7 +161,7 @@ static void expect_error(const char *name, const char *text, int64_t max_len, co
     char path[256], want[300];
     write_text(name, text, path);
     zaya_mc_set set = {(zaya_mc_item *)1, 99};
-    zaya_status s = zaya_mc_load(path, tok, max_len, &set);
+    zaya_status s = zaya_mc_load(path, ZAYA_MC_AUTO, tok, max_len, &set, NULL);
     snprintf(want, sizeof want, "%s", needle);
     CHECK(s != ZAYA_OK && strstr(zaya_error_message(), want), "%s: want error with '%s', got '%s'", name, want,
           s == ZAYA_OK ? "ok" : zaya_error_message());
@@ -184,11 +187,194 @@ static void test_mc_errors(void) {
     expect_error("blank.jsonl", "\n\n", 24, "no items");
 }
 
+/* Winogrande partial scoring: per-choice contexts (shared prefix "the", and none at all) against the
+ * full forward; acc, acc_norm and their standard errors from those references. */
+static void test_mc_partial(void) {
+    static const char *ctx[3][2] = {{"the dog", "the cat"}, {"the dog", "a cat"}, {"the fox runs", "the fox sleeps"}};
+    static const char *cont[3] = {" sleeps in the sun", " watches the fox", " away"};
+    static const int label[3] = {0, 1, 0};
+    char path[256];
+    write_text("wino.jsonl",
+               "{\"sentence\": \"the _ sleeps in the sun\", \"option1\": \"dog\", \"option2\": \"cat\", \"answer\": \"1\"}\n"
+               "{\"sentence\": \"_ watches the fox\", \"option1\": \"the dog\", \"option2\": \"a cat\", \"answer\": 2}\n"
+               "{\"sentence\": \"the fox _ away\", \"option1\": \"runs\", \"option2\": \"sleeps\", \"answer\": \"1\"}\n",
+               path);
+    zaya_mc_set set;
+    zaya_mc_format f = ZAYA_MC_AUTO;
+    CHECK(zaya_mc_load(path, ZAYA_MC_AUTO, tok, 24, &set, &f) == ZAYA_OK, "load: %s", zaya_error_message());
+    CHECK(f == ZAYA_MC_WINOGRANDE && set.n == 3, "detected %s, %lld items", zaya_mc_format_name(f), (long long)set.n);
+    CHECK(set.items[0].common >= 1 && set.items[0].common < set.items[0].nctx[0], "shared prefix %lld of %lld",
+          (long long)set.items[0].common, (long long)set.items[0].nctx[0]);
+    zaya_infer *e = NULL;
+    zaya_infer_opts o = {.max_seqs = 4, .max_len = 24, .gemv = 1};
+    CHECK(zaya_infer_init(&e, &model, &o) == ZAYA_OK, "engine");
+    double scores[6];
+    zaya_mc_result r;
+    CHECK(zaya_eval_mc(e, &set, scores, &r) == ZAYA_OK, "eval: %s", zaya_error_message());
+    double worst = 0;
+    int correct = 0;
+    for (int i = 0; i < 3; i++) {
+        double ref[2];
+        for (int c = 0; c < 2; c++) {
+            ref[c] = ref_score(ctx[i][c], cont[i]);
+            worst = fmax(worst, fabs(scores[2 * i + c] - ref[c]) / fmax(1.0, fabs(ref[c])));
+        }
+        correct += (ref[1] > ref[0]) == (label[i] == 1);
+    }
+    CHECK_ERR("winogrande scores vs full forward", worst, 1e-5);
+    const double p = correct / 3.0;
+    CHECK(r.correct == correct && r.correct_norm == correct, "acc %lld, acc_norm %lld, want %d", (long long)r.correct,
+          (long long)r.correct_norm, correct);
+    CHECK(fabs(r.acc_stderr - sqrt(p * (1 - p) / 2)) < 1e-12, "stderr %g want %g", r.acc_stderr, sqrt(p * (1 - p) / 2));
+    printf("winogrande: acc %.3f +- %.3f, score error %.2e\n", r.acc, r.acc_stderr, worst);
+    zaya_mc_free(&set);
+    zaya_infer_free(e);
+}
+
+/* The released layouts in tests/fixtures/eval parse into lm-eval-harness's contexts and choices. */
+static zaya_mc_docs read_fixture(const char *name, zaya_mc_format want, int64_t n) {
+    char path[512];
+    const char *data = getenv("ZAYA_TEST_DATA");
+    snprintf(path, sizeof path, "%s/fixtures/eval/%s", data ? data : "tests", name);
+    zaya_mc_docs d = {0};
+    CHECK(zaya_mc_read(path, ZAYA_MC_AUTO, &d) == ZAYA_OK, "%s: %s", name, zaya_error_message());
+    CHECK(d.format == want && d.n == n, "%s: format %s, %lld items", name, zaya_mc_format_name(d.format), (long long)d.n);
+    return d;
+}
+
+static void check_doc(const char *what, const zaya_mc_docs *d, int64_t i, int64_t line, int nch, int label, int c,
+                      const char *ctx, const char *cont, int64_t nb) {
+    if (i >= d->n) {
+        CHECK(0, "%s: no item %lld", what, (long long)i);
+        return;
+    }
+    const zaya_mc_doc *x = &d->docs[i];
+    CHECK(x->line == line && x->nchoices == nch && x->label == label, "%s: line %lld, %d choices, label %d", what,
+          (long long)x->line, x->nchoices, x->label);
+    if (c >= x->nchoices) return;
+    CHECK(strcmp(x->ctx[c], ctx) == 0, "%s: context\n  got  '%s'\n  want '%s'", what, x->ctx[c], ctx);
+    CHECK(strcmp(x->cont[c], cont) == 0, "%s: continuation '%s', want '%s'", what, x->cont[c], cont);
+    CHECK(x->norm_bytes[c] == nb, "%s: norm bytes %lld, want %lld", what, (long long)x->norm_bytes[c], (long long)nb);
+}
+
+static void test_formats(void) {
+    zaya_mc_docs d = read_fixture("hellaswag.jsonl", ZAYA_MC_HELLASWAG, 3);
+    check_doc("hellaswag 1", &d, 0, 1, 4, 3, 3,
+              "Removing ice from car: Then, the man writes over the snow covering the window of a car, and a woman "
+              "wearing winter clothes smiles. Then",
+              " , the man continues removing the snow on his car.", 49);
+    check_doc("hellaswag 2", &d, 1, 2, 4, 3, 0,
+              "Baking cookies: A female chef in white uniform shows a stack of baking pans in a large kitchen "
+              "presenting them. The pans",
+              " contain egg yolks and baking soda.", 34);
+    check_doc("hellaswag 3", &d, 2, 4, 4, 0, 0,
+              "Home and Garden: How to grow a lemon tree. Pick a sunny spot.  Lemon trees need light.", " Water it daily.", 15);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("arc_challenge.jsonl", ZAYA_MC_ARC, 3);
+    check_doc("arc 2", &d, 1, 2, 3, 0, 1, "Question: Which tool is used to measure the mass of a rock?\nAnswer:", " ruler", 5);
+    check_doc("arc 3", &d, 2, 3, 5, 1, 4, "Question: Which of these is a gas at room temperature?\nAnswer:", " ice", 3);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("arc_easy_hf.json", ZAYA_MC_ARC, 2);
+    check_doc("arc hf 2", &d, 1, 2, 4, 1, 1, "Question: Which part of a plant takes in water from the soil?\nAnswer:", " roots", 5);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("piqa.jsonl", ZAYA_MC_PIQA, 3);
+    check_doc("piqa 2", &d, 1, 2, 2, 1, 0, "Question: dresser\nAnswer:", " replace drawer with bobby pin ", 30);
+    check_doc("piqa 3", &d, 2, 3, 2, 0, 1, "Question: To make a cup of tea,\nAnswer:", " pour hot water over a spoon in a mug.", 37);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("piqa_hf.jsonl", ZAYA_MC_PIQA, 2);
+    check_doc("piqa hf 2", &d, 1, 2, 2, 1, 1, "Question: How to keep bread fresh?\nAnswer:", " Store it in a sealed bag.", 25);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("winogrande.jsonl", ZAYA_MC_WINOGRANDE, 3);
+    check_doc("winogrande 1", &d, 0, 1, 2, 1, 0,
+              "Ian volunteered to eat Dennis's menudo after already having a bowl because Ian", " despised eating intestine.", 26);
+    check_doc("winogrande 2", &d, 1, 2, 2, 0, 1, "The trophy doesn't fit into the brown suitcase because the suitcase",
+              " is too large.", 13);
+    check_doc("winogrande 3", &d, 2, 3, 2, 0, 1, "The cat", " barked at the mailman all morning.", 34);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("mmlu_hf.jsonl", ZAYA_MC_MMLU, 3);
+    check_doc("mmlu 2", &d, 1, 2, 4, 3, 3,
+              "The following are multiple choice questions (with answers) about anatomy.\n\nWhat is the embryological "
+              "origin of the hyoid bone?\nA. The first pharyngeal arch\nB. The first and second pharyngeal arches\nC. The "
+              "second pharyngeal arch\nD. The second and third pharyngeal arches\nAnswer:",
+              " D", 1);
+    check_doc("mmlu 3", &d, 2, 3, 4, 2, 0, "Which of these is a prime number?\nA. 4\nB. 6\nC. 7\nD. 9\nAnswer:", " A", 1);
+    zaya_mc_docs_free(&d);
+    d = read_fixture("high_school_physics_test.csv", ZAYA_MC_MMLU, 3);
+    check_doc("mmlu csv 1", &d, 0, 1, 4, 2, 2,
+              "The following are multiple choice questions (with answers) about high school physics.\n\nA 2 kg object "
+              "moves at 3 m/s. What is its kinetic energy?\nA. 3 J\nB. 6 J\nC. 9 J\nD. 18 J\nAnswer:",
+              " C", 1);
+    check_doc("mmlu csv 3", &d, 2, 3, 4, 0, 1,
+              "The following are multiple choice questions (with answers) about high school physics.\n\nA \"massless\" "
+              "rope holds a weight,\nthen the rope is cut. The weight\nA. falls\nB. rises\nC. stays\nD. spins\nAnswer:",
+              " B", 1);
+    zaya_mc_docs_free(&d);
+}
+
+static void expect_read_error(const char *name, const char *text, zaya_mc_format f, const char *needle) {
+    char path[256];
+    write_text(name, text, path);
+    zaya_mc_docs d = {(zaya_mc_doc *)1, 99, ZAYA_MC_AUTO};
+    zaya_status s = zaya_mc_read(path, f, &d);
+    CHECK(s != ZAYA_OK && strstr(zaya_error_message(), needle), "%s: want error with '%s', got '%s'", name, needle,
+          s == ZAYA_OK ? "ok" : zaya_error_message());
+    CHECK(d.docs == NULL && d.n == 0, "%s: partial items returned", name);
+}
+
+static void test_format_errors(void) {
+    const char *wino = "{\"sentence\": \"a _ b\", \"option1\": \"x\", \"option2\": \"y\", \"answer\": \"1\"}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s{\"sentence\": \"a _ b\", \"option1\": \"x\", \"answer\": \"1\"}\n", wino);
+    expect_read_error("w1.jsonl", text, ZAYA_MC_AUTO, "w1.jsonl:2: missing field 'option2'");
+    snprintf(text, sizeof text, "%s\n{\"sentence\": \"a b\", \"option1\": \"x\", \"option2\": \"y\", \"answer\": \"1\"}\n", wino);
+    expect_read_error("w2.jsonl", text, ZAYA_MC_AUTO, "w2.jsonl:3: field 'sentence' has no '_' blank");
+    expect_read_error("w3.jsonl", "{\"sentence\": \"a _\", \"option1\": \"x\", \"option2\": \"y\", \"answer\": \"\"}\n",
+                      ZAYA_MC_AUTO, "w3.jsonl:1: field 'answer' is empty");
+    expect_read_error("unknown.jsonl", "{\"foo\": 1, \"bar\": \"x\"}\n", ZAYA_MC_AUTO,
+                      "unknown.jsonl:1: unknown multiple-choice layout (fields: foo, bar); known layouts: zaya {context, "
+                      "choices, label}, hellaswag");
+    expect_read_error("forced.jsonl", wino, ZAYA_MC_PIQA, "forced.jsonl:1: missing field 'goal'");
+    expect_read_error("arc.jsonl",
+                      "{\"question\": {\"stem\": \"q\", \"choices\": [{\"text\": \"a\", \"label\": \"A\"}, {\"text\": "
+                      "\"b\"}]}, \"answerKey\": \"A\"}\n",
+                      ZAYA_MC_AUTO, "arc.jsonl:1: missing field 'question.choices[1].label'");
+    expect_read_error("arc2.jsonl",
+                      "{\"question\": \"q\", \"choices\": {\"text\": [\"a\", \"b\"], \"label\": [\"A\", \"B\"]}, "
+                      "\"answerKey\": \"C\"}\n",
+                      ZAYA_MC_AUTO, "arc2.jsonl:1: answerKey 'C' is not one of the choice labels");
+    expect_read_error("hs.jsonl", "{\"ctx_a\": \"a\", \"ctx_b\": \"b\", \"endings\": [\"x\", 2], \"label\": 0}\n",
+                      ZAYA_MC_AUTO, "hs.jsonl:1: field 'endings[1]' must be a string");
+    expect_read_error("hs2.jsonl", "{\"ctx_a\": \"a\", \"ctx_b\": \"b\", \"endings\": [\"x\", \"y\"], \"label\": 4}\n",
+                      ZAYA_MC_AUTO, "hs2.jsonl:1: label 4 is out of range for 2 choices");
+    const char *piqa = "{\"goal\": \"g\", \"sol1\": \"a\", \"sol2\": \"b\"}\n";
+    expect_read_error("p1.jsonl", piqa, ZAYA_MC_AUTO, "p1.jsonl:1: missing field 'label' and no labels file");
+    char lp[256];
+    write_text("p2-labels.lst", "0\n1\n", lp);
+    expect_read_error("p2.jsonl", piqa, ZAYA_MC_AUTO, "p2-labels.lst:2: more labels than the 1 records");
+    write_text("p3-labels.lst", "2\n", lp);
+    expect_read_error("p3.jsonl", piqa, ZAYA_MC_AUTO, "p3-labels.lst:1: label '2' is not 0 or 1");
+    expect_read_error("m_test.csv", "q,a,b,c,d,A\nq,a,b,7x\n", ZAYA_MC_AUTO, "m_test.csv:2: answer '7x' is neither");
+    expect_read_error("m2_test.csv", "q,a,b,c,d,A\n\"q,a,b,c,d,A\n", ZAYA_MC_AUTO, "m2_test.csv:2: unterminated quoted");
+    expect_read_error("m3_test.csv", "q,a\n", ZAYA_MC_AUTO, "m3_test.csv:1: 2 CSV fields");
+    expect_read_error("mm.jsonl", "{\"question\": \"q\", \"choices\": [\"a\", \"b\"], \"answer\": \"E\"}\n", ZAYA_MC_AUTO,
+                      "mm.jsonl:1: label 4 is out of range for 2 choices");
+    expect_read_error("arr.json", "[{\"goal\": \"g\", \"sol1\": \"a\", \"sol2\": \"b\", \"label\": 0}, {\"goal\": \"g\"}]",
+                      ZAYA_MC_AUTO, "arr.json: item 2: missing field 'sol1'");
+    zaya_mc_format f;
+    CHECK(zaya_mc_format_parse("arc", &f) == ZAYA_OK && f == ZAYA_MC_ARC, "format arc");
+    CHECK(zaya_mc_format_parse("squad", &f) != ZAYA_OK &&
+              strstr(zaya_error_message(), "unknown task format 'squad' (known: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu)"),
+          "unknown format: %s", zaya_error_message());
+}
+
 int main(void) {
     setup();
     test_lm();
     test_mc();
     test_mc_errors();
+    test_mc_partial();
+    test_formats();
+    test_format_errors();
     zaya_model_free(&model);
     zaya_tokenizer_free(tok);
     char cmd[128];

@@ -131,17 +131,60 @@ zaya_status zaya_eval_read_shard(const char *path, int64_t vocab, int64_t limit,
 static inline double zaya_eval_ppl(const zaya_eval_lm *r) { return exp(r->nll / (double)r->tokens); }
 static inline double zaya_eval_bpb(const zaya_eval_lm *r) { return r->nll / log(2.0) / (double)r->bytes; }
 
-/* Multiple choice (lm-eval-harness conventions): each choice is scored by the summed log-likelihood
- * of its tokens after the context; acc takes the best sum, acc_norm the best sum divided by the
- * choice's byte length. */
-typedef struct zaya_mc_item {
-    int64_t line; /* 1-based line of the JSONL file */
-    int32_t *ctx;
-    int64_t nctx;
+/* Multiple choice (lm-eval-harness conventions). Every choice c of an item is a context string and
+ * a continuation string; the score is the summed log-likelihood of the continuation's tokens given
+ * the context (encoded as lm-eval-harness: trailing spaces of the context move to the continuation,
+ * context + continuation is encoded whole and the tokens after the context's own encoding are
+ * scored). acc takes the best score, acc_norm the best score divided by norm_bytes[c].
+ *
+ * Layouts (src/infer/mc_formats.c): zaya {context, choices, label} as given, and the released forms
+ * of HellaSwag, ARC, PIQA, Winogrande (partial scoring: the option fills the blank in the context,
+ * the rest of the sentence is the continuation) and MMLU (HF JSON and the original CSV), with
+ * lm-eval-harness's prompts. */
+typedef enum zaya_mc_format {
+    ZAYA_MC_AUTO = 0,
+    ZAYA_MC_ZAYA,
+    ZAYA_MC_HELLASWAG,
+    ZAYA_MC_ARC,
+    ZAYA_MC_PIQA,
+    ZAYA_MC_WINOGRANDE,
+    ZAYA_MC_MMLU,
+} zaya_mc_format;
+
+/* "hellaswag" -> ZAYA_MC_HELLASWAG ("auto" too); an unknown name is an error listing the known ones. */
+zaya_status zaya_mc_format_parse(const char *name, zaya_mc_format *out);
+const char *zaya_mc_format_name(zaya_mc_format f);
+
+typedef struct zaya_mc_doc {
+    int64_t line; /* 1-based line of the record (JSON arrays: the item's index, 1-based) */
     int nchoices;
-    int32_t **choice;
-    int64_t *nchoice;
-    int64_t *choice_bytes;
+    char **ctx;          /* [nchoices] */
+    char **cont;         /* [nchoices] */
+    int64_t *norm_bytes; /* [nchoices] acc_norm divisor: bytes of the choice text (no delimiter) */
+    int label;
+} zaya_mc_doc;
+
+typedef struct zaya_mc_docs {
+    zaya_mc_doc *docs;
+    int64_t n;
+    zaya_mc_format format; /* the layout read (detected from the first record under ZAYA_MC_AUTO) */
+} zaya_mc_docs;
+
+/* Reads a task file: JSONL, a JSON array of records, or (MMLU) the original headerless CSV
+ * question,A,B,C,D,answer. Every record must have the layout's fields; errors name file:line and
+ * the field, and nothing is returned. PIQA records without "label" take their labels from the
+ * released companion file (X.jsonl -> X-labels.lst). */
+zaya_status zaya_mc_read(const char *path, zaya_mc_format fmt, zaya_mc_docs *out);
+void zaya_mc_docs_free(zaya_mc_docs *d);
+
+typedef struct zaya_mc_item {
+    int64_t line;
+    int nchoices;
+    int32_t **seq;       /* [nchoices] context tokens, then continuation tokens */
+    int64_t *nseq;       /* [nchoices] */
+    int64_t *nctx;       /* [nchoices] context tokens (>= 1); seq[nctx..nseq) is scored */
+    int64_t *norm_bytes; /* [nchoices] */
+    int64_t common;      /* leading tokens equal in every seq and within every context: prefilled once */
     int label;
 } zaya_mc_item;
 
@@ -151,15 +194,19 @@ typedef struct zaya_mc_set {
 } zaya_mc_set;
 
 struct zaya_tokenizer;
-/* Reads JSONL lines {"context": str, "choices": [str, ...], "label": int}, tokenizes them and checks
- * every item against max_len (context + longest choice). Errors name the file and line; on error
- * nothing is returned. Blank lines are skipped. */
-zaya_status zaya_mc_load(const char *path, const struct zaya_tokenizer *tok, int64_t max_len, zaya_mc_set *out);
+/* Tokenizes docs and checks each sequence against max_len. Errors name the record's line. */
+zaya_status zaya_mc_tokenize(const zaya_mc_docs *docs, const char *path, const struct zaya_tokenizer *tok,
+                             int64_t max_len, zaya_mc_set *out);
+/* zaya_mc_read + zaya_mc_tokenize; format_out (may be NULL) receives the layout read. */
+zaya_status zaya_mc_load(const char *path, zaya_mc_format fmt, const struct zaya_tokenizer *tok, int64_t max_len,
+                         zaya_mc_set *out, zaya_mc_format *format_out);
 void zaya_mc_free(zaya_mc_set *set);
 
 typedef struct zaya_mc_result {
     int64_t n, correct, correct_norm;
-    double acc, acc_norm, seconds;
+    double acc, acc_norm;
+    double acc_stderr, acc_norm_stderr; /* sqrt(p (1 - p) / (n - 1)) (lm-eval-harness); NAN for n < 2 */
+    double seconds;
 } zaya_mc_result;
 /* scores (may be NULL): one double per choice of every item, in order. */
 zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, zaya_mc_result *out);

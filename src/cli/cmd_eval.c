@@ -1,6 +1,8 @@
 /* zaya eval: perplexity and bits per byte on a token shard or a text file, and multiple-choice tasks
- * from JSONL scored by log-likelihood (acc and byte-length-normalised acc_norm). Every input is
+ * (zaya JSONL or the released HellaSwag / ARC / PIQA / Winogrande / MMLU files) scored by
+ * log-likelihood (acc and byte-length-normalised acc_norm, with standard errors). Every input is
  * read and validated before anything is scored; a failure reports no result. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +36,39 @@ static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok,
     return ZAYA_OK;
 }
 
+static void add_number_or_null(cJSON *j, const char *key, double v) {
+    if (isnan(v)) cJSON_AddNullToObject(j, key);
+    else cJSON_AddNumberToObject(j, key, v);
+}
+
+/* One line per item: its line in the task file, the gold index, each choice's log-likelihood and
+ * acc_norm divisor (bytes), and the two predictions. */
+static zaya_status write_items(const char *path, const zaya_mc_set *set, const double *scores) {
+    FILE *f = fopen(path, "w");
+    if (!f) return zaya_error_set(ZAYA_EIO, "cannot create '%s'", path);
+    int64_t k = 0;
+    for (int64_t i = 0; i < set->n; i++) {
+        const zaya_mc_item *it = &set->items[i];
+        int best = 0, best_norm = 0;
+        fprintf(f, "{\"line\": %lld, \"label\": %d, \"ll\": [", (long long)it->line, it->label);
+        for (int c = 0; c < it->nchoices; c++) {
+            fprintf(f, "%s%.17g", c ? ", " : "", scores[k + c]);
+            if (scores[k + c] > scores[k + best]) best = c;
+            if (scores[k + c] / (double)it->norm_bytes[c] > scores[k + best_norm] / (double)it->norm_bytes[best_norm])
+                best_norm = c;
+        }
+        fprintf(f, "], \"bytes\": [");
+        for (int c = 0; c < it->nchoices; c++) fprintf(f, "%s%lld", c ? ", " : "", (long long)it->norm_bytes[c]);
+        fprintf(f, "], \"pred\": %d, \"pred_norm\": %d}\n", best, best_norm);
+        k += it->nchoices;
+    }
+    if (fclose(f) != 0) return zaya_error_set(ZAYA_EIO, "cannot write '%s'", path);
+    return ZAYA_OK;
+}
+
 int zaya_cmd_eval(int argc, char **argv) {
     zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
-    const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval";
+    const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval", *format = "auto";
     const char *tasks[MAX_TASKS];
     zaya_flag_list task_list = {tasks, MAX_TASKS, 0};
     int64_t window = 0, batch = 4, max_tokens = 0;
@@ -49,7 +81,8 @@ int zaya_cmd_eval(int argc, char **argv) {
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (needed for --text, --task, bpb)"},
         {"shard", 0, ZAYA_FLAG_STRING, &shard, "FILE", "token shard (.ztok) for perplexity"},
         {"text", 0, ZAYA_FLAG_STRING, &text, "FILE", "text file for perplexity and bits per byte"},
-        {"task", 0, ZAYA_FLAG_LIST, &task_list, "JSONL", "multiple-choice task {context, choices, label}"},
+        {"task", 0, ZAYA_FLAG_LIST, &task_list, "FILE", "multiple-choice task file (JSONL, JSON or MMLU CSV)"},
+        {"format", 0, ZAYA_FLAG_STRING, &format, "F", "task layout: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu (default: auto)"},
         {"ctx", 0, ZAYA_FLAG_I64, &window, "N", "perplexity window (default: max_position_embeddings)"},
         {"max-tokens", 0, ZAYA_FLAG_I64, &max_tokens, "N", "evaluate at most N tokens of the shard/text (default: all)"},
         {"batch", 'b', ZAYA_FLAG_I64, &batch, "B", "sequences scored at once (default: 4)"},
@@ -58,7 +91,9 @@ int zaya_cmd_eval(int argc, char **argv) {
     };
     zaya_cmd_spec spec = {"eval", "perplexity / bits per byte and multiple-choice accuracy", "[options]",
                           "acc picks the choice with the largest summed log-likelihood given the context; acc_norm "
-                          "divides it by the choice's length in bytes (lm-eval-harness). Writes eval.json.",
+                          "divides it by the choice's length in bytes (lm-eval-harness); +- is the standard error. Task "
+                          "layouts are detected from their fields. Writes eval.json and items-K.jsonl (per-choice "
+                          "log-likelihoods of task K).",
                           flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
@@ -69,6 +104,8 @@ int zaya_cmd_eval(int argc, char **argv) {
     if (shard && text) return zaya_flags_usage_error(&spec, "give --shard or --text, not both");
     if ((text || nt) && !tok_path) return zaya_flags_usage_error(&spec, "--text and --task need --tokenizer");
     if (batch < 1 || window < 0 || max_tokens < 0) return zaya_flags_usage_error(&spec, "--batch must be >= 1, --ctx and --max-tokens >= 0");
+    zaya_mc_format fmt = ZAYA_MC_AUTO;
+    if (zaya_mc_format_parse(format, &fmt) != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     zaya_threads_init(threads);
 
     int code = 1;
@@ -82,6 +119,8 @@ int zaya_cmd_eval(int argc, char **argv) {
     zaya_mc_set sets[MAX_TASKS];
     memset(sets, 0, sizeof sets);
     zaya_mc_result mres[MAX_TASKS];
+    zaya_mc_format fmts[MAX_TASKS];
+    double *mscores[MAX_TASKS] = {0};
     cJSON *root = NULL;
     char msg[600];
 
@@ -125,7 +164,7 @@ int zaya_cmd_eval(int argc, char **argv) {
     }
     int64_t max_choices = 1;
     for (int k = 0; k < nt; k++) {
-        if (zaya_mc_load(tasks[k], tok, ctx, &sets[k]) != ZAYA_OK) {
+        if (zaya_mc_load(tasks[k], fmt, tok, ctx, &sets[k], &fmts[k]) != ZAYA_OK) {
             fail(NULL);
             goto done;
         }
@@ -151,12 +190,21 @@ int zaya_cmd_eval(int argc, char **argv) {
         fail("perplexity");
         goto done;
     }
-    for (int k = 0; k < nt; k++)
-        if (zaya_eval_mc(e, &sets[k], NULL, &mres[k]) != ZAYA_OK) {
+    for (int k = 0; k < nt; k++) {
+        int64_t nsc = 0;
+        for (int64_t i = 0; i < sets[k].n; i++) nsc += sets[k].items[i].nchoices;
+        mscores[k] = malloc((size_t)nsc * sizeof(double));
+        if (!mscores[k]) {
+            zaya_error_set(ZAYA_ENOMEM, "out of memory");
+            fail(NULL);
+            goto done;
+        }
+        if (zaya_eval_mc(e, &sets[k], mscores[k], &mres[k]) != ZAYA_OK) {
             snprintf(msg, sizeof msg, "task '%s'", tasks[k]);
             fail(msg);
             goto done;
         }
+    }
 
     /* results: table and eval.json */
     root = cJSON_CreateObject();
@@ -184,23 +232,42 @@ int zaya_cmd_eval(int argc, char **argv) {
         cJSON_AddNumberToObject(j, "seconds", lm.seconds);
     }
     if (nt) {
-        printf("\n%-32s %8s %10s %10s %10s\n", "task", "items", "acc", "acc_norm", "seconds");
+        printf("\n%-32s %-10s %8s %17s %17s %10s\n", "task", "format", "items", "acc", "acc_norm", "seconds");
         cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
         for (int k = 0; k < nt; k++) {
-            printf("%-32s %8lld %10.4f %10.4f %10.2f\n", tasks[k], (long long)mres[k].n, mres[k].acc, mres[k].acc_norm,
-                   mres[k].seconds);
+            const zaya_mc_result *r = &mres[k];
+            printf("%-32s %-10s %8lld %8.4f +- %.4f %8.4f +- %.4f %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
+                   (long long)r->n, r->acc, isnan(r->acc_stderr) ? 0.0 : r->acc_stderr, r->acc_norm,
+                   isnan(r->acc_norm_stderr) ? 0.0 : r->acc_norm_stderr, r->seconds);
             cJSON *j = cJSON_CreateObject();
+            char name[32];
+            snprintf(name, sizeof name, "items-%d.jsonl", k);
             cJSON_AddStringToObject(j, "task", tasks[k]);
-            cJSON_AddNumberToObject(j, "items", (double)mres[k].n);
-            cJSON_AddNumberToObject(j, "acc", mres[k].acc);
-            cJSON_AddNumberToObject(j, "acc_norm", mres[k].acc_norm);
-            cJSON_AddNumberToObject(j, "seconds", mres[k].seconds);
+            cJSON_AddStringToObject(j, "format", zaya_mc_format_name(fmts[k]));
+            cJSON_AddNumberToObject(j, "items", (double)r->n);
+            cJSON_AddNumberToObject(j, "acc", r->acc);
+            add_number_or_null(j, "acc_stderr", r->acc_stderr);
+            cJSON_AddNumberToObject(j, "acc_norm", r->acc_norm);
+            add_number_or_null(j, "acc_norm_stderr", r->acc_norm_stderr);
+            cJSON_AddStringToObject(j, "items_file", name);
+            cJSON_AddNumberToObject(j, "seconds", r->seconds);
             cJSON_AddItemToArray(arr, j);
         }
     }
     char path[1024];
-    if (zaya_mkdir_p(out) != ZAYA_OK || zaya_path_join(path, sizeof path, out, "eval.json") != ZAYA_OK ||
-        zaya_json_write_file(path, root, 1) != ZAYA_OK) {
+    if (zaya_mkdir_p(out) != ZAYA_OK) {
+        fail("writing results");
+        goto done;
+    }
+    for (int k = 0; k < nt; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "items-%d.jsonl", k);
+        if (zaya_path_join(path, sizeof path, out, name) != ZAYA_OK || write_items(path, &sets[k], mscores[k]) != ZAYA_OK) {
+            fail("writing results");
+            goto done;
+        }
+    }
+    if (zaya_path_join(path, sizeof path, out, "eval.json") != ZAYA_OK || zaya_json_write_file(path, root, 1) != ZAYA_OK) {
         fail("writing results");
         goto done;
     }
@@ -208,7 +275,10 @@ int zaya_cmd_eval(int argc, char **argv) {
     code = 0;
 done:
     cJSON_Delete(root);
-    for (int k = 0; k < nt; k++) zaya_mc_free(&sets[k]);
+    for (int k = 0; k < nt; k++) {
+        zaya_mc_free(&sets[k]);
+        free(mscores[k]);
+    }
     free(tb);
     free(ids);
     zaya_infer_free(e);

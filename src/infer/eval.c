@@ -108,25 +108,29 @@ done:
     return st;
 }
 
-/* Items are scored in groups whose choices fit in the slots: the contexts of a group are prefilled
- * together (slot of the item's first choice), copied into the other choices' slots, then every
- * choice's tokens run in one step with all rows' logits. */
+/* Items are scored in groups whose choices fit in the slots: the tokens every choice of an item
+ * shares (`common`) are prefilled once in the slot of its first choice and copied into the other
+ * choices' slots, then the rest of every choice's sequence runs in one step with all rows' logits.
+ * Token t of a sequence is scored from the logits after token t - 1: the prefill's last row when
+ * t - 1 is the last shared token, else a row of the second step. */
 zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, zaya_mc_result *out) {
     *out = (zaya_mc_result){0};
+    out->acc_stderr = out->acc_norm_stderr = NAN;
     const int64_t S = zaya_infer_max_seqs(e), V = zaya_infer_vocab(e);
-    int64_t max_choice = 0, max_ctx = 0;
+    int64_t max_rest = 0, max_common = 0;
     for (int64_t i = 0; i < set->n; i++) {
         const zaya_mc_item *it = &set->items[i];
         if (it->nchoices > S)
             return zaya_error_set(ZAYA_EINVAL, "line %lld: %d choices, the engine has %lld slots", (long long)it->line,
                                   it->nchoices, (long long)S);
-        max_ctx = it->nctx > max_ctx ? it->nctx : max_ctx;
-        for (int c = 0; c < it->nchoices; c++) max_choice = it->nchoice[c] > max_choice ? it->nchoice[c] : max_choice;
+        max_common = it->common > max_common ? it->common : max_common;
+        for (int c = 0; c < it->nchoices; c++)
+            max_rest = it->nseq[c] - it->common > max_rest ? it->nseq[c] - it->common : max_rest;
     }
-    float *logits = zaya_malloc((size_t)(S * (max_choice + 1) * V) * sizeof(float));
+    float *logits = zaya_malloc((size_t)(S * max_rest * V) * sizeof(float));
     float *ctx_logits = zaya_malloc((size_t)(S * V) * sizeof(float));
     int64_t *slots = malloc((size_t)S * sizeof(int64_t)), *lens = malloc((size_t)S * sizeof(int64_t));
-    int32_t *flat = malloc((size_t)(S * (max_ctx + max_choice + 1)) * sizeof(int32_t));
+    int32_t *flat = malloc((size_t)(S * (max_common + max_rest)) * sizeof(int32_t));
     double *sc = malloc((size_t)S * sizeof(double));
     zaya_status st = ZAYA_OK;
     if (!logits || !ctx_logits || !slots || !lens || !flat || !sc) {
@@ -136,36 +140,30 @@ zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, 
     const double t0 = zaya_now_s();
     int64_t score_at = 0;
     for (int64_t i0 = 0; i0 < set->n && st == ZAYA_OK;) {
-        /* group [i0, i1): contexts in slots base[i], choices in base[i] .. base[i]+nchoices-1 */
+        /* group [i0, i1): shared prefixes in slots base[i], choices in base[i] .. base[i]+nchoices-1 */
         int64_t i1 = i0, used = 0, nf = 0;
         while (i1 < set->n && used + set->items[i1].nchoices <= S) {
             const zaya_mc_item *it = &set->items[i1];
             slots[i1 - i0] = used;
-            lens[i1 - i0] = it->nctx;
-            for (int64_t t = 0; t < it->nctx; t++) flat[nf++] = it->ctx[t];
+            lens[i1 - i0] = it->common;
+            for (int64_t t = 0; t < it->common; t++) flat[nf++] = it->seq[0][t];
             zaya_infer_reset(e, used);
             used += it->nchoices;
             i1++;
         }
         const int64_t ng = i1 - i0;
-        st = zaya_infer_step(e, ng, slots, lens, flat, ctx_logits, 0);
+        if (nf > 0) st = zaya_infer_step(e, ng, slots, lens, flat, ctx_logits, 0);
         if (st != ZAYA_OK) break;
-        /* copy each context into its item's other choice slots (item ranges never overlap a base) */
+        /* copy each prefix into its item's other choice slots (item ranges never overlap a base) */
         int64_t k = 0;
         nf = 0;
         for (int64_t g = 0; g < ng; g++) {
             const zaya_mc_item *it = &set->items[i0 + g];
             for (int c = 0; c < it->nchoices; c++, k++) {
-                zaya_infer_copy_slot(e, k, slots[g]);
-                for (int64_t t = 0; t < it->nchoice[c]; t++) flat[nf++] = it->choice[c][t];
-            }
-        }
-        k = 0;
-        for (int64_t g = 0; g < ng; g++) {
-            const zaya_mc_item *it = &set->items[i0 + g];
-            for (int c = 0; c < it->nchoices; c++, k++) {
-                lens[k] = it->nchoice[c];
-                sc[k] = zaya_log_prob(ctx_logits + g * V, V, it->choice[c][0]);
+                if (c > 0 && it->common > 0) zaya_infer_copy_slot(e, k, slots[g]);
+                else if (c > 0) zaya_infer_reset(e, k);
+                lens[k] = it->nseq[c] - it->common;
+                for (int64_t t = it->common; t < it->nseq[c]; t++) flat[nf++] = it->seq[c][t];
             }
         }
         for (int64_t j = 0; j < k; j++) slots[j] = j;
@@ -178,10 +176,13 @@ zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, 
             int best = 0, best_norm = 0;
             double bv = -INFINITY, bn = -INFINITY;
             for (int c = 0; c < it->nchoices; c++, k++) {
-                for (int64_t t = 0; t + 1 < it->nchoice[c]; t++)
-                    sc[k] += zaya_log_prob(logits + (row + t) * V, V, it->choice[c][t + 1]);
-                row += it->nchoice[c];
-                const double norm = sc[k] / (double)(it->choice_bytes[c] > 0 ? it->choice_bytes[c] : 1);
+                sc[k] = 0;
+                for (int64_t t = it->nctx[c]; t < it->nseq[c]; t++) {
+                    const float *lg = t - 1 < it->common ? ctx_logits + g * V : logits + (row + t - 1 - it->common) * V;
+                    sc[k] += zaya_log_prob(lg, V, it->seq[c][t]);
+                }
+                row += it->nseq[c] - it->common;
+                const double norm = sc[k] / (double)(it->norm_bytes[c] > 0 ? it->norm_bytes[c] : 1);
                 if (sc[k] > bv) bv = sc[k], best = c;
                 if (norm > bn) bn = norm, best_norm = c;
                 if (scores) scores[score_at++] = sc[k];
@@ -196,6 +197,11 @@ zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, 
     if (out->n > 0) {
         out->acc = (double)out->correct / (double)out->n;
         out->acc_norm = (double)out->correct_norm / (double)out->n;
+    }
+    if (out->n > 1) {
+        const double n1 = (double)(out->n - 1);
+        out->acc_stderr = sqrt(out->acc * (1 - out->acc) / n1);
+        out->acc_norm_stderr = sqrt(out->acc_norm * (1 - out->acc_norm) / n1);
     }
 done:
     zaya_free(logits);

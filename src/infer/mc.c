@@ -1,19 +1,17 @@
-/* Multiple-choice task files: JSONL, one item per line, validated and tokenized up front so that a
- * bad line stops the run before anything is scored. */
+/* Multiple-choice items: each choice's (context, continuation) text from mc_formats.c tokenized as
+ * lm-eval-harness does, validated against the model's context before anything is scored. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "zaya/fs.h"
 #include "zaya/infer.h"
-#include "zaya/json.h"
 #include "zaya/tokenizer.h"
 
 static void item_free(zaya_mc_item *it) {
-    free(it->ctx);
-    for (int c = 0; c < it->nchoices && it->choice; c++) free(it->choice[c]);
-    free(it->choice);
-    free(it->nchoice);
-    free(it->choice_bytes);
+    for (int c = 0; c < it->nchoices && it->seq; c++) free(it->seq[c]);
+    free(it->seq);
+    free(it->nseq);
+    free(it->nctx);
+    free(it->norm_bytes);
     memset(it, 0, sizeof *it);
 }
 
@@ -24,103 +22,89 @@ void zaya_mc_free(zaya_mc_set *set) {
     set->n = 0;
 }
 
-static zaya_status encode(const zaya_tokenizer *tok, const char *text, int32_t **ids, int64_t *n) {
-    size_t len = 0, cap = 0;
-    *ids = NULL;
-    zaya_status s = zaya_tokenizer_encode(tok, text, strlen(text), ids, &len, &cap);
-    *n = (int64_t)len;
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Trailing whitespace of the context moves to the continuation; context + continuation is encoded
+ * whole and the tokens past the context's own encoding are the continuation. */
+static zaya_status encode_pair(const zaya_tokenizer *tok, const char *ctx, const char *cont, int32_t **seq,
+                               int64_t *nseq, int64_t *nctx) {
+    size_t lc = strlen(ctx), lk = strlen(cont);
+    while (lc && is_space(ctx[lc - 1])) lc--;
+    char *whole = malloc(strlen(ctx) + lk + 1);
+    if (!whole) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
+    memcpy(whole, ctx, strlen(ctx));
+    memcpy(whole + strlen(ctx), cont, lk + 1);
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0, nc = 0, cap2 = 0;
+    *seq = NULL;
+    zaya_status s = zaya_tokenizer_encode(tok, whole, strlen(whole), seq, &n, &cap);
+    if (s == ZAYA_OK) s = zaya_tokenizer_encode(tok, whole, lc, &ids, &nc, &cap2);
+    free(ids);
+    free(whole);
+    *nseq = (int64_t)n;
+    *nctx = (int64_t)nc;
     return s;
 }
 
-/* Parses one line into it (zeroed on entry); errors do not name the line (the caller adds it). */
-static zaya_status parse_item(const char *line, const zaya_tokenizer *tok, int64_t max_len, zaya_mc_item *it) {
-    cJSON *o = NULL;
-    ZAYA_TRY(zaya_json_parse(line, "item", &o));
-    zaya_status s = ZAYA_OK;
-    const char *ctx = NULL;
-    int64_t label = -1;
-    const cJSON *choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
-    if (!cJSON_IsObject(o)) s = zaya_error_set(ZAYA_EFORMAT, "not a JSON object");
-    if (s == ZAYA_OK) s = zaya_json_get_str(o, "context", &ctx, 1);
-    if (s == ZAYA_OK) s = zaya_json_get_i64(o, "label", &label, 1);
-    if (s == ZAYA_OK && !cJSON_IsArray(choices))
-        s = zaya_error_set(ZAYA_EFORMAT, "'choices' must be an array of strings");
-    const int nc = s == ZAYA_OK ? cJSON_GetArraySize(choices) : 0;
-    if (s == ZAYA_OK && nc < 1) s = zaya_error_set(ZAYA_EFORMAT, "'choices' is empty");
-    if (s == ZAYA_OK && (label < 0 || label >= nc))
-        s = zaya_error_set(ZAYA_ERANGE, "label %lld is out of range for %d choices", (long long)label, nc);
-    if (s == ZAYA_OK) {
-        it->label = (int)label;
-        it->choice = calloc((size_t)nc, sizeof(int32_t *));
-        it->nchoice = calloc((size_t)nc, sizeof(int64_t));
-        it->choice_bytes = calloc((size_t)nc, sizeof(int64_t));
-        if (!it->choice || !it->nchoice || !it->choice_bytes) s = zaya_error_set(ZAYA_ENOMEM, "out of memory");
-    }
-    if (s == ZAYA_OK) s = encode(tok, ctx, &it->ctx, &it->nctx);
-    if (s == ZAYA_OK && it->nctx == 0) s = zaya_error_set(ZAYA_EFORMAT, "'context' is empty");
-    for (int c = 0; c < nc && s == ZAYA_OK; c++) {
-        const cJSON *ch = cJSON_GetArrayItem(choices, c);
-        if (!cJSON_IsString(ch)) {
-            s = zaya_error_set(ZAYA_EFORMAT, "choice %d is not a string", c);
-            break;
-        }
+static zaya_status tokenize_doc(const zaya_mc_doc *d, const zaya_tokenizer *tok, int64_t max_len, zaya_mc_item *it) {
+    it->line = d->line;
+    it->label = d->label;
+    it->seq = calloc((size_t)d->nchoices, sizeof(int32_t *));
+    it->nseq = calloc((size_t)d->nchoices, sizeof(int64_t));
+    it->nctx = calloc((size_t)d->nchoices, sizeof(int64_t));
+    it->norm_bytes = calloc((size_t)d->nchoices, sizeof(int64_t));
+    if (!it->seq || !it->nseq || !it->nctx || !it->norm_bytes) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
+    for (int c = 0; c < d->nchoices; c++) {
         it->nchoices = c + 1;
-        it->choice_bytes[c] = (int64_t)strlen(ch->valuestring);
-        s = encode(tok, ch->valuestring, &it->choice[c], &it->nchoice[c]);
-        if (s == ZAYA_OK && it->nchoice[c] == 0) s = zaya_error_set(ZAYA_EFORMAT, "choice %d is empty", c);
-        if (s == ZAYA_OK && it->nctx + it->nchoice[c] > max_len)
-            s = zaya_error_set(ZAYA_ERANGE, "context + choice %d is %lld tokens, longer than the model's context %lld",
-                               c, (long long)(it->nctx + it->nchoice[c]), (long long)max_len);
+        it->norm_bytes[c] = d->norm_bytes[c] > 0 ? d->norm_bytes[c] : 1;
+        ZAYA_TRY(encode_pair(tok, d->ctx[c], d->cont[c], &it->seq[c], &it->nseq[c], &it->nctx[c]));
+        if (it->nctx[c] == 0) return zaya_error_set(ZAYA_EFORMAT, "the context of choice %d has no tokens", c);
+        if (it->nseq[c] <= it->nctx[c])
+            return zaya_error_set(ZAYA_EFORMAT, "choice %d has no tokens after the context", c);
+        if (it->nseq[c] > max_len)
+            return zaya_error_set(ZAYA_ERANGE, "context + choice %d is %lld tokens, longer than the model's context %lld",
+                                  c, (long long)it->nseq[c], (long long)max_len);
     }
-    cJSON_Delete(o);
-    return s;
+    /* shared prefix: equal in every sequence and inside every context */
+    int64_t common = it->nctx[0];
+    for (int c = 1; c < it->nchoices; c++) {
+        int64_t k = 0;
+        const int64_t lim = common < it->nctx[c] ? common : it->nctx[c];
+        while (k < lim && it->seq[c][k] == it->seq[0][k]) k++;
+        common = k;
+    }
+    it->common = common;
+    return ZAYA_OK;
 }
 
-zaya_status zaya_mc_load(const char *path, const zaya_tokenizer *tok, int64_t max_len, zaya_mc_set *out) {
+zaya_status zaya_mc_tokenize(const zaya_mc_docs *docs, const char *path, const zaya_tokenizer *tok, int64_t max_len,
+                             zaya_mc_set *out) {
     out->items = NULL;
     out->n = 0;
-    char *data = NULL;
-    size_t len = 0;
-    zaya_status s = zaya_read_file(path, &data, &len);
-    if (s != ZAYA_OK) return s;
-    int64_t cap = 0, lineno = 0;
-    zaya_mc_set set = {0};
-    for (char *p = data; p < data + len && s == ZAYA_OK;) {
-        char *nl = memchr(p, '\n', (size_t)(data + len - p));
-        char *end = nl ? nl : data + len;
-        *end = '\0';
-        lineno++;
-        char *q = p;
-        while (*q == ' ' || *q == '\t' || *q == '\r') q++;
-        if (*q) {
-            if (set.n == cap) {
-                cap = cap ? 2 * cap : 64;
-                zaya_mc_item *grown = realloc(set.items, (size_t)cap * sizeof *grown);
-                if (!grown) {
-                    s = zaya_error_set(ZAYA_ENOMEM, "out of memory");
-                    break;
-                }
-                set.items = grown;
-            }
-            zaya_mc_item *it = &set.items[set.n];
-            memset(it, 0, sizeof *it);
-            it->line = lineno;
-            s = parse_item(q, tok, max_len, it);
-            if (s != ZAYA_OK) {
-                item_free(it);
-                s = zaya_error_context(s, "%s:%lld", path, (long long)lineno);
-            } else {
-                set.n++;
-            }
-        }
-        p = end + 1;
+    zaya_mc_set set = {calloc((size_t)docs->n, sizeof(zaya_mc_item)), 0};
+    if (!set.items) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
+    zaya_status s = ZAYA_OK;
+    for (int64_t i = 0; i < docs->n && s == ZAYA_OK; i++) {
+        s = tokenize_doc(&docs->docs[i], tok, max_len, &set.items[i]);
+        set.n = i + 1;
+        if (s != ZAYA_OK) s = zaya_error_context(s, "%s:%lld", path, (long long)docs->docs[i].line);
     }
-    free(data);
-    if (s == ZAYA_OK && set.n == 0) s = zaya_error_set(ZAYA_EFORMAT, "%s: no items", path);
     if (s != ZAYA_OK) {
         zaya_mc_free(&set);
         return s;
     }
     *out = set;
     return ZAYA_OK;
+}
+
+zaya_status zaya_mc_load(const char *path, zaya_mc_format fmt, const zaya_tokenizer *tok, int64_t max_len,
+                         zaya_mc_set *out, zaya_mc_format *format_out) {
+    out->items = NULL;
+    out->n = 0;
+    zaya_mc_docs docs;
+    ZAYA_TRY(zaya_mc_read(path, fmt, &docs));
+    zaya_status s = zaya_mc_tokenize(&docs, path, tok, max_len, out);
+    if (s == ZAYA_OK && format_out) *format_out = docs.format;
+    zaya_mc_docs_free(&docs);
+    return s;
 }

@@ -74,8 +74,6 @@ void zaya_size_search_explain(const zaya_size_hw *hw, const zaya_size_search_opt
     if (r->n == 0) return;
     char d[160];
     const zaya_size_candidate *best = &r->c[0];
-    int nfront = 0;
-    for (int i = 0; i < r->n; i++) nfront += r->c[i].pareto;
     describe(best, d, sizeof d);
     fprintf(f, "\nexplanation (%s, batch %lld x seq %lld per rank, DP %d):\n", hw->name, (long long)o->batch,
             (long long)o->seq, o->dp);

@@ -19,12 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_quiet();
     const char *path = fuzz_write("eval.jsonl", data, size);
     zaya_mc_set set;
-    if (zaya_mc_load(path, g_tok, 96, &set) != ZAYA_OK) return 0;
+    zaya_mc_format fmt;
+    if (zaya_mc_load(path, ZAYA_MC_AUTO, g_tok, 96, &set, &fmt) != ZAYA_OK) return 0;
     if (set.n > 0) fuzz_accept();
     for (int64_t i = 0; i < set.n; i++) {
         const zaya_mc_item *it = &set.items[i];
         FUZZ_ASSERT(it->nchoices >= 1 && it->label >= 0 && it->label < it->nchoices);
-        for (int k = 0; k < it->nchoices; k++) FUZZ_ASSERT(it->nctx + it->nchoice[k] <= 96);
+        for (int k = 0; k < it->nchoices; k++)
+            FUZZ_ASSERT(it->nctx[k] >= 1 && it->nctx[k] <= it->nseq[k] && it->nseq[k] <= 96 && it->common <= it->nctx[k]);
     }
     zaya_mc_free(&set);
     return 0;

@@ -136,7 +136,9 @@ static zaya_status need_str(const cJSON *o, const char *key, const char *name, c
 static zaya_status need_int(const cJSON *o, const char *key, int64_t *out) {
     const cJSON *v = field(o, key);
     if (!v) return zaya_error_set(ZAYA_EFORMAT, "missing field '%s'", key);
-    if (cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble) {
+    /* range first: converting a double outside int64 is undefined */
+    if (cJSON_IsNumber(v) && v->valuedouble >= -1e15 && v->valuedouble <= 1e15 &&
+        v->valuedouble == (double)(int64_t)v->valuedouble) {
         *out = (int64_t)v->valuedouble;
         return ZAYA_OK;
     }

@@ -573,6 +573,7 @@ static void test_balancer_collapse(void) {
     CHECK(off.mean_max > 0.9, "the synthetic router does not collapse without the controller (%.3f)", off.mean_max);
     CHECK(absolute.worst_after20 > 1.5 / E, "absolute-unit controller (the former default) unexpectedly keeps up (%.3f)",
           absolute.worst_after20);
+    CHECK(on.max_at[0] <= 1.5 / E, "default controller: max share %.3f at step 10 (> 1.5/E)", on.max_at[0]);
     CHECK(on.worst_after20 <= 1.5 / E, "default controller: max share %.3f after step 20 (> 1.5/E)", on.worst_after20);
     CHECK(on.mean_max <= 1.25 / E, "default controller: mean max share %.3f over the last half (> 1.25/E)", on.mean_max);
     CHECK(on.min_min >= 0.5 / E, "default controller: an expert fell to %.3f (< 0.5/E)", on.min_min);

@@ -52,6 +52,22 @@ int zaya_ft_process_alive(int pid, long long start) {
     return start <= 0 || zaya_ft_proc_start_time(pid) == start;
 }
 
+/* Parent pid of pid from /proc/PID/stat (0 when it is gone or unreadable). The command name may hold
+ * spaces and parentheses, so the fields are read after the last ')'. */
+static int proc_ppid(int pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    const char *p = strrchr(buf, ')');
+    char st;
+    int ppid = 0;
+    return p && sscanf(p + 2, "%c %d", &st, &ppid) == 2 ? ppid : 0;
+}
+
 /* Every descendant of this process (children, their children, ...), from /proc's parent links. */
 static int list_descendants(int *out, int cap) {
     enum { MAXP = 65536 };
@@ -60,19 +76,8 @@ static int list_descendants(int *out, int cap) {
     DIR *d = opendir("/proc");
     struct dirent *e;
     while (d && (e = readdir(d)) && n < MAXP) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t k = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[k] = 0;
-        const char *p = strrchr(buf, ')');
-        char st;
-        int ppid = 0;
-        if (p && sscanf(p + 2, "%c %d", &st, &ppid) == 2) pids[n] = pid, ppids[n++] = ppid;
+        int pid = atoi(e->d_name), ppid = pid > 0 ? proc_ppid(pid) : 0;
+        if (ppid > 0) pids[n] = pid, ppids[n++] = ppid;
     }
     if (d) closedir(d);
     /* breadth first from ourselves: out[0] is this process, then every generation below it */
@@ -106,18 +111,7 @@ int zaya_ft_reap_orphans(void) {
     struct dirent *e;
     while (d && (e = readdir(d))) {
         int pid = atoi(e->d_name);
-        if (pid <= 0) continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        const char *p = strrchr(buf, ')');
-        int ppid = 0;
-        char st;
-        if (p && sscanf(p + 2, "%c %d", &st, &ppid) == 2 && ppid == (int)getpid()) {
+        if (pid > 0 && proc_ppid(pid) == (int)getpid()) {
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
             found++;

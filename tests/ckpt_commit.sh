@@ -18,18 +18,7 @@ trap 'rm -rf "$dir"' EXIT
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=$((fail+1)); fi; }
 "$(dirname "$0")/tiny_corpus.sh" "$zaya" "$dir" || { echo "corpus preparation failed"; exit 1; }
-export OMP_WAIT_POLICY=passive
-unset ZAYA_HEARTBEAT_DIR ZAYA_ATTEMPT ZAYA_SUPERVISOR_PID ZAYA_SUPERVISOR_START
-STEPS=30
-C=(--config "$dir/config.json" --run "$dir/run.json" --eval-every 0 --eval-batches 1 --samples 0 --peak-gflops 100 -q
-   --save-every 4)
-SUP=(--backoff 0.2 --backoff-max 1 --hang-floor 3 --hang-cap 60 --grace 2)
-final=$(printf "step-%08d" $STEPS)
-same_files() { cmp -s "$1/model-r00000.safetensors" "$2/model-r00000.safetensors" && for f in "$1"/state-r*.safetensors; do cmp -s "$f" "$2/$(basename "$f")" || return 1; done; }
-incident() { python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    j = json.loads(l)
-    if j["kind"] == sys.argv[2]: print(j[sys.argv[3]]); break' "$dir/$1/sup/incidents.jsonl" "$2" "$3" 2>/dev/null; }
+. "$(dirname "$0")/ft_lib.sh"
 # part NAME: the first 12 steps of a run, as if it had been stopped there (checkpoints 4, 8, 12)
 part() { "$zaya" train "${C[@]}" --max-steps 12 -o "$dir/$1/train" > "$dir/$1.part.log" 2>&1; }
 # resume NAME: the same run to the end under the supervisor

@@ -21,19 +21,8 @@ fail=0
 t0=$(date +%s)
 check() { if eval "$2"; then echo "ok [$(( $(date +%s) - t0 )) s]: $1"; else echo "FAIL [$(( $(date +%s) - t0 )) s]: $1"; fail=$((fail+1)); fi; }
 "$(dirname "$0")/tiny_corpus.sh" "$zaya" "$dir" || { echo "corpus preparation failed"; exit 1; }
-export OMP_WAIT_POLICY=passive
-unset ZAYA_HEARTBEAT_DIR ZAYA_ATTEMPT ZAYA_SUPERVISOR_PID ZAYA_SUPERVISOR_START
+. "$(dirname "$0")/ft_lib.sh"
 mpi=(mpirun -np 2 --allow-run-as-root --oversubscribe -x OMP_WAIT_POLICY)
-STEPS=30
-C=(--config "$dir/config.json" --run "$dir/run.json" --eval-every 0 --eval-batches 1 --samples 0 --peak-gflops 100 -q
-   --save-every 4)
-SUP=(--backoff 0.2 --backoff-max 1 --hang-floor 3 --hang-cap 60 --grace 2)
-final=$(printf "step-%08d" $STEPS)
-same_files() { cmp -s "$1/model-r00000.safetensors" "$2/model-r00000.safetensors" && for f in "$1"/state-r*.safetensors; do cmp -s "$f" "$2/$(basename "$f")" || return 1; done; }
-incident() { python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    j = json.loads(l)
-    if j["kind"] == sys.argv[2]: print(j[sys.argv[3]]); break' "$dir/$1/sup/incidents.jsonl" "$2" "$3" 2>/dev/null; }
 count() { grep -c "\"kind\":\"$2\"" "$dir/$1/sup/incidents.jsonl" 2>/dev/null; }
 # hb_pids NAME ATTEMPT: the rank pids of an attempt's heartbeats
 hb_pids() { cat "$dir/$1/sup/heartbeat/attempt-$(printf %03d $2)"/rank-*.json 2>/dev/null | sed -n 's/.*"pid":\([0-9]*\).*/\1/p'; }

@@ -463,6 +463,24 @@ static void route(const float *bias, int E, int layer, int step, int64_t ntok, f
     *spread = spread_sum(probs, ntok, E, psum);
 }
 
+/* One step of the trainer's controller: an update from the step's counts, iters - 1 further updates
+ * on the selection recounted with the new biases, then drift compensation. Layer l's probabilities
+ * are probs + l * ntok * (E + 1) and its biases params + bias_off[l]. */
+static void balance_like_trainer(zaya_balancer *b, const int64_t *counts, const double *spread_sums,
+                                 const double *psums, const float *probs, int64_t ntok, int L, int E, float *params,
+                                 const int64_t *bias_off, int iters) {
+    double sigma[8];
+    int64_t recount[8 * 65];
+    zaya_balancer_spread_units(spread_sums, counts, L, E, sigma);
+    zaya_balancer_update(b, counts, sigma, params);
+    for (int k = 1; k < iters; k++) {
+        for (int l = 0; l < L; l++)
+            zaya_top1_biased_count(recount + l * (E + 1), probs + l * ntok * (E + 1), params + bias_off[l], ntok, E + 1);
+        zaya_balancer_update(b, recount, sigma, params);
+    }
+    zaya_balancer_follow_drift(b, psums, counts, params);
+}
+
 /* A router that collapses on its own, as the model's does (docs/model.md, "Why routers collapse"):
  * scores = softmax(c + W x_t) with a per-token term W x_t that starts ~1e-4 in probability, and the
  * feedback of the gate gradient: every step, each class's common logit c_e grows with the share of
@@ -487,7 +505,7 @@ static collapse_run run_collapsing_router(const zaya_balancer_config *cfg, int u
     for (int e = 0; e < E1; e++)
         for (int d = 0; d < FD; d++) W[e][d] = 1e-3 * zaya_rng_normal_at(5, 1, (uint64_t)(e * FD + d));
     float *probs = th_alloc(NTOK * E1), *gate = th_alloc(NTOK);
-    int32_t *idx = malloc(sizeof(int32_t) * NTOK), *idx2 = malloc(sizeof(int32_t) * NTOK);
+    int32_t *idx = malloc(sizeof(int32_t) * NTOK);
     static double x[NTOK][FD];
     collapse_run r = {{0}, 0, 1, 0};
     int64_t counts[E1];
@@ -509,18 +527,8 @@ static collapse_run run_collapsing_router(const zaya_balancer_config *cfg, int u
         for (int64_t i = 0; i < NTOK; i++) counts[idx[i]]++;
         double psum[E];
         double spread = spread_sum(probs, NTOK, E, psum);
-        if (use_controller) {
-            /* as the trainer does: iterations on this batch's own scores, then drift compensation */
-            zaya_balancer_update(&b, counts, &spread, params);
-            for (int k = 1; k < iters; k++) {
-                int64_t rc[E1];
-                zaya_top1_biased(idx2, gate, probs, bias, NTOK, E1);
-                memset(rc, 0, sizeof rc);
-                for (int64_t i = 0; i < NTOK; i++) rc[idx2[i]]++;
-                zaya_balancer_update(&b, rc, &spread, params);
-            }
-            zaya_balancer_follow_drift(&b, psum, counts, params);
-        }
+        const int64_t off = f.t[0].offset;
+        if (use_controller) balance_like_trainer(&b, counts, &spread, psum, probs, NTOK, 1, E, params, &off, iters);
         zaya_load_stats st;
         zaya_load_stats_compute(counts, E, &st);
         if (step == 10) r.max_at[0] = st.max_share;
@@ -545,7 +553,7 @@ static collapse_run run_collapsing_router(const zaya_balancer_config *cfg, int u
     }
     r.mean_max /= counted;
     zaya_balancer_free(&b);
-    free(idx), free(idx2), free(probs), free(gate), free(params);
+    free(idx), free(probs), free(gate), free(params);
     return r;
 }
 
@@ -580,23 +588,6 @@ static void test_balancer_collapse(void) {
     CHECK(sign.mean_max <= 1.5 / E, "sign rule: mean max share %.3f", sign.mean_max);
 }
 
-/* One step of the trainer's controller: an update from the step's counts, further updates on the
- * selection recounted with the new biases, then drift compensation. */
-static void balance_like_trainer(zaya_balancer *b, const int64_t *counts, const double *spreads, const double *psums,
-                                 const float *probs, int64_t ntok, int L, int E, float *params,
-                                 const zaya_tensor_info *t, int64_t *recount, int32_t *idx, float *gate) {
-    zaya_balancer_update(b, counts, spreads, params);
-    for (int k = 1; k < 8; k++) {
-        for (int l = 0; l < L; l++) {
-            zaya_top1_biased(idx, gate, probs + l * ntok * (E + 1), params + t[2 * l].offset, ntok, E + 1);
-            memset(recount + l * (E + 1), 0, sizeof(int64_t) * (size_t)(E + 1));
-            for (int64_t i = 0; i < ntok; i++) recount[l * (E + 1) + idx[i]]++;
-        }
-        zaya_balancer_update(b, recount, spreads, params);
-    }
-    zaya_balancer_follow_drift(b, psums, counts, params);
-}
-
 static void test_balancer(void) {
     const int E = 8, L = 2;
     const int64_t ntok = 2048;
@@ -614,7 +605,7 @@ static void test_balancer(void) {
     CHECK(b.layers == L && b.num_experts == E, "found %d layers x %d experts", b.layers, b.num_experts);
     float *probs = th_alloc(L * ntok * (E + 1)), *gate = th_alloc(ntok);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)ntok);
-    int64_t recount[2 * 9];
+    const int64_t bias_off[2] = {f.t[0].offset, f.t[2].offset};
     int64_t counts[2 * 9];
     double spreads[2], psums[2 * 8];
     double first[2] = {0}, last[2] = {0};
@@ -630,7 +621,7 @@ static void test_balancer(void) {
             CHECK(zaya_balancer_state_export(&b, &set, 1, &sc) == ZAYA_OK, "export");
             for (int l = 0; l < L; l++) memcpy(saved_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
         }
-        balance_like_trainer(&b, counts, spreads, psums, probs, ntok, L, E, params, f.t, recount, idx, gate);
+        balance_like_trainer(&b, counts, spreads, psums, probs, ntok, L, E, params, bias_off, 8);
         if (step == 300)
             for (int l = 0; l < L; l++) memcpy(after_bias + l * 9, params + f.t[2 * l].offset, sizeof(float) * 9);
         for (int l = 0; l < L; l++) {
@@ -657,7 +648,7 @@ static void test_balancer(void) {
     for (int l = 0; l < L; l++)
         route(p2 + f.t[2 * l].offset, E, l, 300, ntok, probs + l * ntok * (E + 1), idx, gate, counts + l * (E + 1),
               spreads + l, psums + l * E);
-    balance_like_trainer(&b2, counts, spreads, psums, probs, ntok, L, E, p2, f.t, recount, idx, gate);
+    balance_like_trainer(&b2, counts, spreads, psums, probs, ntok, L, E, p2, bias_off, 8);
     CHECK(b2.steps == 301 * 8, "restored update count %lld (8 per step)", (long long)b2.steps);
     int same = 1;
     for (int l = 0; l < L; l++) same &= !memcmp(p2 + f.t[2 * l].offset, after_bias + l * 9, sizeof(float) * 9);

@@ -1,4 +1,5 @@
-/* Top-1 selection with additive bias: ties, bias flipping the winner, unbiased gate, random rows. */
+/* Top-1 selection with additive bias: ties, bias flipping the winner, unbiased gate, random rows, and
+ * the counting variant. */
 #include <stdlib.h>
 
 #include "kernel_check.h"
@@ -40,6 +41,13 @@ int main(void) {
         bad += id[r] != best || g[r] != probs[r * e + best];
     }
     CHECK(bad == 0, "random rows: %d mismatches", bad);
+    /* The counting variant selects exactly the same classes. */
+    int64_t cnt[17], want[17] = {0};
+    for (int64_t r = 0; r < n; r++) want[id[r]]++;
+    zaya_top1_biased_count(cnt, probs, bias, n, e);
+    int same = 1;
+    for (int64_t j = 0; j < e; j++) same &= cnt[j] == want[j];
+    CHECK(same, "zaya_top1_biased_count differs from the selection of zaya_top1_biased");
     free(probs), free(bias), free(g), free(id);
     return th_finish("test_top1");
 }

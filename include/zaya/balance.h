@@ -85,7 +85,6 @@ typedef struct zaya_balancer {
     float *mean_f32;      /* [layers * E * 2]: score_mean as (hi, lo) floats for checkpoints */
     int drift_ready;      /* score_mean holds a previous batch */
     zaya_load_stats *stats; /* [layers]: of the counts given to the last update */
-    double *last_step;      /* [layers]: bias step size of the last update (lr x sigma in spread units) */
 } zaya_balancer;
 
 /* Finds the balancing-bias buffers in the tensor table (one per layer, E + 1 entries). */
@@ -97,11 +96,14 @@ zaya_status zaya_balance_rule_parse(const char *s, zaya_balance_rule *out);
 zaya_status zaya_balance_units_parse(const char *s, zaya_balance_units *out);
 const char *zaya_balance_rule_name(zaya_balance_rule r);
 const char *zaya_balance_units_name(zaya_balance_units u);
-/* One update of the biases inside `params` from counts[layers * (E + 1)] and spread_sums[layers]
- * (zaya_model.route_counts / route_spread summed over the global batch; spread_sums may be NULL
- * only in absolute units). Layers that routed no token are left unchanged (their moments too).
- * Fills b->stats and b->last_step. */
-void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *spread_sums, float *params);
+/* The step unit sigma[l] = sqrt(spread_sums[l] / (tokens_l E)) from zaya_model.route_spread and
+ * route_counts summed over the same tokens (the global batch). */
+void zaya_balancer_spread_units(const double *spread_sums, const int64_t *counts, int layers, int num_experts,
+                                double *sigma);
+/* One update of the biases inside `params` from counts[layers * (E + 1)] and the step units
+ * sigma[layers] (zaya_balancer_spread_units; may be NULL only in absolute units). Layers that routed
+ * no token are left unchanged (their moments too). Fills b->stats. */
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *sigma, float *params);
 /* Drift compensation, after the step's updates: psums[layers * E] (zaya_model.route_psum summed over
  * the global batch) gives each expert's batch-mean score; its change since the previous call is
  * subtracted from the bias (times cfg.drift). counts gives the token totals. */

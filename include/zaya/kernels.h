@@ -88,6 +88,8 @@ void zaya_embedding_backward(float *dtable, const float *dy, const int32_t *ids,
  * idx[i] = argmax_e (probs[i,e] + bias[e]) (ties: lowest e; bias may be NULL), gate[i] = probs[i, idx[i]]
  * (the unbiased probability). */
 void zaya_top1_biased(int32_t *idx, float *gate, const float *probs, const float *bias, int64_t n, int64_t e);
+/* The same selection, counted: counts[j] = rows that choose class j (counts has e entries). */
+void zaya_top1_biased_count(int64_t *counts, const float *probs, const float *bias, int64_t n, int64_t e);
 
 /* ---- Softmax cross-entropy over the vocabulary, fused and in place ----
  * logits [n, V] is overwritten with d(loss)/d(logits) * grad_scale (softmax - onehot), row by row, so

@@ -195,18 +195,7 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
 }
 
 void zaya_model_route_recount(const zaya_model *m, int64_t *counts) {
-    const int64_t L = m->cfg.num_hidden_layers, E1 = m->cfg.num_experts + 1, N = m->B * m->T;
-    for (int64_t l = 0; l < L; l++) {
-        const float *probs = m->acts[l].probs, *bias = m->p.layers[l].bal_bias;
-        int64_t *cnt = counts + l * E1;
-        for (int64_t e = 0; e < E1; e++) cnt[e] = 0;
-        for (int64_t i = 0; i < N; i++) {
-            const float *p = probs + i * E1;
-            int64_t best = 0;
-            float best_v = p[0] + bias[0];
-            for (int64_t e = 1; e < E1; e++) /* the same rule as zaya_top1_biased: lowest index wins ties */
-                if (p[e] + bias[e] > best_v) best_v = p[e] + bias[e], best = e;
-            cnt[best]++;
-        }
-    }
+    const int64_t L = m->cfg.num_hidden_layers, E1 = m->cfg.num_experts + 1;
+    for (int64_t l = 0; l < L; l++)
+        zaya_top1_biased_count(counts + l * E1, m->acts[l].probs, m->p.layers[l].bal_bias, m->B * m->T, E1);
 }

@@ -83,12 +83,11 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
     b->num_experts = E;
     b->bias_offset = calloc((size_t)layers, sizeof *b->bias_offset);
     b->stats = calloc((size_t)layers, sizeof *b->stats);
-    b->last_step = calloc((size_t)layers, sizeof *b->last_step);
     b->m = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
     b->v = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
     b->score_mean = zaya_calloc((size_t)layers * (size_t)E, sizeof(double));
     b->mean_f32 = zaya_calloc((size_t)layers * (size_t)E * 2, sizeof(float));
-    if (!b->bias_offset || !b->stats || !b->last_step || !b->m || !b->v || !b->score_mean || !b->mean_f32) {
+    if (!b->bias_offset || !b->stats || !b->m || !b->v || !b->score_mean || !b->mean_f32) {
         zaya_balancer_free(b);
         return zaya_error_set(ZAYA_ENOMEM, "balancer: cannot allocate state for %d layers", layers);
     }
@@ -100,7 +99,6 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
 void zaya_balancer_free(zaya_balancer *b) {
     free(b->bias_offset);
     free(b->stats);
-    free(b->last_step);
     zaya_free(b->m);
     zaya_free(b->v);
     zaya_free(b->score_mean);
@@ -108,7 +106,16 @@ void zaya_balancer_free(zaya_balancer *b) {
     memset(b, 0, sizeof *b);
 }
 
-void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *spread_sums, float *params) {
+void zaya_balancer_spread_units(const double *spread_sums, const int64_t *counts, int layers, int num_experts,
+                                double *sigma) {
+    for (int l = 0; l < layers; l++) {
+        int64_t tokens = 0;
+        for (int e = 0; e <= num_experts; e++) tokens += counts[(int64_t)l * (num_experts + 1) + e];
+        sigma[l] = tokens > 0 ? sqrt(spread_sums[l] / ((double)tokens * num_experts)) : 0.0;
+    }
+}
+
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *sigma, float *params) {
     const int E = b->num_experts;
     const zaya_balancer_config *c = &b->cfg;
     const int64_t t = ++b->steps;
@@ -116,12 +123,9 @@ void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double 
     for (int l = 0; l < b->layers; l++) {
         const int64_t *cnt = counts + (int64_t)l * (E + 1);
         zaya_load_stats_compute(cnt, E, &b->stats[l]);
-        b->last_step[l] = 0;
         const int64_t tokens = b->stats[l].tokens;
         if (tokens == 0) continue;
-        double step = c->lr;
-        if (c->units == ZAYA_BALANCE_SPREAD) step = spread_sums ? c->lr * sqrt(spread_sums[l] / ((double)tokens * E)) : 0.0;
-        b->last_step[l] = step;
+        const double step = c->units == ZAYA_BALANCE_SPREAD ? (sigma ? c->lr * sigma[l] : 0.0) : c->lr;
         float *bias = params + b->bias_offset[l], *m = b->m + (int64_t)l * E, *v = b->v + (int64_t)l * E;
         for (int e = 0; e < E; e++) { /* bias[E], the skip class, stays fixed */
             double g = (double)cnt[e] / (double)tokens - 1.0 / E;

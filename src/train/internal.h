@@ -76,9 +76,11 @@ typedef struct zaya_trainer {
     int32_t *batch, *inputs, *targets;
     size_t batch_cap;
     int64_t *route_counts; /* summed over the micro-batches of a step */
-    double *route_spread;  /* [L] expert-score spread sums (the balancer's step unit), same summation */
+    /* [L spread sums | L * E expert-score sums] (zaya_model.route_spread / route_psum), same
+     * summation, one all-reduce */
+    double *route_stats;
+    double *route_sigma;   /* [L] the balancer's step unit of this step */
     int64_t *recount;      /* [L * (E + 1)] selection recounted by the balancer's inner iterations */
-    double *route_psum;    /* [L * E] expert-score sums (the balancer's drift reference), same summation */
     double peak_gflops;
     FILE *metrics;
     zaya_train_history hist;

@@ -234,8 +234,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     zaya_model_zero_grad(m);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
     memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
-    memset(t->route_spread, 0, sizeof(double) * (size_t)L);
-    memset(t->route_psum, 0, sizeof(double) * (size_t)(L * (E1 - 1)));
+    memset(t->route_stats, 0, sizeof(double) * (size_t)(L * E1));
     double loss_sum = 0;
     for (int64_t mb = 0; mb < t->accum; mb++) {
         split_micro(t, mb, T);
@@ -248,8 +247,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         zaya_model_backward(m);
         loss_sum += loss;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
-        for (int64_t l = 0; l < L; l++) t->route_spread[l] += m->route_spread[l];
-        for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_psum[i] += m->route_psum[i];
+        for (int64_t l = 0; l < L; l++) t->route_stats[l] += m->route_spread[l];
+        for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_stats[L + i] += m->route_psum[i];
     }
     zaya_ft_enter(t, ZAYA_FT_COMM);
     ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
@@ -271,8 +270,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     if (t->dp.mode == ZAYA_DP_ZERO1) sq = red[1];
     int nonfinite = red[2] > 0 || !isfinite(sq);
     ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->route_counts, (int)(L * E1)));
-    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, t->route_spread, (int)L));
-    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, t->route_psum, (int)(L * (E1 - 1))));
+    ZAYA_TRY(zaya_dp_allreduce_sum_f64(&t->dp, t->route_stats, (int)(L * E1)));
     sm->grad_norm = sqrt(sq);
     sm->skipped = 0;
     if (zaya_ft_skip_forced(t)) {
@@ -295,15 +293,17 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
         double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
         t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
-        zaya_balancer_update(&t->balancer, t->route_counts, t->route_spread, m->params);
+        /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
+        zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);
+        zaya_balancer_update(&t->balancer, t->route_counts, t->route_sigma, m->params);
         /* Further controller iterations on this step's own scores: recount the selection with the
          * new biases and update again, so that an overshoot is seen at once instead of a step later. */
         for (int k = 1; k < t->opts->balance_iters; k++) {
             zaya_model_route_recount(m, t->recount);
             ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
-            zaya_balancer_update(&t->balancer, t->recount, t->route_spread, m->params);
+            zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);
         }
-        zaya_balancer_follow_drift(&t->balancer, t->route_psum, t->route_counts, m->params);
+        zaya_balancer_follow_drift(&t->balancer, t->route_stats + L, t->route_counts, m->params);
         zaya_model_sync_weights(m);
     } else {
         t->skipped++;
@@ -368,8 +368,8 @@ static void trainer_free(zaya_trainer *t) {
     free(t->inputs);
     free(t->targets);
     free(t->route_counts);
-    free(t->route_spread);
-    free(t->route_psum);
+    free(t->route_stats);
+    free(t->route_sigma);
     free(t->recount);
     free(t->layer_max_share);
     free(t->layer_load);
@@ -419,8 +419,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     const int64_t L = t->model.cfg.num_hidden_layers, E1 = t->model.cfg.num_experts + 1;
     t->route_counts = calloc((size_t)(L * E1), sizeof(int64_t));
-    t->route_spread = calloc((size_t)L, sizeof(double));
-    t->route_psum = calloc((size_t)(L * (E1 - 1)), sizeof(double));
+    t->route_stats = calloc((size_t)(L * E1), sizeof(double));
+    t->route_sigma = calloc((size_t)L, sizeof(double));
     t->recount = calloc((size_t)(L * E1), sizeof(int64_t));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     t->layer_load = calloc((size_t)L, sizeof(zaya_load_stats));
@@ -441,7 +441,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share || !t->layer_load || !t->expert_share ||
-        !t->route_spread || !t->route_psum || !t->recount) {
+        !t->route_stats || !t->route_sigma || !t->recount) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
         return zaya_error_set(ZAYA_EIO, "cannot open '%s' for writing", path);

@@ -146,7 +146,9 @@ static int run_case(const char *label, int muon, const char *script, const char 
         double sq = 0;
         CHECK(zaya_optim_grad_sqnorm_local(&opt, m.grads, &sq) == ZAYA_OK, "norm");
         zaya_optim_step(&opt, m.params, m.grads, lr[s], zaya_optim_clip_scale(sqrt(sq), 1.0));
-        zaya_balancer_update(&bal, m.route_counts, m.route_spread, m.params);
+        double sigma[64];
+        zaya_balancer_spread_units(m.route_spread, m.route_counts, (int)c.num_hidden_layers, (int)c.num_experts, sigma);
+        zaya_balancer_update(&bal, m.route_counts, sigma, m.params);
         zaya_balancer_follow_drift(&bal, m.route_psum, m.route_counts, m.params);
         zaya_model_sync_weights(&m);
         loss[s] = l;

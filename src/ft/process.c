@@ -12,39 +12,37 @@
 #include "ft/internal.h"
 #include "zaya/fs.h"
 
+/* The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses, so
+ * they start after the last ')'), read into buf; NULL when the process is gone or unreadable. */
+static const char *proc_stat_fields(int pid, char *buf, size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 int zaya_ft_pid_alive(int pid) {
     if (pid <= 0) return 1;
     if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && p[2] == 'Z');
+    char buf[512];
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
+    return !(p && p[0] == 'Z');
 }
 
 long long zaya_ft_proc_start_time(int pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
     if (!p) return 0;
-    /* fields after the command: 3 state, 4 ppid, ... 22 starttime */
-    long long v = 0;
-    int field = 2;
-    for (const char *c = p + 1; *c; c++)
-        if (*c == ' ' && ++field == 22) {
-            v = atoll(c + 1);
-            break;
-        }
-    return v;
+    /* fields from 3 (state): 4 ppid, ... 22 starttime */
+    int field = 3;
+    for (const char *c = p; *c; c++)
+        if (*c == ' ' && ++field == 22) return atoll(c + 1);
+    return 0;
 }
 
 int zaya_ft_process_alive(int pid, long long start) {
@@ -52,20 +50,12 @@ int zaya_ft_process_alive(int pid, long long start) {
     return start <= 0 || zaya_ft_proc_start_time(pid) == start;
 }
 
-/* Parent pid of pid from /proc/PID/stat (0 when it is gone or unreadable). The command name may hold
- * spaces and parentheses, so the fields are read after the last ')'. */
+/* Parent pid of pid (0 when it is gone or unreadable). */
 static int proc_ppid(int pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = 0;
-    const char *p = strrchr(buf, ')');
-    char st;
+    char buf[512], st;
     int ppid = 0;
-    return p && sscanf(p + 2, "%c %d", &st, &ppid) == 2 ? ppid : 0;
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
+    return p && sscanf(p, "%c %d", &st, &ppid) == 2 ? ppid : 0;
 }
 
 /* Every descendant of this process (children, their children, ...), from /proc's parent links. */

@@ -27,15 +27,20 @@ void zaya_size_search_result_free(zaya_size_search_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a, int *recompute,
-                                  zaya_size_step_pred *sp, zaya_size_infer_pred *ip) {
+/* Training memory per rank of one shape under the search's layout (DP, micro-batch, sequence). */
+static void search_memory(const zaya_size_search_opts *o, const zaya_size_arch *a, zaya_size_mem *mem) {
     zaya_size_mem_opts mo;
     zaya_size_mem_opts_default(&mo);
     mo.dp = o->dp;
     mo.micro_batch = o->batch;
     mo.seq = o->seq;
+    zaya_size_train_memory(a, &mo, mem);
+}
+
+zaya_status zaya_size_search_eval(const zaya_size_hw *hw, const zaya_size_search_opts *o, const zaya_size_arch *a, int *recompute,
+                                  zaya_size_step_pred *sp, zaya_size_infer_pred *ip) {
     zaya_size_mem mem;
-    zaya_size_train_memory(a, &mo, &mem);
+    search_memory(o, a, &mem);
     zaya_size_step_opts so;
     zaya_size_step_opts_default(&so);
     so.batch = o->batch;
@@ -159,13 +164,8 @@ zaya_status zaya_size_search(const zaya_size_hw *hw, const zaya_size_search_opts
                         m_active.pass++;
                         if (!structural_ok(&a, hw, &run)) { note_miss(&m_rules, 0, &a, tot, act); continue; }
                         m_rules.pass++;
-                        zaya_size_mem_opts mo;
-                        zaya_size_mem_opts_default(&mo);
-                        mo.dp = o->dp;
-                        mo.micro_batch = o->batch;
-                        mo.seq = o->seq;
                         zaya_size_mem mem;
-                        zaya_size_train_memory(&a, &mo, &mem);
+                        search_memory(o, &a, &mem);
                         if (hw->mem_bytes > 0 && mem.total_recompute > hw->mem_bytes) {
                             note_miss(&m_mem, mem.total_recompute / hw->mem_bytes, &a, tot, act);
                             continue;

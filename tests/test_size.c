@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "zaya/config.h"
 #include "zaya/json.h"
+#include "zaya/model.h"
 #include "zaya/size.h"
 
 static const char *data_dir(void) {
@@ -802,8 +804,51 @@ static void test_bad_inputs(void) {
     CHECK(zaya_size_parse_count("8BB", &v) == ZAYA_EINVAL, "trailing");
 }
 
+/* One reader: `zaya size` reads model_type "zaya" through the model's own config reader, so the sizing
+ * counts equal the model's stored and active counts for every preset and both file layouts. */
+static void test_one_reader(void) {
+    char p1[1024], p2[1024];
+    snprintf(p1, sizeof p1, "%s/fixtures/size/zaya1-8b.json", data_dir());
+    snprintf(p2, sizeof p2, "%s/fixtures/size/zaya1-8b-hf.json", data_dir());
+    const char *specs[] = {"zaya1-8b", "zaya1-small", "zaya1-tiny", p1, p2};
+    for (int i = 0; i < 5; i++) {
+        zaya_config c;
+        zaya_size_arch a;
+        CHECK(zaya_config_resolve(specs[i], &c) == ZAYA_OK, "model reader %s: %s", specs[i], zaya_error_message());
+        CHECK(zaya_size_arch_load(specs[i], &a) == ZAYA_OK, "size reader %s: %s", specs[i], zaya_error_message());
+        zaya_size_params sp;
+        zaya_size_count_params(&a, &sp);
+        zaya_param_counts mp = zaya_model_count_params(&c);
+        CHECK(sp.total == mp.total && sp.non_embedding == mp.non_embedding &&
+                  sp.active_non_embedding == mp.active_non_embedding,
+              "%s: size total %lld / non-emb %lld / active %lld vs model %lld / %lld / %lld", specs[i], (long long)sp.total,
+              (long long)sp.non_embedding, (long long)sp.active_non_embedding, (long long)mp.total,
+              (long long)mp.non_embedding, (long long)mp.active_non_embedding);
+        CHECK(a.max_seq == c.max_position_embeddings && a.cca_time0 == c.cca_time0 && a.router_hidden == c.router_hidden_size,
+              "%s: shape fields", specs[i]);
+    }
+    /* the same refusals: a legacy list entry too large, a missing legacy width, EDA switched off */
+    cJSON *cfg = load_json("zaya1-8b.json");
+    cJSON_ReplaceItemInObject(cfg, "zaya_use_eda", cJSON_CreateFalse());
+    zaya_config c;
+    zaya_size_arch a;
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "zaya_use_eda"), "model: %s",
+          zaya_error_message());
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "zaya_use_eda"), "size: %s",
+          zaya_error_message());
+    cJSON_Delete(cfg);
+    cfg = load_json("zaya1-8b.json");
+    cJSON_ReplaceItemInObject(cfg, "ffn_hidden_size", cJSON_Parse("[0, 4096, 0]"));
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_OK && c.moe_intermediate_size == 2048, "legacy list: %s", zaya_error_message());
+    cJSON_DeleteItemFromObject(cfg, "ffn_hidden_size");
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "missing required key 'ffn_hidden_size'"),
+          "model legacy without width: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+}
+
 int main(void) {
     test_zaya1();
+    test_one_reader();
     test_published();
     test_families();
     test_fit();

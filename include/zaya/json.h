@@ -12,6 +12,10 @@ extern "C" {
 #endif
 
 zaya_status zaya_json_load_file(const char *path, cJSON **out);
+/* A model config file: a regular file of at most ZAYA_JSON_CONFIG_MAX_BYTES with no repeated keys
+ * (directories, pipes and oversized files get a plain message). The one loader of config.json files. */
+#define ZAYA_JSON_CONFIG_MAX_BYTES (16 * 1024 * 1024)
+zaya_status zaya_json_load_config(const char *path, cJSON **out);
 zaya_status zaya_json_parse(const char *text, const char *what, cJSON **out);
 /* Writes JSON text atomically; `pretty` selects indented output. */
 zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty);

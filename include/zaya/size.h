@@ -84,7 +84,11 @@ typedef struct zaya_size_arch {
 zaya_status zaya_size_arch_from_config(const cJSON *cfg, zaya_size_arch *arch);
 /* Reads a config file: regular files of at most 16 MiB only (directories and pipes are refused with a
  * plain message), duplicate keys in any object refused. */
-zaya_status zaya_size_arch_load(const char *config_path, zaya_size_arch *arch);
+/* `spec`: a config.json path (zaya_json_load_config) or a zaya preset name (zaya1-8b, zaya1-small, zaya1-tiny). */
+zaya_status zaya_size_arch_load(const char *spec, zaya_size_arch *arch);
+/* The ZAYA1 model config (the one reader of model_type "zaya") in the family-neutral description. */
+struct zaya_config;
+void zaya_size_arch_from_zaya_config(const struct zaya_config *config, zaya_size_arch *arch);
 /* Families zaya_size_arch_from_config reads, comma-separated. */
 const char *zaya_size_arch_families(void);
 /* Structural validation (positive sizes, heads divide, top_k <= experts, ...). */

@@ -1,8 +1,10 @@
 #include "zaya/json.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "zaya/fs.h"
 
@@ -33,6 +35,26 @@ zaya_status zaya_json_load_file(const char *path, cJSON **out) {
     zaya_status s = zaya_json_parse(text, path, out);
     free(text);
     return s;
+}
+
+zaya_status zaya_json_load_config(const char *path, cJSON **out) {
+    struct stat st;
+    if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return zaya_error_set(ZAYA_EINVAL, "%s is a directory; pass the config.json inside it", path);
+    if (!S_ISREG(st.st_mode))
+        return zaya_error_set(ZAYA_EINVAL, "%s is not a regular file (a pipe or a device); save the config to a file first", path);
+    if (st.st_size > ZAYA_JSON_CONFIG_MAX_BYTES)
+        return zaya_error_set(ZAYA_ERANGE, "%s: %lld bytes is too large for a model config (at most %d MiB)", path,
+                              (long long)st.st_size, ZAYA_JSON_CONFIG_MAX_BYTES >> 20);
+    cJSON *root = NULL;
+    ZAYA_TRY(zaya_json_load_file(path, &root));
+    zaya_status s = zaya_json_check_unique_keys(root);
+    if (s != ZAYA_OK) {
+        cJSON_Delete(root);
+        return zaya_error_context(s, "%s", path);
+    }
+    *out = root;
+    return ZAYA_OK;
 }
 
 zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty) {

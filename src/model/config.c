@@ -89,12 +89,35 @@ zaya_status zaya_config_resolve(const char *spec, zaya_config *out) {
 
 zaya_status zaya_config_load(const char *path, zaya_config *out) {
     cJSON *root;
-    ZAYA_TRY(zaya_json_load_file(path, &root));
+    ZAYA_TRY(zaya_json_load_config(path, &root));
     zaya_status s = zaya_config_from_json(root, out);
     cJSON_Delete(root);
     if (s != ZAYA_OK) return zaya_error_context(s, "config '%s'", path);
     const char *slash = strrchr(path, '/');
     snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : path);
+    return ZAYA_OK;
+}
+
+/* Largest value any legacy per-half-layer list entry may hold (far above every bound of validate). */
+#define LEGACY_LIST_MAX ((int64_t)1 << 40)
+
+/* First non-zero entry of a legacy integer or per-half-layer list (e.g. ffn_hidden_size [4096, 0, ...]). */
+static zaya_status first_nonzero(const cJSON *obj, const char *key, int64_t *out) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) return ZAYA_OK;
+    if (cJSON_IsNumber(it)) return zaya_json_get_i64(obj, key, out, 1);
+    if (!cJSON_IsArray(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer or a list of integers", key);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, it) {
+        if (!cJSON_IsNumber(e)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must hold integers", key);
+        double v = e->valuedouble;
+        if (!(v >= 0 && v <= (double)LEGACY_LIST_MAX) || v != floor(v))
+            return zaya_error_set(ZAYA_ERANGE, "key '%s' holds %g (integers 0..%lld)", key, v, (long long)LEGACY_LIST_MAX);
+        if (v != 0) {
+            *out = (int64_t)v;
+            return ZAYA_OK;
+        }
+    }
     return ZAYA_OK;
 }
 
@@ -147,10 +170,25 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
     ZAYA_TRY(zaya_json_get_i64(obj, "pad_token_id", &c->pad_token_id, 0));
     ZAYA_TRY(read_rope(obj, c));
     if (legacy) {
+        /* The Megatron layout has no defaults of its own: the expert width must be given, as a number or
+         * a per-half-layer list whose first non-zero entry is the fused width. */
         int64_t ffn = 0, topk = c->num_experts_per_tok, kv = c->num_key_value_heads;
         double eps = c->rms_norm_eps;
-        ZAYA_TRY(zaya_json_get_i64(obj, "ffn_hidden_size", &ffn, 0));
-        if (ffn > 0) c->moe_intermediate_size = ffn / 2;
+        ZAYA_TRY(first_nonzero(obj, "ffn_hidden_size", &ffn));
+        if (ffn <= 0) ZAYA_TRY(first_nonzero(obj, "ffn_hidden_size_list", &ffn));
+        if (ffn <= 0) return zaya_error_set(ZAYA_EINVAL, "missing required key 'ffn_hidden_size'");
+        if (ffn % 2)
+            return zaya_error_set(ZAYA_EINVAL, "key 'ffn_hidden_size' (%lld) is the fused gate|up width and must be even",
+                                  (long long)ffn);
+        c->moe_intermediate_size = ffn / 2;
+        int64_t qh = 0;
+        ZAYA_TRY(first_nonzero(obj, "cca_num_q_heads", &qh));
+        if (qh > 0) c->num_attention_heads = qh;
+        int eda = 1, mod = 1;
+        ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_eda", &eda, 0));
+        ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_mod", &mod, 0));
+        if (!eda) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_eda': a router without EDA is not modelled");
+        if (!mod) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_mod': a router without the skip class is not modelled");
         ZAYA_TRY(zaya_json_get_i64(obj, "moe_router_topk", &topk, 0));
         c->num_experts_per_tok = topk;
         ZAYA_TRY(zaya_json_get_i64(obj, "num_query_groups", &kv, 0));

@@ -1,10 +1,9 @@
 /* Family-neutral architecture description filled from HF config.json files. Each family reader states
  * which keys are required (missing -> error naming the key and the family) and which have the
  * defaults of that family's HF configuration class. */
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "zaya/config.h"
 #include "zaya/json.h"
 #include "zaya/size.h"
 
@@ -41,23 +40,6 @@ static zaya_status ranged(const cJSON *c, const char *key, int64_t *out, int req
 static zaya_status req(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 1, 0, SIZE_MAX_VALUE); }
 static zaya_status opt(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 0, 0, SIZE_MAX_VALUE); }
 static zaya_status req_layers(const cJSON *c, const char *key, int64_t *out) { return ranged(c, key, out, 1, 1, LAYERS_MAX); }
-
-/* First non-zero entry of an integer list (legacy ZAYA per-half-layer lists such as [8,0,8,0,...]). */
-static zaya_status first_nonzero(const cJSON *c, const char *key, int64_t *out) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(c, key);
-    if (!it || cJSON_IsNull(it)) return ZAYA_OK;
-    if (cJSON_IsNumber(it)) return req(c, key, out);
-    if (!cJSON_IsArray(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer or a list of integers", key);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, it) {
-        if (!cJSON_IsNumber(e)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must hold integers", key);
-        double v = e->valuedouble;
-        if (!(v >= 0 && v <= (double)SIZE_MAX_VALUE) || v != (double)(int64_t)v)
-            return zaya_error_set(ZAYA_ERANGE, "key '%s' holds %g (integers 0..%lld)", key, v, (long long)SIZE_MAX_VALUE);
-        if (v != 0) { *out = (int64_t)v; return ZAYA_OK; }
-    }
-    return ZAYA_OK;
-}
 
 /* A config feature that changes the counts but is not modelled: named, never ignored. */
 static zaya_status not_modelled(const char *key, const char *what) {
@@ -161,55 +143,27 @@ static zaya_status qwen_moe_layers(const cJSON *c, zaya_size_arch *a) {
     return ZAYA_OK;
 }
 
+/* The zaya family is read by the model's own reader (zaya_config_from_json: HF and legacy Megatron
+ * layouts, ZayaConfig defaults for missing keys), so `zaya size` and `zaya model info` give one answer
+ * for one file. */
 static zaya_status read_zaya(const cJSON *c, zaya_size_arch *a) {
-    /* Two layouts: HF (40 fused blocks) and the original Megatron one (80 half-layers, ffn_hidden_size =
-     * fused gate|up width, zaya_mlp_expansion = router latent). */
-    int legacy = cJSON_GetObjectItemCaseSensitive(c, "ffn_hidden_size") != NULL ||
-                 cJSON_GetObjectItemCaseSensitive(c, "zaya_mlp_expansion") != NULL;
-    ZAYA_TRY(req(c, "vocab_size", &a->vocab));
-    ZAYA_TRY(req(c, "hidden_size", &a->hidden));
-    ZAYA_TRY(ranged(c, "num_hidden_layers", &a->layers, 1, 1, 2 * LAYERS_MAX));
-    ZAYA_TRY(req(c, "num_experts", &a->experts));
-    ZAYA_TRY(req(c, "head_dim", &a->head_dim));
-    ZAYA_TRY(req(c, "num_key_value_heads", &a->kv_heads));
-    a->attn = ZAYA_SIZE_ATTN_CCA;
-    a->tied_embeddings = 1;
-    a->cca_time0 = a->cca_time1 = 2;
-    a->router = ZAYA_SIZE_ROUTER_ZAYA;
-    a->router_hidden = 256;
-    a->router_eda = 1;
-    a->residual_scales = 1;
-    a->top_k = 1;
-    if (legacy) {
-        if (a->layers % 2) return zaya_error_set(ZAYA_EINVAL, "legacy layout: num_hidden_layers %lld is not even (half-layers)", (long long)a->layers);
-        a->layers /= 2;
-        int64_t ffn = 0;
-        ZAYA_TRY(first_nonzero(c, "ffn_hidden_size", &ffn));
-        ZAYA_TRY(first_nonzero(c, "ffn_hidden_size_list", &ffn));
-        if (ffn <= 0) return zaya_error_set(ZAYA_EINVAL, "missing required key 'ffn_hidden_size'");
-        a->expert_ffn = ffn / 2;
-        a->keys.expert_ffn = "ffn_hidden_size";
-        ZAYA_TRY(req(c, "num_attention_heads", &a->heads));
-        ZAYA_TRY(first_nonzero(c, "cca_num_q_heads", &a->heads));
-        ZAYA_TRY(opt(c, "moe_router_topk", &a->top_k));
-        a->keys.top_k = "moe_router_topk";
-        ZAYA_TRY(first_nonzero(c, "zaya_mlp_expansion", &a->router_hidden));
-        int eda = 1;
-        ZAYA_TRY(zaya_json_get_bool(c, "zaya_use_eda", &eda, 0));
-        a->router_eda = eda;
-    } else {
-        ZAYA_TRY(req(c, "num_attention_heads", &a->heads));
-        ZAYA_TRY(req(c, "moe_intermediate_size", &a->expert_ffn));
-        ZAYA_TRY(opt(c, "num_experts_per_tok", &a->top_k));
-        ZAYA_TRY(opt(c, "router_hidden_size", &a->router_hidden));
-    }
-    ZAYA_TRY(opt(c, "cca_time0", &a->cca_time0));
-    ZAYA_TRY(opt(c, "cca_time1", &a->cca_time1));
-    ZAYA_TRY(zaya_json_get_bool(c, "tie_word_embeddings", &a->tied_embeddings, 0));
-    ZAYA_TRY(opt(c, "max_position_embeddings", &a->max_seq));
-    a->router_classes = a->experts + 1; /* + the skip (MoD) class */
-    a->n_moe_layers = a->layers;
+    zaya_config zc;
+    ZAYA_TRY(zaya_config_from_json(c, &zc));
+    zaya_size_arch_from_zaya_config(&zc, a);
     return ZAYA_OK;
+}
+
+void zaya_size_arch_from_zaya_config(const zaya_config *zc, zaya_size_arch *a) {
+    zaya_size_arch_zaya_like(a, zc->hidden_size, zc->num_hidden_layers, zc->num_experts, zc->moe_intermediate_size,
+                             zc->num_experts_per_tok, zc->vocab_size);
+    a->heads = zc->num_attention_heads;
+    a->kv_heads = zc->num_key_value_heads;
+    a->head_dim = zc->head_dim;
+    a->cca_time0 = zc->cca_time0;
+    a->cca_time1 = zc->cca_time1;
+    a->router_hidden = zc->router_hidden_size;
+    a->tied_embeddings = zc->tie_word_embeddings;
+    a->max_seq = zc->max_position_embeddings;
 }
 
 /* deepseek_v2 / deepseek_v3 (and the MLA + dense-first + shared-expert layout they define). */
@@ -527,22 +481,19 @@ zaya_status zaya_size_arch_from_config(const cJSON *cfg, zaya_size_arch *a) {
     return ZAYA_OK;
 }
 
-zaya_status zaya_size_arch_load(const char *path, zaya_size_arch *a) {
-    struct stat st;
-    if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return zaya_error_set(ZAYA_EINVAL, "%s is a directory; pass the config.json inside it", path);
-    if (!S_ISREG(st.st_mode))
-        return zaya_error_set(ZAYA_EINVAL, "%s is not a regular file (a pipe or a device); save the config to a file first", path);
-    if (st.st_size > 16 * 1024 * 1024)
-        return zaya_error_set(ZAYA_ERANGE, "%s: %lld bytes is too large for a model config (at most 16 MiB)", path,
-                              (long long)st.st_size);
+zaya_status zaya_size_arch_load(const char *spec, zaya_size_arch *a) {
+    for (const char *const *p = zaya_config_preset_names(); *p; p++)
+        if (!strcmp(*p, spec)) {
+            zaya_config zc;
+            ZAYA_TRY(zaya_config_preset(spec, &zc));
+            zaya_size_arch_from_zaya_config(&zc, a);
+            return ZAYA_OK;
+        }
     cJSON *root = NULL;
-    ZAYA_TRY(zaya_json_load_file(path, &root));
-    zaya_status s = zaya_json_check_unique_keys(root);
-    if (s == ZAYA_OK) s = zaya_size_arch_from_config(root, a);
+    ZAYA_TRY(zaya_json_load_config(spec, &root));
+    zaya_status s = zaya_size_arch_from_config(root, a);
     cJSON_Delete(root);
-    if (s != ZAYA_OK) return zaya_error_context(s, "%s", path);
+    if (s != ZAYA_OK) return zaya_error_context(s, "%s", spec);
     return ZAYA_OK;
 }
 

@@ -12,8 +12,16 @@ extern "C" {
 zaya_status zaya_mkdir_p(const char *path);
 /* Joins dir and name into out (size cap); errors if it does not fit. */
 zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *name);
+/* Atomic writes, in two halves for writers that stream: write and fsync the file named by
+ * zaya_atomic_tmp_name (path.tmp.<pid>; ckpt retention removes those of dead processes), close it, then
+ * zaya_atomic_publish renames it over path and fsyncs the directory (on failure tmp is removed). */
+zaya_status zaya_atomic_tmp_name(const char *path, char *out, size_t cap);
+zaya_status zaya_atomic_publish(const char *tmp, const char *path);
 /* Writes bytes to path atomically: path.tmp, fsync, rename, fsync of the directory. */
 zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t len);
+/* fsync of a directory (its entries: renames, creations) / of the directory holding `path`. */
+zaya_status zaya_fsync_dir(const char *dir);
+zaya_status zaya_fsync_parent(const char *path);
 /* Reads a whole file (malloc'd, NUL-terminated for convenience). */
 zaya_status zaya_read_file(const char *path, char **data, size_t *len);
 

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <xxhash.h>
 
 #include "zaya/bf16.h"
+#include "zaya/fs.h"
 
 static const char *const dtype_names[ZAYA_ST_NDTYPES] = {"BOOL", "U8",  "I8",  "I16", "U16", "F16", "BF16",
                                                          "I32",  "U32", "F32", "I64", "U64", "F64"};
@@ -358,8 +358,12 @@ zaya_status zaya_st_writer_init(zaya_st_writer **out, const char *path, int atom
         zaya_st_writer_abort(w);
         return zaya_error_set(ZAYA_ENOMEM, "safetensors writer");
     }
-    if (atomic) snprintf(w->tmp, tl, "%s.tmp.%d", path, (int)getpid());
-    else snprintf(w->tmp, tl, "%s", path);
+    zaya_status s = atomic ? zaya_atomic_tmp_name(path, w->tmp, tl) : ZAYA_OK;
+    if (!atomic) snprintf(w->tmp, tl, "%s", path);
+    if (s != ZAYA_OK) {
+        zaya_st_writer_abort(w);
+        return s;
+    }
     *out = w;
     return ZAYA_OK;
 }
@@ -435,18 +439,6 @@ static zaya_status write_tensor(int fd, const char *path, const st_item *it, XXH
     return ZAYA_OK;
 }
 
-static zaya_status fsync_parent(const char *path) {
-    char *d = strdup(path);
-    if (!d) return zaya_error_set(ZAYA_ENOMEM, "path");
-    int fd = open(dirname(d), O_RDONLY | O_DIRECTORY);
-    free(d);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open the directory of '%s': %s", path, strerror(errno));
-    int rc = fsync(fd);
-    close(fd);
-    if (rc) return zaya_error_set(ZAYA_EIO, "fsync of the directory of '%s' failed: %s", path, strerror(errno));
-    return ZAYA_OK;
-}
-
 zaya_status zaya_st_writer_finish(zaya_st_writer *w, uint64_t *checksums, uint64_t *offsets, uint64_t *bytes) {
     cJSON *hdr = cJSON_CreateObject();
     if (w->meta) cJSON_AddItemReferenceToObject(hdr, "__metadata__", w->meta);
@@ -499,11 +491,7 @@ zaya_status zaya_st_writer_finish(zaya_st_writer *w, uint64_t *checksums, uint64
     if (s == ZAYA_OK && fsync(fd) != 0) s = zaya_error_set(ZAYA_EIO, "fsync of '%s' failed: %s", w->tmp, strerror(errno));
     if (close(fd) != 0 && s == ZAYA_OK) s = zaya_error_set(ZAYA_EIO, "closing '%s' failed: %s", w->tmp, strerror(errno));
     fd = -1;
-    if (s == ZAYA_OK && w->atomic) {
-        if (rename(w->tmp, w->path) != 0)
-            s = zaya_error_set(ZAYA_EIO, "rename '%s' -> '%s' failed: %s", w->tmp, w->path, strerror(errno));
-        else s = fsync_parent(w->path);
-    }
+    if (s == ZAYA_OK && w->atomic) s = zaya_atomic_publish(w->tmp, w->path);
     if (s == ZAYA_OK && bytes) *bytes = pos;
 done:
     if (fd >= 0) close(fd);

@@ -415,15 +415,6 @@ static zaya_status build_manifest(zaya_ckpt_writer *w, cJSON **descs, cJSON **ou
     return ZAYA_OK;
 }
 
-static zaya_status fsync_path(const char *path) {
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open directory '%s': %s", path, strerror(errno));
-    int rc = fsync(fd);
-    close(fd);
-    if (rc) return zaya_error_set(ZAYA_EIO, "fsync of directory '%s' failed: %s", path, strerror(errno));
-    return ZAYA_OK;
-}
-
 /* Rank 0's finish: manifest into tmp, fsync, rename, fsync root, latest, retention. */
 static zaya_status finish_rank0(zaya_ckpt_writer *w, const char *tmp, const char *final, const char *dirname_,
                                 cJSON **descs) {
@@ -445,7 +436,7 @@ static zaya_status finish_rank0(zaya_ckpt_writer *w, const char *tmp, const char
         free(txt);
     }
     cJSON_Delete(man);
-    if (s == ZAYA_OK) s = fsync_path(tmp);
+    if (s == ZAYA_OK) s = zaya_fsync_dir(tmp);
     /* The commit. A step being redone (a resume from an older step, --no-resume) replaces the
      * existing directory with one atomic exchange, so step-N is complete at every instant; the old
      * one, now under the temp name, is removed after latest points at the new one. */
@@ -466,7 +457,7 @@ static zaya_status finish_rank0(zaya_ckpt_writer *w, const char *tmp, const char
         if (s == ZAYA_OK) ZAYA_INFO("checkpoint %s existed (a step redone): replaced atomically", final);
     }
     if (s != ZAYA_OK) return s;
-    ZAYA_TRY(fsync_path(w->root));
+    ZAYA_TRY(zaya_fsync_dir(w->root));
     char latest[600], line[80];
     ZAYA_TRY(zaya_path_join(latest, sizeof latest, w->root, "latest"));
     snprintf(line, sizeof line, "%s\n", dirname_);

@@ -23,6 +23,7 @@
 #include "zaya/dist.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/proc.h"
 #include "zaya/progress.h"
 #include "zaya/threads.h"
 #include "zaya/timer.h"
@@ -43,15 +44,7 @@ static int under_mpirun(void) {
 
 /* mpirun on PATH (or an explicit path), else NULL. */
 static const char *find_mpirun(const char *want, char *buf, size_t cap) {
-    if (want) return access(want, X_OK) == 0 ? want : NULL;
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t len = strcspn(path, ":");
-        snprintf(buf, cap, "%.*s/mpirun", (int)len, path);
-        if (len && access(buf, X_OK) == 0) return buf;
-        path += len + (path[len] == ':');
-    }
-    return NULL;
+    return zaya_proc_which(want ? want : "mpirun", buf, cap) ? buf : NULL;
 }
 
 /* Appends the out-of-place rows of a `zaya bench coll` coll.json to the profile's collectives. */
@@ -102,20 +95,35 @@ static zaya_status collect_child(const char *path, cJSON *colls, int *max_ranks)
 
 /* `zaya bench coll` under mpirun with np ranks; its output goes to DIR/coll-npN.log. */
 static zaya_status run_child(const all_opts *a, int np, cJSON *colls, int *max_ranks) {
-    char dir[4096], log[4200], json[4200], cmd[16384], self[4096];
+    char dir[4096], log[4200], json[4200], self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return zaya_error_set(ZAYA_EIO, "cannot resolve /proc/self/exe");
     self[n] = 0;
     snprintf(dir, sizeof dir, "%s/coll-np%d", a->outdir, np);
     snprintf(log, sizeof log, "%s/coll-np%d.log", a->outdir, np);
     snprintf(json, sizeof json, "%s/coll.json", dir);
-    snprintf(cmd, sizeof cmd,
-             "OMP_NUM_THREADS=1 '%s' -np %d --allow-run-as-root%s '%s' bench coll --coll " COLL_LIST
-             " -b 8 -e %s -n %d -w %d --bare 0 --out '%s' > '%s' 2>&1",
-             a->mpirun, np, np > 2 ? " --oversubscribe" : "", self, a->quick ? "256K" : "4M", a->quick ? 5 : 20,
-             a->quick ? 1 : 5, dir, log);
-    int rc = system(cmd);
-    if (rc != 0) return zaya_error_set(ZAYA_EBACKEND, "mpirun -np %d failed (exit %d); see %s", np, rc, log);
+    char snp[16], siters[16], swarm[16];
+    snprintf(snp, sizeof snp, "%d", np);
+    snprintf(siters, sizeof siters, "%d", a->quick ? 5 : 20);
+    snprintf(swarm, sizeof swarm, "%d", a->quick ? 1 : 5);
+    char *argv[32];
+    int k = 0;
+    argv[k++] = (char *)a->mpirun;
+    argv[k++] = "-np";
+    argv[k++] = snp;
+    argv[k++] = "--allow-run-as-root";
+    if (np > 2) argv[k++] = "--oversubscribe";
+    char *tail[] = {self, "bench", "coll", "--coll", COLL_LIST, "-b", "8", "-e", a->quick ? "256K" : "4M", "-n", siters,
+                    "-w", swarm, "--bare", "0", "--out", dir, NULL};
+    for (int i = 0; tail[i]; i++) argv[k++] = tail[i];
+    argv[k] = NULL;
+    const char *env[] = {"OMP_NUM_THREADS=1", NULL};
+    zaya_proc_opts po = {.log_path = log, .env = env};
+    zaya_proc_result r;
+    ZAYA_TRY(zaya_proc_run(argv, &po, 0, &r));
+    char why[32];
+    if (!zaya_proc_ok(&r))
+        return zaya_error_set(ZAYA_EBACKEND, "mpirun -np %d failed (%s); see %s", np, zaya_proc_describe(&r, why, sizeof why), log);
     return collect_child(json, colls, max_ranks);
 }
 

@@ -15,6 +15,7 @@
 #include "zaya/json.h"
 #include "zaya/model.h"
 #include "zaya/optim.h"
+#include "zaya/proc.h"
 #include "zaya/progress.h"
 #include "zaya/threads.h"
 
@@ -128,22 +129,29 @@ static void run_torch(const mbench *mb, const char *script, const char *tmpdir, 
         return;
     }
     cJSON_Delete(cj);
-    char cmd[9000];
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --bench '%s' %lld %lld %d %d %d%s 2>&1", TORCH_PYTHON, script, cfgpath,
-             (long long)mb->B, (long long)mb->T, mb->reps, mb->warmup, mb->threads, mb->train ? " train" : "");
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        snprintf(note, cap, "cannot start %s", TORCH_PYTHON);
+    char sB[24], sT[24], sreps[16], swarm[16], sthr[16];
+    snprintf(sB, sizeof sB, "%lld", (long long)mb->B);
+    snprintf(sT, sizeof sT, "%lld", (long long)mb->T);
+    snprintf(sreps, sizeof sreps, "%d", mb->reps);
+    snprintf(swarm, sizeof swarm, "%d", mb->warmup);
+    snprintf(sthr, sizeof sthr, "%d", mb->threads);
+    char *argv[] = {TORCH_PYTHON, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr, mb->train ? "train" : NULL, NULL};
+    zaya_proc_opts po = {.capture_stderr = 1};
+    zaya_proc_result pr;
+    char *text = NULL;
+    if (zaya_proc_capture(argv, &po, 1 << 20, &text, NULL, &pr) != ZAYA_OK) {
+        snprintf(note, cap, "cannot start %s: %s", TORCH_PYTHON, zaya_error_message());
+        remove(cfgpath);
         return;
     }
-    char line[4096], last[4096] = "", json[4096] = "";
-    while (fgets(line, sizeof line, p)) {
-        line[strcspn(line, "\n")] = 0;
+    remove(cfgpath);
+    char last[4096] = "", json[4096] = "";
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '{') snprintf(json, sizeof json, "%s", line);
         else if (line[0]) snprintf(last, sizeof last, "%s", line);
     }
-    int rc = pclose(p);
-    remove(cfgpath);
+    free(text);
+    int rc = zaya_proc_ok(&pr) ? 0 : 1;
     cJSON *o = json[0] ? cJSON_Parse(json) : NULL;
     double f = 0, fb = 0;
     if (rc != 0 || !o || zaya_json_get_f64(o, "forward_s", &f, 1) != ZAYA_OK ||

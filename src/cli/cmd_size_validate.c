@@ -19,6 +19,7 @@
 #include "zaya/bench.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/proc.h"
 #include "zaya/size.h"
 #include "zaya/threads.h"
 
@@ -86,24 +87,12 @@ static zaya_status write_run(const char *path, char names[][64], int n, int64_t 
 
 /* Runs argv with stdout and stderr into log; the exit status or an error. */
 static zaya_status run_child(char *const argv[], const char *log) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "%s: %s", log, strerror(errno));
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) { close(fd); return zaya_error_set(ZAYA_EIO, "fork: %s", strerror(errno)); }
-    if (pid == 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fd);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) return zaya_error_set(ZAYA_EIO, "waitpid: %s", strerror(errno));
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return zaya_error_set(ZAYA_EIO, "the training run failed (%s %d); see %s", WIFEXITED(st) ? "exit" : "signal",
-                              WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), log);
+    zaya_proc_opts po = {.log_path = log};
+    zaya_proc_result r;
+    ZAYA_TRY(zaya_proc_run(argv, &po, 0, &r));
+    char why[32];
+    if (!zaya_proc_ok(&r))
+        return zaya_error_set(ZAYA_EIO, "the training run failed (%s); see %s", zaya_proc_describe(&r, why, sizeof why), log);
     return ZAYA_OK;
 }
 

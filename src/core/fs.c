@@ -35,21 +35,40 @@ zaya_status zaya_path_join(char *out, size_t cap, const char *dir, const char *n
     return ZAYA_OK;
 }
 
-static zaya_status fsync_dir_of(const char *path) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    int fd = open(dirname(buf), O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open directory of '%s': %s", path, strerror(errno));
+zaya_status zaya_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open directory '%s': %s", dir, strerror(errno));
     int rc = fsync(fd);
+    int e = errno;
     close(fd);
-    if (rc != 0) return zaya_error_set(ZAYA_EIO, "fsync of directory of '%s' failed: %s", path, strerror(errno));
+    if (rc != 0) return zaya_error_set(ZAYA_EIO, "fsync of directory '%s' failed: %s", dir, strerror(e));
     return ZAYA_OK;
+}
+
+zaya_status zaya_fsync_parent(const char *path) {
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return zaya_error_set(ZAYA_EINVAL, "path too long: '%s'", path);
+    return zaya_fsync_dir(dirname(buf));
+}
+
+zaya_status zaya_atomic_tmp_name(const char *path, char *out, size_t cap) {
+    if ((size_t)snprintf(out, cap, "%s.tmp.%d", path, (int)getpid()) >= cap)
+        return zaya_error_set(ZAYA_EINVAL, "path too long: '%s'", path);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_atomic_publish(const char *tmp, const char *path) {
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return zaya_error_set(ZAYA_EIO, "rename '%s' -> '%s' failed: %s", tmp, path, strerror(e));
+    }
+    return zaya_fsync_parent(path);
 }
 
 zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t len) {
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
-        return zaya_error_set(ZAYA_EINVAL, "path too long: '%s'", path);
+    ZAYA_TRY(zaya_atomic_tmp_name(path, tmp, sizeof tmp));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot create '%s': %s", tmp, strerror(errno));
     const char *p = data;
@@ -72,13 +91,12 @@ zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t le
         unlink(tmp);
         return zaya_error_set(ZAYA_EIO, "fsync of '%s' failed: %s", tmp, strerror(e));
     }
-    close(fd);
-    if (rename(tmp, path) != 0) {
+    if (close(fd) != 0) {
         int e = errno;
         unlink(tmp);
-        return zaya_error_set(ZAYA_EIO, "rename '%s' -> '%s' failed: %s", tmp, path, strerror(e));
+        return zaya_error_set(ZAYA_EIO, "closing '%s' failed: %s", tmp, strerror(e));
     }
-    return fsync_dir_of(path);
+    return zaya_atomic_publish(tmp, path);
 }
 
 zaya_status zaya_read_file(const char *path, char **data, size_t *len) {

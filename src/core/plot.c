@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+
+#include "zaya/proc.h"
 
 static void write_escaped(FILE *f, const char *s) {
     for (; s && *s; s++) {
@@ -14,13 +15,13 @@ static void write_escaped(FILE *f, const char *s) {
 }
 
 static zaya_status run_gnuplot(const char *gp, const char *dat) {
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+    if (!zaya_proc_which("gnuplot", NULL, 0))
         return zaya_error_set(ZAYA_EUNSUPPORTED, "gnuplot is not installed; data kept in '%s' (run scripts/setup.sh)", dat);
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", gp);
-    int rc = system(cmd);
-    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-        return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s'", gp);
+    char *argv[] = {"gnuplot", (char *)gp, NULL};
+    zaya_proc_result r;
+    ZAYA_TRY(zaya_proc_run(argv, NULL, 120, &r));
+    char why[32];
+    if (!zaya_proc_ok(&r)) return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s' (%s)", gp, zaya_proc_describe(&r, why, sizeof why));
     return ZAYA_OK;
 }
 

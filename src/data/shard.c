@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+#include "zaya/fs.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "token shards are little-endian and mmapped in place: big-endian hosts are not supported"
@@ -90,7 +91,13 @@ zaya_status zaya_shard_writer_open(const char *path, uint64_t vocab_size, uint32
         zaya_shard_writer_abort(w);
         return zaya_error_set(ZAYA_ENOMEM, "shard '%s': out of memory", path);
     }
-    snprintf(w->tmp, tl, "%s.tmp.%d", path, (int)getpid());
+    zaya_status ts = zaya_atomic_tmp_name(path, w->tmp, tl);
+    if (ts != ZAYA_OK) {
+        free(w->tmp);
+        w->tmp = NULL;
+        zaya_shard_writer_abort(w);
+        return ts;
+    }
     w->f = fopen(w->tmp, "wb");
     if (!w->f) {
         zaya_status s = zaya_error_set(ZAYA_EIO, "cannot create '%s': %s", w->tmp, strerror(errno));
@@ -151,18 +158,6 @@ zaya_status zaya_shard_writer_add(zaya_shard_writer *w, const int32_t *ids, size
 uint64_t zaya_shard_writer_tokens(const zaya_shard_writer *w) { return w->hdr.token_count; }
 uint64_t zaya_shard_writer_docs(const zaya_shard_writer *w) { return w->hdr.doc_count; }
 
-static zaya_status fsync_parent(const char *path) {
-    char *copy = strdup(path);
-    if (!copy) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    free(copy);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open the directory of '%s': %s", path, strerror(errno));
-    int rc = fsync(fd);
-    close(fd);
-    if (rc != 0) return zaya_error_set(ZAYA_EIO, "fsync of the directory of '%s' failed", path);
-    return ZAYA_OK;
-}
-
 static zaya_status writer_finish(zaya_shard_writer *w) {
     zaya_shard_header *h = &w->hdr;
     uint64_t tokens_end = h->tokens_offset + h->token_count * h->token_width;
@@ -181,11 +176,10 @@ static zaya_status writer_finish(zaya_shard_writer *w) {
     int rc = fclose(w->f);
     w->f = NULL;
     if (rc != 0) return zaya_error_set(ZAYA_EIO, "closing '%s' failed: %s", w->tmp, strerror(errno));
-    if (rename(w->tmp, w->path) != 0)
-        return zaya_error_set(ZAYA_EIO, "rename '%s' -> '%s' failed: %s", w->tmp, w->path, strerror(errno));
+    zaya_status s = zaya_atomic_publish(w->tmp, w->path);
     free(w->tmp);
-    w->tmp = NULL; /* published: abort must not unlink it */
-    return fsync_parent(w->path);
+    w->tmp = NULL; /* published, or removed by the failed publish: abort has nothing to unlink */
+    return s;
 }
 
 zaya_status zaya_shard_writer_finish(zaya_shard_writer *w) {

@@ -1,0 +1,203 @@
+#include "zaya/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Child side, between fork and exec: only plain system calls and the environment. */
+static void child_setup(const zaya_proc_opts *o, pid_t parent, int pipe_w, int pipe_r) {
+    if (o->new_group) setpgid(0, 0);
+    if (o->die_with_parent) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127); /* the parent died before the request took effect */
+    }
+    if (o->log_path) {
+        int fd = open(o->log_path, O_WRONLY | O_CREAT | (o->log_append ? O_APPEND : O_TRUNC), 0644);
+        if (fd >= 0) {
+            if (o->log_banner) {
+                size_t n = strlen(o->log_banner);
+                if (write(fd, o->log_banner, n) != (ssize_t)n) { /* the banner is best effort */
+                }
+            }
+            dup2(fd, 1);
+            dup2(fd, 2);
+            if (fd > 2) close(fd);
+        }
+    }
+    if (pipe_w >= 0) {
+        close(pipe_r);
+        dup2(pipe_w, 1);
+        if (o->capture_stderr) dup2(pipe_w, 2);
+        if (pipe_w > 2) close(pipe_w);
+    }
+    for (const char *const *e = o->env; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq) {
+            unsetenv(*e);
+            continue;
+        }
+        char name[256];
+        size_t n = (size_t)(eq - *e);
+        if (n == 0 || n >= sizeof name) continue;
+        memcpy(name, *e, n);
+        name[n] = 0;
+        setenv(name, eq + 1, 1);
+    }
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+}
+
+zaya_status zaya_proc_spawn(char *const argv[], const zaya_proc_opts *opts, pid_t *pid, int *out_fd) {
+    static const zaya_proc_opts none = {0};
+    const zaya_proc_opts *o = opts ? opts : &none;
+    if (!argv || !argv[0]) return zaya_error_set(ZAYA_EINVAL, "no program to run");
+    int fds[2] = {-1, -1};
+    if (o->capture_stdout && pipe2(fds, O_CLOEXEC) != 0)
+        return zaya_error_set(ZAYA_EIO, "cannot create a pipe for '%s': %s", argv[0], strerror(errno));
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t p = fork();
+    if (p < 0) {
+        int e = errno;
+        if (fds[0] >= 0) close(fds[0]), close(fds[1]);
+        return zaya_error_set(ZAYA_EIO, "cannot start '%s': fork: %s", argv[0], strerror(e));
+    }
+    if (p == 0) {
+        child_setup(o, parent, fds[1], fds[0]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    if (o->new_group) setpgid(p, p); /* also here: no race with a kill of the group right after */
+    if (fds[1] >= 0) close(fds[1]);
+    if (out_fd) *out_fd = fds[0];
+    else if (fds[0] >= 0) close(fds[0]);
+    *pid = p;
+    return ZAYA_OK;
+}
+
+static void fill(zaya_proc_result *r, int st) {
+    r->exited = WIFEXITED(st);
+    r->code = r->exited ? WEXITSTATUS(st) : 0;
+    r->signaled = WIFSIGNALED(st);
+    r->sig = r->signaled ? WTERMSIG(st) : 0;
+}
+
+zaya_status zaya_proc_wait(pid_t pid, double timeout_s, int group, zaya_proc_result *r) {
+    memset(r, 0, sizeof *r);
+    int st = 0;
+    if (timeout_s <= 0) {
+        while (waitpid(pid, &st, 0) < 0)
+            if (errno != EINTR) return zaya_error_set(ZAYA_EIO, "waitpid(%d): %s", (int)pid, strerror(errno));
+        fill(r, st);
+        return ZAYA_OK;
+    }
+    double t0 = now_s();
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) return zaya_error_set(ZAYA_EIO, "waitpid(%d): %s", (int)pid, strerror(errno));
+        if (now_s() - t0 > timeout_s) {
+            kill(group ? -pid : pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            fill(r, st);
+            r->timed_out = 1;
+            return ZAYA_OK;
+        }
+        usleep(20000);
+    }
+    fill(r, st);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_proc_run(char *const argv[], const zaya_proc_opts *opts, double timeout_s, zaya_proc_result *r) {
+    pid_t pid = -1;
+    ZAYA_TRY(zaya_proc_spawn(argv, opts, &pid, NULL));
+    return zaya_proc_wait(pid, timeout_s, opts && opts->new_group, r);
+}
+
+zaya_status zaya_proc_capture(char *const argv[], const zaya_proc_opts *opts, size_t max, char **out, size_t *len,
+                              zaya_proc_result *r) {
+    zaya_proc_opts o = opts ? *opts : (zaya_proc_opts){0};
+    o.capture_stdout = 1;
+    char *buf = malloc(max + 1);
+    if (!buf) return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %zu bytes for the output of '%s'", max, argv[0]);
+    pid_t pid = -1;
+    int fd = -1;
+    zaya_status s = zaya_proc_spawn(argv, &o, &pid, &fd);
+    if (s != ZAYA_OK) {
+        free(buf);
+        return s;
+    }
+    size_t n = 0;
+    char drop[4096];
+    for (;;) {
+        ssize_t k = n < max ? read(fd, buf + n, max - n) : read(fd, drop, sizeof drop);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        if (n < max) n += (size_t)k;
+    }
+    close(fd);
+    buf[n] = 0;
+    s = zaya_proc_wait(pid, 0, o.new_group, r);
+    if (s != ZAYA_OK) {
+        free(buf);
+        return s;
+    }
+    *out = buf;
+    if (len) *len = n;
+    return ZAYA_OK;
+}
+
+int zaya_proc_ok(const zaya_proc_result *r) { return r->exited && r->code == 0 && !r->timed_out; }
+
+const char *zaya_proc_describe(const zaya_proc_result *r, char *buf, size_t cap) {
+    if (r->timed_out) snprintf(buf, cap, "timed out");
+    else if (r->signaled) snprintf(buf, cap, "signal %d", r->sig);
+    else snprintf(buf, cap, "exit %d", r->code);
+    return buf;
+}
+
+int zaya_proc_which(const char *name, char *path_out, size_t cap) {
+    if (strchr(name, '/')) {
+        if (access(name, X_OK) != 0) return 0;
+        if (path_out) snprintf(path_out, cap, "%s", name);
+        return 1;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    char dir[4096];
+    for (const char *p = path; *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0 && n + strlen(name) + 2 < sizeof dir) {
+            memcpy(dir, p, n);
+            dir[n] = '/';
+            strcpy(dir + n + 1, name);
+            struct stat st;
+            if (stat(dir, &st) == 0 && S_ISREG(st.st_mode) && access(dir, X_OK) == 0) {
+                if (path_out) snprintf(path_out, cap, "%s", dir);
+                return 1;
+            }
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}

@@ -23,7 +23,7 @@ typedef struct seen {
 static void on_event(void *ctx, const zaya_ft_event *e) {
     seen *s = ctx;
     s->n++;
-    if (!strcmp(e->kind, "nonfinite")) {
+    if (!strcmp(e->kind, ZAYA_FT_EV_NONFINITE)) {
         s->nonfinite++;
         s->step = e->step;
         snprintf(s->detail, sizeof s->detail, "%s", e->detail);
@@ -47,7 +47,24 @@ int main(void) {
     zaya_ft_monitor_reset(m, dir);
     seen s = {0};
     zaya_ft_monitor_poll(m, 1.0, on_event, &s);
-    CHECK(m->nranks == 4 && m->ranks[3].seen && !strcmp(m->ranks[3].section, "startup"), "startup heartbeat of rank 3");
+    CHECK(m->nranks == 4 && m->ranks[3].seen && m->ranks[3].section == ZAYA_FT_STARTUP, "startup heartbeat of rank 3");
+    /* the protocol's section names round-trip; a record naming no section is not taken */
+    for (int k = 0; k < ZAYA_FT_NSECTIONS; k++)
+        CHECK(zaya_ft_section_parse(zaya_ft_section_name((zaya_ft_section)k)) == k, "section %d round trip", k);
+    CHECK(zaya_ft_section_parse("bogus") == -1 && zaya_ft_section_parse(NULL) == -1, "unknown section");
+    {
+        char bad[256];
+        snprintf(bad, sizeof bad, "%s/" ZAYA_FT_HB_RANK_FILE, dir, 1);
+        FILE *f = fopen(bad, "w");
+        CHECK(f != NULL, "write a foreign record");
+        if (f) {
+            fputs("{\"seq\":1,\"rank\":1,\"section\":\"bogus\",\"seq_end\":1}\n", f);
+            fclose(f);
+        }
+        zaya_ft_monitor_poll(m, 1.5, on_event, &s);
+        CHECK(!m->ranks[1].seen, "a record with an unknown section is ignored");
+        unlink(bad);
+    }
     CHECK(m->ranks[3].pid == (int)getpid() && m->ranks[3].world == 4, "pid %d world %d", m->ranks[3].pid, m->ranks[3].world);
     for (int step = 0; step < 4; step++) {
         zaya_hb_section(ZAYA_FT_FORWARD, step);

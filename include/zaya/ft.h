@@ -8,14 +8,12 @@
 
 #include <stdint.h>
 
+#include "zaya/ft_protocol.h"
 #include "zaya/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Exit status of `zaya supervise` (and of a trainer) that stopped on request after a checkpoint. */
-#define ZAYA_SUPERVISE_EXIT_PREEMPTED 75
 
 typedef struct zaya_supervise_opts {
     char **argv; /* the job's command, NULL-terminated */
@@ -57,11 +55,6 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
  * 22; 0 when unknown), and whether pid is that same process, alive and not a zombie (start 0: any). */
 long long zaya_ft_proc_start_time(int pid);
 int zaya_ft_process_alive(int pid, long long start);
-
-/* Environment the supervisor gives the job: its pid and start time. A trainer that sees them dies
- * with the supervisor (and with its own launcher): see zaya_train lifeline, docs/fault-tolerance.md. */
-#define ZAYA_ENV_SUPERVISOR_PID "ZAYA_SUPERVISOR_PID"
-#define ZAYA_ENV_SUPERVISOR_START "ZAYA_SUPERVISOR_START"
 
 /* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
  * matrices whose products and sums are exactly representable, compared with an int64 reference. */

@@ -63,7 +63,7 @@ int zaya_cmd_supervise(int argc, char **argv) {
     }
     printf("results in %s (incidents.jsonl, summary.json, attempt-NNN.log)\n", o.out_dir);
     if (r.completed) return 0;
-    if (r.preempted) return ZAYA_SUPERVISE_EXIT_PREEMPTED;
+    if (r.preempted) return ZAYA_FT_EXIT_PREEMPTED;
     fprintf(stderr, "zaya supervise: error: %s\n", r.diagnosis);
     return 1;
 }

@@ -94,7 +94,7 @@ int zaya_cmd_train(int argc, char **argv) {
         if (r.rank == 0)
             printf("preempted after %lld steps: checkpoint saved; run the same command again to resume\n",
                    (long long)r.steps);
-        return ZAYA_EXIT_PREEMPTED;
+        return ZAYA_FT_EXIT_PREEMPTED;
     }
     if (r.rank != 0) return 0; /* rank 0 reports for everyone */
     printf("trained %lld steps, %lld tokens in %.1f s (%.0f tokens/s); %lld updates skipped\n", (long long)r.steps,

@@ -16,7 +16,8 @@ typedef struct zaya_ft_rank {
     int seen, pid, world;
     long long seq, steps_done, events_off;
     int64_t step, phase, seq_len;  /* regime of the last record */
-    char section[32], host[64];
+    zaya_ft_section section; /* ZAYA_FT_STARTUP until the first record */
+    char host[64];
     double last_change;           /* supervisor clock when seq last changed */
     double hb_time;               /* the rank's wall clock in that record */
     double step_time, busy_time, train_time;

@@ -78,15 +78,16 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
         int64_t seq = 0, steps = 0;
         zaya_json_get_i64(j, "seq", &seq, 0);
         zaya_json_get_i64(j, "steps_done", &steps, 0);
-        if (!r->seen || seq != r->seq) {
+        const char *sec = NULL;
+        zaya_json_get_str(j, "section", &sec, 0);
+        int section = zaya_ft_section_parse(sec);
+        if (section >= 0 && (!r->seen || seq != r->seq)) { /* a record naming no section is not one of ours */
             /* how long a rank can go between two records in an evaluation (one batch) */
-            if (r->seen && !strcmp(r->section, "eval") && now - r->last_change > m->eval_gap_max)
+            if (r->seen && r->section == ZAYA_FT_EVAL && now - r->last_change > m->eval_gap_max)
                 m->eval_gap_max = now - r->last_change;
             r->last_change = now;
             r->seq = seq;
-            const char *sec = "?";
-            zaya_json_get_str(j, "section", &sec, 0);
-            snprintf(r->section, sizeof r->section, "%s", sec);
+            r->section = (zaya_ft_section)section;
             zaya_json_get_int(j, "pid", &r->pid, 0);
             const char *host = "";
             zaya_json_get_str(j, "host", &host, 0);
@@ -149,10 +150,10 @@ void zaya_ft_monitor_poll(zaya_ft_monitor *m, double now, zaya_ft_event_fn fn, v
     char path[4400];
     while ((e = readdir(d))) {
         int rank;
-        if (sscanf(e->d_name, "rank-%d.json", &rank) == 1 && strstr(e->d_name, ".json") && e->d_name[0] == 'r') {
+        if (sscanf(e->d_name, "rank-%d.json", &rank) == 1 /* ZAYA_FT_HB_RANK_FILE */ && strstr(e->d_name, ".json") && e->d_name[0] == 'r') {
             snprintf(path, sizeof path, "%s/%s", m->dir, e->d_name);
             read_heartbeat(m, path, now);
-        } else if (sscanf(e->d_name, "events-r%d.jsonl", &rank) == 1 && rank >= 0 && rank < ZAYA_FT_MAX_RANKS) {
+        } else if (sscanf(e->d_name, "events-r%d.jsonl", &rank) == 1 /* ZAYA_FT_HB_EVENTS_FILE */ && rank >= 0 && rank < ZAYA_FT_MAX_RANKS) {
             snprintf(path, sizeof path, "%s/%s", m->dir, e->d_name);
             read_events(m, rank, path, fn, ctx);
         }

@@ -19,6 +19,7 @@
 #include "ft/internal.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/proc.h"
 #include "zaya/timer.h"
 
 void zaya_supervise_opts_default(zaya_supervise_opts *o) {
@@ -98,8 +99,8 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
     sup *S = ctx;
     if (e->attempt != S->attempt) return;
     double latency = fmax(0, zaya_ft_wall_s() - e->time);
-    if (!strcmp(e->kind, "nonfinite") || !strcmp(e->kind, "spike")) {
-        incident *I = incident_add(S, !strcmp(e->kind, "spike") ? "loss_spike" : "nonfinite", e->rank, e->step, latency, e->detail);
+    if (!strcmp(e->kind, ZAYA_FT_EV_NONFINITE) || !strcmp(e->kind, ZAYA_FT_EV_SPIKE)) {
+        incident *I = incident_add(S, !strcmp(e->kind, ZAYA_FT_EV_SPIKE) ? "loss_spike" : "nonfinite", e->rank, e->step, latency, e->detail);
         if (!I) return;
         if (S->o->rollback && !S->rollback_incident && S->nskips < 64) {
             S->rollback_incident = I; /* run_attempt stops the job; the next attempt starts before e->step */
@@ -112,12 +113,12 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
         I->steps_lost = 0;
         say(S, "%s at step %lld: %s (recorded; the trainer skipped the batch)", I->kind, (long long)e->step, e->detail);
         incident_write(S, I);
-    } else if (!strcmp(e->kind, "rollback_skip")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_ROLLBACK_SKIP)) {
         say(S, "step %lld: update skipped after the rollback", (long long)e->step);
-    } else if (!strcmp(e->kind, "resumed")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_RESUMED)) {
         S->resume_step = e->step;
         S->resumed = 1;
-    } else if (!strcmp(e->kind, "ckpt_fallback")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_CKPT_FALLBACK)) {
         incident *I = incident_add(S, "corrupt_checkpoint", e->rank, e->step, latency, e->detail);
         if (!I) return;
         I->recovery_s = 0;
@@ -126,21 +127,21 @@ static void on_event(void *ctx, const zaya_ft_event *e) {
         I->steps_lost = from >= 0 && e->step > from ? e->step - from : 0;
         say(S, "corrupt checkpoint at restart: %s", e->detail);
         incident_write(S, I);
-    } else if (!strcmp(e->kind, "latest_repaired")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_LATEST_REPAIRED)) {
         incident *I = incident_add(S, "latest_repaired", e->rank, e->step, latency, e->detail);
         if (!I) return;
         I->recovery_s = 0;
         I->steps_lost = 0; /* the newest complete checkpoint was used */
         say(S, "checkpoint pointer repaired at restart: %s", e->detail);
         incident_write(S, I);
-    } else if (!strcmp(e->kind, "output_locked")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_OUTPUT_LOCKED)) {
         S->locked = 1;
         snprintf(S->locked_msg, sizeof S->locked_msg, "%s", e->detail);
-    } else if (!strcmp(e->kind, "done")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_DONE)) {
         S->done = 1;
-    } else if (!strcmp(e->kind, "preempted")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_PREEMPTED)) {
         S->preempted = 1;
-    } else if (!strcmp(e->kind, "fault_injected")) {
+    } else if (!strcmp(e->kind, ZAYA_FT_EV_FAULT_INJECTED)) {
         say(S, "drill: rank %d injected '%s' at step %lld", e->rank, e->detail, (long long)e->step);
     }
 }
@@ -179,7 +180,7 @@ static double since_progress(const sup *S, const zaya_ft_rank *r, double now) {
 
 static void signal_ranks(sup *S, int sig) {
     for (int i = 0; i < S->mon->nranks; i++)
-        if (local_rank(S, &S->mon->ranks[i]) && strcmp(S->mon->ranks[i].section, "done")) kill(S->mon->ranks[i].pid, sig);
+        if (local_rank(S, &S->mon->ranks[i]) && S->mon->ranks[i].section != ZAYA_FT_DONE) kill(S->mon->ranks[i].pid, sig);
 }
 
 /* SIGTERM to the process group and the local ranks, SIGKILL after the grace period. */
@@ -211,7 +212,7 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
 static void kill_job_tree(sup *S) {
     for (int i = 0; i < S->mon->nranks; i++) {
         const zaya_ft_rank *r = &S->mon->ranks[i];
-        if (local_rank(S, r) && strcmp(r->section, "done") && zaya_ft_pid_alive(r->pid)) kill(r->pid, SIGKILL);
+        if (local_rank(S, r) && r->section != ZAYA_FT_DONE && zaya_ft_pid_alive(r->pid)) kill(r->pid, SIGKILL);
     }
     if (S->job > 0) kill(-S->job, SIGKILL);
     int n = zaya_ft_kill_tree();
@@ -227,16 +228,16 @@ static void kill_job_tree(sup *S) {
  * --eval-timeout, which is also the value before calibration. Checkpoint: --save-timeout. */
 static double section_timeout(const sup *S, const zaya_ft_rank *r) {
     const zaya_supervise_opts *o = S->o;
-    const char *section = r->section;
+    const zaya_ft_section section = r->section;
     double startup = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
     double save = o->save_timeout_s > 0 ? o->save_timeout_s : o->hang_cap_s;
     double eval = o->eval_timeout_s > 0 ? fmin(o->eval_timeout_s, o->hang_cap_s) : o->hang_cap_s;
-    if (!strcmp(section, "startup")) return startup;
-    if (!strcmp(section, "checkpoint")) return save;
+    if (section == ZAYA_FT_STARTUP) return startup;
+    if (section == ZAYA_FT_CHECKPOINT) return save;
     int n = 0;
     double med = zaya_ft_monitor_median_regime(S->mon, r->phase, r->seq_len, &n);
     double step = n >= 3 ? fmin(fmax(o->hang_factor * med, o->hang_floor_s), o->hang_cap_s) : -1;
-    if (!strcmp(section, "eval")) {
+    if (section == ZAYA_FT_EVAL) {
         if (step < 0) return eval;
         return fmin(fmax(step, o->hang_factor * S->mon->eval_gap_max), eval);
     }
@@ -278,174 +279,193 @@ static void check_stragglers(sup *S) {
 
 typedef enum { OUT_DONE, OUT_PREEMPTED, OUT_EXTERNAL_PREEMPT, OUT_FAILED, OUT_ROLLBACK } outcome;
 
-/* One attempt: launch, watch, and (on a failure) terminate. Fills *fail for OUT_FAILED. */
-static outcome run_attempt(sup *S, incident **fail) {
+/* One attempt in flight: the job's direct child and what watching it has found so far. */
+typedef struct attempt {
+    pid_t pid;
+    char hbdir[4096], logpath[4096];
+    double launch, forwarded; /* supervisor clock at the launch / at the forwarded stop request (-1: none) */
+    int status, exited;
+} attempt;
+
+/* Launch: a fresh heartbeat directory, the job in its own process group that dies with us (and whose
+ * ranks watch our pid and start time: src/train/lifeline.c), its output appended to attempt-NNN.log. */
+static int attempt_launch(sup *S, attempt *A, incident **fail) {
     const zaya_supervise_opts *o = S->o;
-    char hbdir[4096], logpath[4096], name[64];
+    char name[64];
+    memset(A, 0, sizeof *A);
+    A->forwarded = -1;
     snprintf(name, sizeof name, "heartbeat/attempt-%03d", S->attempt);
-    zaya_path_join(hbdir, sizeof hbdir, o->out_dir, name);
+    zaya_path_join(A->hbdir, sizeof A->hbdir, o->out_dir, name);
     snprintf(name, sizeof name, "attempt-%03d.log", S->attempt);
-    zaya_path_join(logpath, sizeof logpath, o->out_dir, name);
-    zaya_mkdir_p(hbdir);
-    zaya_ft_clear_dir(hbdir);
-    zaya_ft_monitor_reset(S->mon, hbdir);
+    zaya_path_join(A->logpath, sizeof A->logpath, o->out_dir, name);
+    zaya_mkdir_p(A->hbdir);
+    zaya_ft_clear_dir(A->hbdir);
+    zaya_ft_monitor_reset(S->mon, A->hbdir);
     S->resumed = S->done = S->preempted = S->first_step_seen = 0;
     S->resume_step = 0;
     *fail = NULL;
-    fflush(NULL);
-    double launch = now_s();
-    pid_t pid = fork();
-    if (pid < 0) {
-        *fail = incident_add(S, "launch", -1, -1, 0, strerror(errno));
-        return OUT_FAILED;
+
+    /* the environment of the protocol (zaya/ft_protocol.h) */
+    char e_pid[64], e_start[64], e_hb[4200], e_att[48], e_skip[64 * 24 + 32], e_lr[96], e_rb[64];
+    const char *env[12];
+    int ne = 0;
+    snprintf(e_pid, sizeof e_pid, ZAYA_ENV_SUPERVISOR_PID "=%d", (int)S->self);
+    snprintf(e_start, sizeof e_start, ZAYA_ENV_SUPERVISOR_START "=%lld", S->self_start);
+    snprintf(e_hb, sizeof e_hb, ZAYA_ENV_HEARTBEAT_DIR "=%s", A->hbdir);
+    snprintf(e_att, sizeof e_att, ZAYA_ENV_ATTEMPT "=%d", S->attempt);
+    env[ne++] = e_pid;
+    env[ne++] = e_start;
+    env[ne++] = e_hb;
+    env[ne++] = e_att;
+    if (S->nskips) {
+        int n = snprintf(e_skip, sizeof e_skip, ZAYA_ENV_SKIP_STEPS "=");
+        for (int i = 0; i < S->nskips && n < (int)sizeof e_skip; i++)
+            n += snprintf(e_skip + n, sizeof e_skip - (size_t)n, "%s%lld", i ? "," : "", (long long)S->skips[i]);
+        env[ne++] = e_skip;
+        if (o->lr_lower != 1 && o->lr_lower_steps > 0) {
+            snprintf(e_lr, sizeof e_lr, ZAYA_ENV_LR_LOWER "=%g:%lld", o->lr_lower, (long long)o->lr_lower_steps);
+            env[ne++] = e_lr;
+        }
     }
-    if (pid == 0) {
-        setpgid(0, 0);
-        /* the job dies with us: the kernel SIGKILLs it when this process exits (kill -9 included),
-         * and its ranks watch our pid and start time (src/train/lifeline.c) */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != S->self) _exit(127);
-        char att[16], spid[24], sstart[32];
-        snprintf(spid, sizeof spid, "%d", (int)S->self);
-        snprintf(sstart, sizeof sstart, "%lld", S->self_start);
-        setenv(ZAYA_ENV_SUPERVISOR_PID, spid, 1);
-        setenv(ZAYA_ENV_SUPERVISOR_START, sstart, 1);
-        snprintf(att, sizeof att, "%d", S->attempt);
-        setenv("ZAYA_HEARTBEAT_DIR", hbdir, 1);
-        setenv("ZAYA_ATTEMPT", att, 1);
-        if (S->nskips) {
-            char list[64 * 24] = "", num[48];
-            for (int i = 0; i < S->nskips; i++) {
-                snprintf(num, sizeof num, "%s%lld", i ? "," : "", (long long)S->skips[i]);
-                strcat(list, num);
-            }
-            setenv("ZAYA_SKIP_STEPS", list, 1);
-            if (o->lr_lower != 1 && o->lr_lower_steps > 0) {
-                snprintf(num, sizeof num, "%g:%lld", o->lr_lower, (long long)o->lr_lower_steps);
-                setenv("ZAYA_LR_LOWER", num, 1);
-            }
-        }
-        if (S->rollback_to >= 0) {
-            char to[24];
-            snprintf(to, sizeof to, "%lld", (long long)S->rollback_to);
-            setenv("ZAYA_ROLLBACK_TO", to, 1);
-        }
-        /* appended: a rerun of the same command keeps the earlier run's logs above a separator */
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            char sep[200];
-            time_t now = time(NULL);
-            struct tm tmv;
-            char when[64] = "?";
-            if (localtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
-            int n = snprintf(sep, sizeof sep, "==== zaya supervise (pid %d): attempt %d, %s ====\n", (int)S->self, S->attempt, when);
-            if (write(fd, sep, (size_t)n) != n) { /* the log is best effort */
-            }
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        execvp(o->argv[0], o->argv);
-        fprintf(stderr, "zaya supervise: cannot run '%s': %s\n", o->argv[0], strerror(errno));
-        _exit(127);
+    if (S->rollback_to >= 0) {
+        snprintf(e_rb, sizeof e_rb, ZAYA_ENV_ROLLBACK_TO "=%lld", (long long)S->rollback_to);
+        env[ne++] = e_rb;
     }
-    setpgid(pid, pid);
-    S->job = pid;
+    env[ne] = NULL;
+    /* appended: a rerun of the same command keeps the earlier run's logs above a separator */
+    char banner[200], when[64] = "?";
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (localtime_r(&now, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+    snprintf(banner, sizeof banner, "==== zaya supervise (pid %d): attempt %d, %s ====\n", (int)S->self, S->attempt, when);
+    zaya_proc_opts po = {.log_path = A->logpath, .log_append = 1, .log_banner = banner, .new_group = 1, .die_with_parent = 1,
+                         .env = env};
+    A->launch = now_s();
+    if (zaya_proc_spawn(o->argv, &po, &A->pid, NULL) != ZAYA_OK) {
+        *fail = incident_add(S, "launch", -1, -1, 0, zaya_error_message());
+        return -1;
+    }
+    S->job = A->pid;
     S->rollback_to = -1; /* only this attempt rolls back */
-    say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)pid, logpath);
-    int status = 0, exited = 0;
-    double forwarded = -1;
+    say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)A->pid, A->logpath);
+    return 0;
+}
+
+/* The rank that stopped reporting first (the one to blame), or -1. */
+static int first_stopped(const sup *S) {
+    int rank = -1;
+    for (int i = 0; i < S->mon->nranks; i++)
+        if (S->mon->ranks[i].seen && S->mon->ranks[i].section != ZAYA_FT_DONE &&
+            (rank < 0 || S->mon->ranks[i].last_change < S->mon->ranks[rank].last_change))
+            rank = i;
+    return rank;
+}
+
+/* A hang: every rank that is not done has been in its section past its timeout. */
+static incident *find_hang(sup *S, double now) {
+    zaya_ft_monitor *m = S->mon;
     char d[900];
-    for (;;) {
-        usleep((useconds_t)(o->poll_s * 1e6));
-        double now = now_s();
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            exited = 1;
-            break;
-        }
-        zaya_ft_monitor_poll(S->mon, now, on_event, S);
-        complete_pending(S);
-        zaya_ft_monitor *m = S->mon;
-        if (S->rollback_incident && forwarded < 0) {
-            incident *I = S->rollback_incident;
-            S->rollback_incident = NULL;
-            I->pending = 1;
-            I->reached = (S->resumed ? S->resume_step : 0) + m->ranks[0].steps_done;
-            S->prev_train_time = m->ranks[0].train_time;
-            S->prev_start = S->resumed ? S->resume_step : 0;
-            S->prev_steps = m->ranks[0].steps_done;
-            S->prev_pending = 1;
-            terminate_job(S, pid, &status);
-            return OUT_ROLLBACK;
-        }
-        if (stop_signal && forwarded < 0) {
-            say(S, "received %s: asking the job to checkpoint and exit", strsignal(stop_signal));
-            forwarded = now;
-            if (m->nranks > 0) signal_ranks(S, SIGTERM);
-            else kill(-pid, SIGTERM);
-        }
-        if (forwarded >= 0) {
-            if (now - forwarded > o->preempt_timeout_s) {
-                say(S, "the job did not stop within %.0f s of the request: terminating it", o->preempt_timeout_s);
-                terminate_job(S, pid, &status);
-                return OUT_PREEMPTED;
-            }
-            continue;
-        }
-        /* a rank process that vanished before finishing (faster than waiting for mpirun) */
-        for (int i = 0; i < m->nranks; i++) {
-            zaya_ft_rank *r = &m->ranks[i];
-            /* our direct child is left to waitpid, which also tells how it ended */
-            if (!local_rank(S, r) || r->pid == (int)pid || !strcmp(r->section, "done") || zaya_ft_pid_alive(r->pid)) continue;
-            zaya_ft_monitor_poll(S->mon, now, on_event, S); /* it may have just finished */
-            if (!strcmp(r->section, "done") || S->preempted) continue;
-            snprintf(d, sizeof d, "rank %d (pid %d) died in section '%s' of step %lld", i, r->pid, r->section, (long long)r->step);
-            *fail = incident_add(S, "crash", i, r->step, since_progress(S, r, now), d);
-            break;
-        }
-        if (*fail) break;
-        /* hang: no rank made progress within its section's timeout */
-        if (m->nranks == 0) {
-            double to = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
-            if (now - launch > to) {
-                snprintf(d, sizeof d, "no heartbeat within %.1f s of the launch", to);
-                *fail = incident_add(S, "hang", -1, -1, now - launch - to, d);
-                (*fail)->latency_s = now - launch;
-                break;
-            }
-            continue;
-        }
-        int hung = 1, culprit = -1;
-        double newest = -1, timeout = 0;
-        for (int i = 0; i < m->nranks && hung; i++) {
-            zaya_ft_rank *r = &m->ranks[i];
-            if (!r->seen) continue;
-            if (!strcmp(r->section, "done")) continue;
-            double to = section_timeout(S, r);
-            if (now - r->last_change <= to) hung = 0;
-            if (r->last_change > newest) newest = r->last_change, timeout = to;
-            /* the culprit: the rank that stopped first outside a collective */
-            if (culprit < 0 || (strcmp(r->section, "communication") &&
-                                (!strcmp(m->ranks[culprit].section, "communication") || r->last_change < m->ranks[culprit].last_change)))
-                culprit = i;
-        }
-        if (hung && culprit >= 0) {
-            zaya_ft_rank *r = &m->ranks[culprit];
-            snprintf(d, sizeof d, "no progress for %.1f s (timeout %.1f s); rank %d stuck in section '%s' of step %lld",
-                     now - newest, timeout, culprit, r->section, (long long)r->step);
-            double lat = 0;
-            for (int i = 0; i < m->nranks; i++)
-                if (m->ranks[i].seen && strcmp(m->ranks[i].section, "done")) {
-                    double sp = since_progress(S, &m->ranks[i], now);
-                    lat = lat == 0 || sp < lat ? sp : lat;
-                }
-            *fail = incident_add(S, "hang", culprit, r->step, lat, d);
-            break;
-        }
-        check_stragglers(S);
+    int hung = 1, culprit = -1;
+    double newest = -1, timeout = 0;
+    for (int i = 0; i < m->nranks && hung; i++) {
+        zaya_ft_rank *r = &m->ranks[i];
+        if (!r->seen || r->section == ZAYA_FT_DONE) continue;
+        double to = section_timeout(S, r);
+        if (now - r->last_change <= to) hung = 0;
+        if (r->last_change > newest) newest = r->last_change, timeout = to;
+        /* the culprit: the rank that stopped first outside a collective */
+        if (culprit < 0 || (r->section != ZAYA_FT_COMM &&
+                            (m->ranks[culprit].section == ZAYA_FT_COMM || r->last_change < m->ranks[culprit].last_change)))
+            culprit = i;
     }
+    if (!hung || culprit < 0) return NULL;
+    zaya_ft_rank *r = &m->ranks[culprit];
+    snprintf(d, sizeof d, "no progress for %.1f s (timeout %.1f s); rank %d stuck in section '%s' of step %lld", now - newest,
+             timeout, culprit, zaya_ft_section_name(r->section), (long long)r->step);
+    double lat = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].seen && m->ranks[i].section != ZAYA_FT_DONE) {
+            double sp = since_progress(S, &m->ranks[i], now);
+            lat = lat == 0 || sp < lat ? sp : lat;
+        }
+    return incident_add(S, "hang", culprit, r->step, lat, d);
+}
+
+typedef enum { POLL_CONTINUE, POLL_STOP, POLL_RETURN } poll_verdict;
+
+/* One look at the job: its exit, the heartbeats and events, a forwarded stop request, vanished ranks,
+ * hangs and stragglers. POLL_STOP: it exited or *fail was found; POLL_RETURN: the attempt ends with *oc. */
+static poll_verdict attempt_poll(sup *S, attempt *A, incident **fail, outcome *oc) {
+    const zaya_supervise_opts *o = S->o;
+    char d[900];
+    usleep((useconds_t)(o->poll_s * 1e6));
+    double now = now_s();
+    if (waitpid(A->pid, &A->status, WNOHANG) == A->pid) {
+        A->exited = 1;
+        return POLL_STOP;
+    }
+    zaya_ft_monitor_poll(S->mon, now, on_event, S);
+    complete_pending(S);
+    zaya_ft_monitor *m = S->mon;
+    if (S->rollback_incident && A->forwarded < 0) {
+        incident *I = S->rollback_incident;
+        S->rollback_incident = NULL;
+        I->pending = 1;
+        I->reached = (S->resumed ? S->resume_step : 0) + m->ranks[0].steps_done;
+        S->prev_train_time = m->ranks[0].train_time;
+        S->prev_start = S->resumed ? S->resume_step : 0;
+        S->prev_steps = m->ranks[0].steps_done;
+        S->prev_pending = 1;
+        terminate_job(S, A->pid, &A->status);
+        *oc = OUT_ROLLBACK;
+        return POLL_RETURN;
+    }
+    if (stop_signal && A->forwarded < 0) {
+        say(S, "received %s: asking the job to checkpoint and exit", strsignal(stop_signal));
+        A->forwarded = now;
+        if (m->nranks > 0) signal_ranks(S, SIGTERM);
+        else kill(-A->pid, SIGTERM);
+    }
+    if (A->forwarded >= 0) {
+        if (now - A->forwarded > o->preempt_timeout_s) {
+            say(S, "the job did not stop within %.0f s of the request: terminating it", o->preempt_timeout_s);
+            terminate_job(S, A->pid, &A->status);
+            *oc = OUT_PREEMPTED;
+            return POLL_RETURN;
+        }
+        return POLL_CONTINUE;
+    }
+    /* a rank process that vanished before finishing (faster than waiting for mpirun) */
+    for (int i = 0; i < m->nranks; i++) {
+        zaya_ft_rank *r = &m->ranks[i];
+        /* our direct child is left to waitpid, which also tells how it ended */
+        if (!local_rank(S, r) || r->pid == (int)A->pid || r->section == ZAYA_FT_DONE || zaya_ft_pid_alive(r->pid)) continue;
+        zaya_ft_monitor_poll(S->mon, now, on_event, S); /* it may have just finished */
+        if (r->section == ZAYA_FT_DONE || S->preempted) continue;
+        snprintf(d, sizeof d, "rank %d (pid %d) died in section '%s' of step %lld", i, r->pid, zaya_ft_section_name(r->section),
+                 (long long)r->step);
+        *fail = incident_add(S, "crash", i, r->step, since_progress(S, r, now), d);
+        return POLL_STOP;
+    }
+    if (m->nranks == 0) { /* not a heartbeat yet */
+        double to = o->startup_timeout_s > 0 ? o->startup_timeout_s : o->hang_cap_s;
+        if (now - A->launch > to) {
+            snprintf(d, sizeof d, "no heartbeat within %.1f s of the launch", to);
+            *fail = incident_add(S, "hang", -1, -1, now - A->launch - to, d);
+            if (*fail) (*fail)->latency_s = now - A->launch;
+            return POLL_STOP;
+        }
+        return POLL_CONTINUE;
+    }
+    if ((*fail = find_hang(S, now))) return POLL_STOP;
+    check_stragglers(S);
+    return POLL_CONTINUE;
+}
+
+/* Classify how the attempt ended: done, preempted (ours or external), or a failure to recover from
+ * (then the job is terminated if it still runs). */
+static outcome attempt_classify(sup *S, attempt *A, incident **fail) {
+    char d[900];
     zaya_ft_monitor_poll(S->mon, now_s(), on_event, S);
     complete_pending(S);
     const zaya_ft_rank *r0 = &S->mon->ranks[0];
@@ -454,14 +474,14 @@ static outcome run_attempt(sup *S, incident **fail) {
     S->prev_start = start;
     S->prev_steps = r0->steps_done;
     int64_t reached = start + r0->steps_done;
-    if (exited && !*fail) {
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (forwarded >= 0 && code != 0) { /* we asked it to stop: whatever it managed to save stands */
+    if (A->exited && !*fail) {
+        int code = WIFEXITED(A->status) ? WEXITSTATUS(A->status) : -1;
+        if (A->forwarded >= 0 && code != 0) { /* we asked it to stop: whatever it managed to save stands */
             S->res->final_step = reached;
             if (S->preempted) S->res->useful_s += r0->train_time; /* it saved after its last step */
             return OUT_PREEMPTED;
         }
-        if (S->preempted || code == ZAYA_SUPERVISE_EXIT_PREEMPTED) {
+        if (S->preempted || code == ZAYA_FT_EXIT_PREEMPTED) {
             S->res->final_step = reached;
             if (stop_signal) {
                 S->res->useful_s += r0->train_time; /* it saved after its last step */
@@ -475,16 +495,11 @@ static outcome run_attempt(sup *S, incident **fail) {
             S->res->final_step = reached;
             return OUT_DONE;
         }
-        /* attribute the failure to the rank that stopped reporting first */
-        int rank = -1;
-        for (int i = 0; i < S->mon->nranks; i++)
-            if (S->mon->ranks[i].seen && strcmp(S->mon->ranks[i].section, "done") &&
-                (rank < 0 || S->mon->ranks[i].last_change < S->mon->ranks[rank].last_change))
-                rank = i;
+        int rank = first_stopped(S);
         char tail[600];
-        zaya_ft_log_tail(logpath, tail, sizeof tail, 3);
-        if (WIFSIGNALED(status))
-            snprintf(d, sizeof d, "job killed by signal %d (%s); log: %s", WTERMSIG(status), strsignal(WTERMSIG(status)), tail);
+        zaya_ft_log_tail(A->logpath, tail, sizeof tail, 3);
+        if (WIFSIGNALED(A->status))
+            snprintf(d, sizeof d, "job killed by signal %d (%s); log: %s", WTERMSIG(A->status), strsignal(WTERMSIG(A->status)), tail);
         else snprintf(d, sizeof d, "job exited with status %d; log: %s", code, tail);
         double lat = rank >= 0 ? since_progress(S, &S->mon->ranks[rank], now_s()) : 0;
         *fail = incident_add(S, "crash", rank, rank >= 0 ? S->mon->ranks[rank].step : -1, lat, d);
@@ -494,9 +509,22 @@ static outcome run_attempt(sup *S, incident **fail) {
         (*fail)->reached = reached;
         S->prev_pending = 1;
         say(S, "%s detected after %.2f s: %s", (*fail)->kind, (*fail)->latency_s, (*fail)->detail);
-        if (!exited) terminate_job(S, pid, &status);
+        if (!A->exited) terminate_job(S, A->pid, &A->status);
     }
     return OUT_FAILED;
+}
+
+/* One attempt: launch, watch, classify. Fills *fail for OUT_FAILED. */
+static outcome run_attempt(sup *S, incident **fail) {
+    attempt A;
+    if (attempt_launch(S, &A, fail) != 0) return OUT_FAILED;
+    for (;;) {
+        outcome oc = OUT_FAILED;
+        poll_verdict v = attempt_poll(S, &A, fail, &oc);
+        if (v == POLL_RETURN) return oc;
+        if (v == POLL_STOP) break;
+    }
+    return attempt_classify(S, &A, fail);
 }
 
 /* The collective half of the health check: the job's launcher prefix (everything before the zaya
@@ -520,30 +548,16 @@ static int health_collective(sup *S, char *why, size_t cap) {
     for (int i = 0; i <= k && m < ZAYA_FT_HEALTH_ARGS - 20; i++) argv[m++] = o->argv[i];
     for (int i = 0; tail[i]; i++) argv[m++] = (char *)tail[i];
     argv[m] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return snprintf(why, cap, "fork: %s", strerror(errno)), 0;
-    if (pid == 0) {
-        setpgid(0, 0);
-        int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) dup2(fd, 1), dup2(fd, 2), close(fd);
-        unsetenv("ZAYA_HEARTBEAT_DIR");
-        execvp(argv[0], argv);
-        _exit(127);
+    const char *env[] = {ZAYA_ENV_HEARTBEAT_DIR, NULL}; /* not a rank of the job: no heartbeats */
+    zaya_proc_opts po = {.log_path = logpath, .new_group = 1, .die_with_parent = 1, .env = env};
+    double limit = fmin(o->hang_cap_s, 120);
+    zaya_proc_result r;
+    if (zaya_proc_run(argv, &po, limit, &r) != ZAYA_OK) return snprintf(why, cap, "%s", zaya_error_message()), 0;
+    if (r.timed_out) {
+        zaya_ft_reap_orphans();
+        return snprintf(why, cap, "collective self-test did not finish within %.0f s (log %.300s)", limit, logpath), 0;
     }
-    setpgid(pid, pid);
-    double t0 = now_s(), limit = fmin(o->hang_cap_s, 120);
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) != pid) {
-        if (now_s() - t0 > limit) {
-            kill(-pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            zaya_ft_reap_orphans();
-            return snprintf(why, cap, "collective self-test did not finish within %.0f s (log %.300s)", limit, logpath), 0;
-        }
-        usleep(20000);
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 1;
+    if (zaya_proc_ok(&r)) return 1;
     char t[400];
     zaya_ft_log_tail(logpath, t, sizeof t, 2);
     snprintf(why, cap, "collective self-test (%s ... zaya bench coll) failed: %s", argv[0], t);

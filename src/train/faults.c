@@ -138,7 +138,7 @@ double zaya_ft_lr_factor(const zaya_trainer *t) {
 void zaya_ft_init(zaya_trainer *t) {
     memset(&ft, 0, sizeof ft);
     snprintf(ft.ckpt_dir, sizeof ft.ckpt_dir, "%s", t->ckpt_dir);
-    const char *att = getenv("ZAYA_ATTEMPT"), *upto = getenv("ZAYA_FAULT_ATTEMPTS");
+    const char *att = getenv(ZAYA_ENV_ATTEMPT), *upto = getenv("ZAYA_FAULT_ATTEMPTS");
     int attempt = att ? atoi(att) : 1, n = upto ? atoi(upto) : 1;
     ft.armed = n <= 0 || attempt <= n;
     parse_fault("ZAYA_FAULT_CRASH", &ft.crash, 1, ZAYA_FT_DATA, 0);
@@ -156,20 +156,20 @@ void zaya_ft_init(zaya_trainer *t) {
         const char *f = c ? strchr(c + 1, ':') : NULL;
         ft.slow.step = f ? atoll(f + 1) : 0;
     }
-    const char *sk = getenv("ZAYA_SKIP_STEPS");
+    const char *sk = getenv(ZAYA_ENV_SKIP_STEPS);
     for (const char *p = sk; p && *p && ft.nskip < 64;) {
         ft.skip[ft.nskip++] = atoll(p);
         p = strchr(p, ',');
         if (p) p++;
     }
-    const char *lr = getenv("ZAYA_LR_LOWER");
+    const char *lr = getenv(ZAYA_ENV_LR_LOWER);
     ft.lr_lower = 1;
     if (lr && *lr) {
         ft.lr_lower = atof(lr);
         const char *c = strchr(lr, ':');
         ft.lr_lower_steps = c ? atoll(c + 1) : 0;
     }
-    const char *rb = getenv("ZAYA_ROLLBACK_TO");
+    const char *rb = getenv(ZAYA_ENV_ROLLBACK_TO);
     if (rb && *rb) rollback(t, atoll(rb));
     stop_requested = 0;
     preempted = 0;
@@ -193,13 +193,13 @@ void zaya_ft_enter(zaya_trainer *t, zaya_ft_section s) {
         nanosleep(&ts, NULL);
     }
     if (fires(&ft.crash, t->rank, t->step) && ft.crash.section == s) {
-        zaya_hb_event("fault_injected", t->step, "crash");
+        zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "crash");
         fprintf(stderr, "zaya train: injected crash of rank %d at step %lld (%s)\n", t->rank, (long long)t->step,
                 zaya_ft_section_name(s));
         _exit(3);
     }
     if (fires(&ft.hang, t->rank, t->step) && ft.hang.section == s) {
-        zaya_hb_event("fault_injected", t->step, "hang");
+        zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "hang");
         fprintf(stderr, "zaya train: injected hang of rank %d at step %lld (%s)\n", t->rank, (long long)t->step,
                 zaya_ft_section_name(s));
         for (;;) pause(); /* only SIGKILL ends this */
@@ -210,11 +210,11 @@ void zaya_ft_inject_grads(zaya_trainer *t) {
     float *g = t->model.grads;
     const int64_t n = t->model.nfloats;
     if (ft.armed && ft.nan.on && ft.nan.step == t->step) {
-        if (t->rank == 0) zaya_hb_event("fault_injected", t->step, "nan");
+        if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "nan");
         for (int64_t i = 0; i < n; i++) g[i] = NAN;
     }
     if (ft.armed && ft.spike.on && ft.spike.step == t->step) {
-        if (t->rank == 0) zaya_hb_event("fault_injected", t->step, "spike");
+        if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "spike");
         const float f = (float)ft.spike.value;
         for (int64_t i = 0; i < n; i++) g[i] *= f;
     }
@@ -230,7 +230,7 @@ void zaya_ft_resumed(zaya_trainer *t, int found) {
     const zaya_ckpt_resolution *r = &t->ckpt_res;
     char d[1400];
     snprintf(d, sizeof d, "resumed from step-%08lld", (long long)t->step);
-    zaya_hb_event("resumed", t->step, d);
+    zaya_hb_event(ZAYA_FT_EV_RESUMED, t->step, d);
     if (r->latest == ZAYA_CKPT_LATEST_OK && r->nunusable == 0) return;
     for (int i = 0; i < r->nunusable; i++) {
         char bad[4300], aside[4300];
@@ -249,11 +249,11 @@ void zaya_ft_resumed(zaya_trainer *t, int found) {
     if (r->nunusable > 0) {
         snprintf(d, sizeof d, "step-%08lld unusable: fell back to step-%08lld (latest %s; %s)", (long long)r->unusable[0],
                  (long long)t->step, zaya_ckpt_latest_state_name(r->latest), r->detail);
-        zaya_hb_event("ckpt_fallback", r->unusable[0], d);
+        zaya_hb_event(ZAYA_FT_EV_CKPT_FALLBACK, r->unusable[0], d);
     } else {
         snprintf(d, sizeof d, "latest %s: reconstructed as step-%08lld from the step directories (%s)",
                  zaya_ckpt_latest_state_name(r->latest), (long long)t->step, r->detail);
-        zaya_hb_event("latest_repaired", t->step, d);
+        zaya_hb_event(ZAYA_FT_EV_LATEST_REPAIRED, t->step, d);
     }
 }
 
@@ -262,7 +262,7 @@ void zaya_ft_step_done(zaya_trainer *t, double seconds, double busy, int skipped
     if (!skipped || t->rank != 0) return; /* every rank made the same decision: rank 0 reports it */
     char d[160];
     snprintf(d, sizeof d, "loss %.6g grad_norm %.6g: update skipped", loss, grad_norm);
-    const char *kind = skipped == 2 ? "rollback_skip" : isfinite(loss) && isfinite(grad_norm) ? "spike" : "nonfinite";
+    const char *kind = skipped == 2 ? ZAYA_FT_EV_ROLLBACK_SKIP : isfinite(loss) && isfinite(grad_norm) ? ZAYA_FT_EV_SPIKE : ZAYA_FT_EV_NONFINITE;
     zaya_hb_event(kind, t->step, d);
 }
 
@@ -294,7 +294,7 @@ static void *kill_watch(void *arg) {
 void zaya_ft_saving(zaya_trainer *t, int64_t step) {
     zaya_hb_section(ZAYA_FT_CHECKPOINT, step);
     if (!fires(&ft.kill_save, t->rank, step)) return;
-    zaya_hb_event("fault_injected", step, "kill_save");
+    zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, step, "kill_save");
     pthread_t th;
     if (pthread_create(&th, NULL, kill_watch, (void *)(intptr_t)step) == 0) pthread_detach(th);
 }
@@ -313,7 +313,7 @@ void zaya_ft_saved(zaya_trainer *t, int64_t step) {
     fseek(f, mid, SEEK_SET);
     fputc(c ^ 0xFF, f);
     fclose(f);
-    zaya_hb_event("fault_injected", step, "corrupt_ckpt");
+    zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, step, "corrupt_ckpt");
     fprintf(stderr, "zaya train: injected corruption into %s\n", path);
 }
 
@@ -323,7 +323,7 @@ int zaya_ft_stop_agreed(zaya_trainer *t) {
     if (flag > 0 && !preempted) {
         preempted = 1;
         if (t->rank == 0) ZAYA_INFO("stop requested: checkpoint at step %lld, then exit", (long long)t->step + 1);
-        zaya_hb_event("preempt", t->step + 1, "stop requested: saving and exiting");
+        zaya_hb_event(ZAYA_FT_EV_PREEMPT, t->step + 1, "stop requested: saving and exiting");
     }
     return flag > 0;
 }
@@ -331,7 +331,7 @@ int zaya_ft_stop_agreed(zaya_trainer *t) {
 void zaya_ft_finish(zaya_trainer *t, int completed) {
     /* a failed rank keeps its last section: the supervisor attributes the failure to it */
     if (completed || preempted) zaya_hb_section(ZAYA_FT_DONE, t->step);
-    if (t->rank == 0) zaya_hb_event(preempted ? "preempted" : completed ? "done" : "failed", t->step, "");
+    if (t->rank == 0) zaya_hb_event(preempted ? ZAYA_FT_EV_PREEMPTED : completed ? ZAYA_FT_EV_DONE : ZAYA_FT_EV_FAILED, t->step, "");
     zaya_hb_close();
 }
 

@@ -2,31 +2,16 @@
  * `zaya supervise` (heartbeat.c), environment-driven fault injection and preemption (faults.c).
  * Everything here is a no-op unless its environment variable is set, except the SIGTERM/SIGINT
  * handler, which always turns a termination request into "checkpoint at the end of this step and
- * exit ZAYA_EXIT_PREEMPTED". */
+ * exit ZAYA_FT_EXIT_PREEMPTED". */
 #ifndef ZAYA_TRAIN_FT_H
 #define ZAYA_TRAIN_FT_H
 
 #include <stdint.h>
 
+#include "zaya/ft_protocol.h"
+
 struct zaya_trainer;
 
-/* Exit status of a trainer that saved a checkpoint and stopped because it was asked to. */
-#define ZAYA_EXIT_PREEMPTED 75
-
-typedef enum zaya_ft_section {
-    ZAYA_FT_STARTUP,
-    ZAYA_FT_DATA,
-    ZAYA_FT_FORWARD,
-    ZAYA_FT_BACKWARD,
-    ZAYA_FT_COMM,
-    ZAYA_FT_OPTIMIZER,
-    ZAYA_FT_CHECKPOINT,
-    ZAYA_FT_EVAL,
-    ZAYA_FT_DONE,
-    ZAYA_FT_NSECTIONS
-} zaya_ft_section;
-
-const char *zaya_ft_section_name(zaya_ft_section s);
 
 /* heartbeat.c: the channel. Without ZAYA_HEARTBEAT_DIR these do nothing. */
 void zaya_hb_open(int rank, int world);

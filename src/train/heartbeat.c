@@ -22,12 +22,7 @@ static struct {
     double section_t, step_time, busy_time, train_time;
 } hb = {.events_fd = -1, .fd = -1};
 
-#define HB_RECORD 512 /* fixed size: every write covers the whole previous record */
-
-static const char *const section_names[ZAYA_FT_NSECTIONS] = {"startup",   "data",       "forward", "backward", "communication",
-                                                              "optimizer", "checkpoint", "eval",    "done"};
-
-const char *zaya_ft_section_name(zaya_ft_section s) { return s >= 0 && s < ZAYA_FT_NSECTIONS ? section_names[s] : "?"; }
+#define HB_RECORD ZAYA_FT_HB_RECORD_BYTES /* fixed size: every write covers the whole previous record */
 
 static double wall_s(void) {
     struct timespec ts;
@@ -53,8 +48,8 @@ static void hb_write(void) {
 }
 
 void zaya_hb_open(int rank, int world) {
-    const char *dir = getenv("ZAYA_HEARTBEAT_DIR");
-    const char *att = getenv("ZAYA_ATTEMPT");
+    const char *dir = getenv(ZAYA_ENV_HEARTBEAT_DIR);
+    const char *att = getenv(ZAYA_ENV_ATTEMPT);
     if (hb.on) return; /* opened early (before the output lock), kept */
     hb.rank = rank;
     hb.world = world;
@@ -65,10 +60,10 @@ void zaya_hb_open(int rank, int world) {
     for (char *c = hb.host; *c; c++)
         if (*c == '"' || *c == '\\') *c = '_';
     char path[4200], ev[4200];
-    snprintf(path, sizeof path, "%s/rank-%05d.json", dir, rank);
+    snprintf(path, sizeof path, "%s/" ZAYA_FT_HB_RANK_FILE, dir, rank);
     hb.fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (hb.fd < 0) return;
-    snprintf(ev, sizeof ev, "%s/events-r%05d.jsonl", dir, rank);
+    snprintf(ev, sizeof ev, "%s/" ZAYA_FT_HB_EVENTS_FILE, dir, rank);
     hb.events_fd = open(ev, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     hb.on = 1;
     hb.section = ZAYA_FT_STARTUP;

@@ -64,7 +64,7 @@ zaya_status zaya_train_lock_outputs(zaya_trainer *t) {
             s = zaya_dir_lock(t->ckpt_dir, "train.lock", "zaya-train", &t->ckpt_lock_fd);
         if (s != ZAYA_OK) {
             snprintf(msg, sizeof msg, "%s", zaya_error_message());
-            zaya_hb_event("output_locked", 0, msg);
+            zaya_hb_event(ZAYA_FT_EV_OUTPUT_LOCKED, 0, msg);
         }
     }
     if (t->world > 1) {

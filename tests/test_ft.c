@@ -117,8 +117,8 @@ int main(void) {
     zaya_dir_unlock(fd2);
 
     /* process identity: a pid with another start time is not the same process */
-    long long st = zaya_ft_proc_start_time((int)getpid());
-    CHECK(st > 0 && zaya_ft_process_alive((int)getpid(), st) && !zaya_ft_process_alive((int)getpid(), st + 1),
+    long long st = zaya_proc_start_time((int)getpid());
+    CHECK(st > 0 && zaya_proc_alive((int)getpid(), st) && !zaya_proc_alive((int)getpid(), st + 1),
           "start time %lld identifies this process", st);
     /* the job tree: a child and its grandchild (in another session) are both killed, the child reaped */
     pid_t child = fork();
@@ -130,9 +130,9 @@ int main(void) {
         for (;;) pause();
     }
     usleep(100000);
-    CHECK(zaya_ft_process_alive((int)child, 0), "child runs");
-    int killed = zaya_ft_kill_tree();
-    CHECK(killed >= 2 && !zaya_ft_process_alive((int)child, 0) && waitpid(-1, NULL, WNOHANG) < 0, "tree killed (%d)", killed);
+    CHECK(zaya_proc_alive((int)child, 0), "child runs");
+    int killed = zaya_proc_kill_descendants();
+    CHECK(killed >= 2 && !zaya_proc_alive((int)child, 0) && waitpid(-1, NULL, WNOHANG) < 0, "tree killed (%d)", killed);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");

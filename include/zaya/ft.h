@@ -51,11 +51,6 @@ typedef struct zaya_supervise_result {
 void zaya_supervise_opts_default(zaya_supervise_opts *o);
 zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *r);
 
-/* Process identity for lifelines: the start time of pid (clock ticks since boot, /proc/PID/stat field
- * 22; 0 when unknown), and whether pid is that same process, alive and not a zombie (start 0: any). */
-long long zaya_ft_proc_start_time(int pid);
-int zaya_ft_process_alive(int pid, long long start);
-
 /* Exact-integer GEMM self-test through the library's matmul (f32 and bf16 paths): small integer
  * matrices whose products and sums are exactly representable, compared with an int64 reference. */
 zaya_status zaya_health_check_gemm(void);

@@ -50,6 +50,19 @@ const char *zaya_proc_describe(const zaya_proc_result *r, char *buf, size_t cap)
 /* 1 when `name` is an executable file in PATH (or a path to one); its path into `path` when not NULL. */
 int zaya_proc_which(const char *name, char *path, size_t cap);
 
+/* Processes by pid, from /proc. Liveness: a zombie counts as dead; pid <= 0 counts as alive. */
+int zaya_proc_pid_alive(int pid);
+/* The start time of pid (clock ticks since boot, /proc/PID/stat field 22; 0 when unknown) and whether
+ * pid is that same process, alive (start <= 0: any process with that pid). Together they identify a
+ * process across pid reuse (the supervisor's lifeline, src/train/lifeline.c). */
+long long zaya_proc_start_time(int pid);
+int zaya_proc_alive(int pid, long long start);
+/* SIGKILL every descendant of this process (all generations, from /proc's parent links) and reap
+ * them; returns how many were found. */
+int zaya_proc_kill_descendants(void);
+/* SIGKILL and reap the processes re-parented to this one (a child subreaper); returns how many. */
+int zaya_proc_reap_orphans(void);
+
 #ifdef __cplusplus
 }
 #endif

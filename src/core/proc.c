@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -200,4 +201,104 @@ int zaya_proc_which(const char *name, char *path_out, size_t cap) {
         p = e + 1;
     }
     return 0;
+}
+
+/* ---------------------------------------------------------------- processes by pid (/proc) */
+
+/* The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses, so
+ * they start after the last ')'), read into buf; NULL when the process is gone or unreadable. */
+static const char *proc_stat_fields(int pid, char *buf, size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+int zaya_proc_pid_alive(int pid) {
+    if (pid <= 0) return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    char buf[512];
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
+    return !(p && p[0] == 'Z');
+}
+
+long long zaya_proc_start_time(int pid) {
+    char buf[1024];
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
+    if (!p) return 0;
+    /* fields from 3 (state): 4 ppid, ... 22 starttime */
+    int field = 3;
+    for (const char *c = p; *c; c++)
+        if (*c == ' ' && ++field == 22) return atoll(c + 1);
+    return 0;
+}
+
+int zaya_proc_alive(int pid, long long start) {
+    if (pid <= 0 || !zaya_proc_pid_alive(pid)) return 0;
+    return start <= 0 || zaya_proc_start_time(pid) == start;
+}
+
+/* Parent pid of pid (0 when it is gone or unreadable). */
+static int proc_ppid(int pid) {
+    char buf[512], st;
+    int ppid = 0;
+    const char *p = proc_stat_fields(pid, buf, sizeof buf);
+    return p && sscanf(p, "%c %d", &st, &ppid) == 2 ? ppid : 0;
+}
+
+/* Every descendant of this process (children, their children, ...), from /proc's parent links. */
+static int list_descendants(int *out, int cap) {
+    enum { MAXP = 65536 };
+    static int pids[MAXP], ppids[MAXP];
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < MAXP) {
+        int pid = atoi(e->d_name), ppid = pid > 0 ? proc_ppid(pid) : 0;
+        if (ppid > 0) pids[n] = pid, ppids[n++] = ppid;
+    }
+    if (d) closedir(d);
+    /* breadth first from ourselves: out[0] is this process, then every generation below it */
+    int total = 0;
+    out[total++] = (int)getpid();
+    for (int i = 0; i < total && total < cap; i++)
+        for (int j = 0; j < n && total < cap; j++)
+            if (ppids[j] == out[i]) out[total++] = pids[j];
+    memmove(out, out + 1, sizeof *out * (size_t)(total - 1));
+    return total - 1;
+}
+
+int zaya_proc_kill_descendants(void) {
+    int pids[4096], found = 0;
+    for (int round = 0; round < 200; round++) {
+        int n = list_descendants(pids, 4096);
+        for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+        int reaped = 0;
+        while (waitpid(-1, NULL, WNOHANG) > 0) reaped++;
+        found += n;
+        if (n == 0) break;
+        if (!reaped) usleep(5000);
+    }
+    return found;
+}
+
+int zaya_proc_reap_orphans(void) {
+    int found = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid > 0 && proc_ppid(pid) == (int)getpid()) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            found++;
+        }
+    }
+    if (d) closedir(d);
+    return found;
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "zaya/ft.h"
+#include "zaya/proc.h"
 
 #define ZAYA_FT_MAX_RANKS 1024
 #define ZAYA_FT_SAMPLES 256
@@ -76,12 +77,7 @@ void zaya_ft_log_write(zaya_ft_log *l, const zaya_ft_incident *I);
 void zaya_ft_log_print(const zaya_ft_log *l, const zaya_supervise_result *r, FILE *out);
 zaya_status zaya_ft_write_summary(const zaya_supervise_result *r, const char *out_dir);
 
-/* process.c: processes and files of a job. */
-int zaya_ft_pid_alive(int pid);  /* a zombie counts as dead */
-int zaya_ft_reap_orphans(void);  /* SIGKILL + reap our re-parented orphans; returns how many */
-/* SIGKILL every descendant of this process (the whole job tree, whoever its parents are now) and
- * reap them until none is left; returns how many were signalled (counting repeats). */
-int zaya_ft_kill_tree(void);
+/* process.c: files of a job (processes: zaya/proc.h). */
 void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines);
 void zaya_ft_clear_dir(const char *dir);
 

@@ -203,7 +203,7 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
         waitpid(pid, status, 0);
     }
     kill(-pid, SIGKILL); /* whatever else is left in the group */
-    for (int i = 0; i < 50 && zaya_ft_reap_orphans(); i++) usleep(10000);
+    for (int i = 0; i < 50 && zaya_proc_reap_orphans(); i++) usleep(10000);
     return exited;
 }
 
@@ -212,10 +212,10 @@ static int terminate_job(sup *S, pid_t pid, int *status) {
 static void kill_job_tree(sup *S) {
     for (int i = 0; i < S->mon->nranks; i++) {
         const zaya_ft_rank *r = &S->mon->ranks[i];
-        if (local_rank(S, r) && r->section != ZAYA_FT_DONE && zaya_ft_pid_alive(r->pid)) kill(r->pid, SIGKILL);
+        if (local_rank(S, r) && r->section != ZAYA_FT_DONE && zaya_proc_pid_alive(r->pid)) kill(r->pid, SIGKILL);
     }
     if (S->job > 0) kill(-S->job, SIGKILL);
-    int n = zaya_ft_kill_tree();
+    int n = zaya_proc_kill_descendants();
     if (n > 0) say(S, "killed and reaped %d leftover process%s of attempt %d", n, n == 1 ? "" : "es", S->attempt);
     S->job = 0;
 }
@@ -439,7 +439,7 @@ static poll_verdict attempt_poll(sup *S, attempt *A, incident **fail, outcome *o
     for (int i = 0; i < m->nranks; i++) {
         zaya_ft_rank *r = &m->ranks[i];
         /* our direct child is left to waitpid, which also tells how it ended */
-        if (!local_rank(S, r) || r->pid == (int)A->pid || r->section == ZAYA_FT_DONE || zaya_ft_pid_alive(r->pid)) continue;
+        if (!local_rank(S, r) || r->pid == (int)A->pid || r->section == ZAYA_FT_DONE || zaya_proc_pid_alive(r->pid)) continue;
         zaya_ft_monitor_poll(S->mon, now, on_event, S); /* it may have just finished */
         if (r->section == ZAYA_FT_DONE || S->preempted) continue;
         snprintf(d, sizeof d, "rank %d (pid %d) died in section '%s' of step %lld", i, r->pid, zaya_ft_section_name(r->section),
@@ -554,7 +554,7 @@ static int health_collective(sup *S, char *why, size_t cap) {
     zaya_proc_result r;
     if (zaya_proc_run(argv, &po, limit, &r) != ZAYA_OK) return snprintf(why, cap, "%s", zaya_error_message()), 0;
     if (r.timed_out) {
-        zaya_ft_reap_orphans();
+        zaya_proc_reap_orphans();
         return snprintf(why, cap, "collective self-test did not finish within %.0f s (log %.300s)", limit, logpath), 0;
     }
     if (zaya_proc_ok(&r)) return 1;
@@ -573,7 +573,7 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     /* one supervisor per output directory: a second one would treat the first one's job as its own */
     ZAYA_TRY(zaya_dir_lock(o->out_dir, "supervise.lock", "zaya-supervise", &S.lock_fd));
     S.self = getpid();
-    S.self_start = zaya_ft_proc_start_time((int)S.self);
+    S.self_start = zaya_proc_start_time((int)S.self);
     S.o = o;
     S.res = res;
     S.t0 = now_s();

@@ -17,8 +17,9 @@
 #include "train/ft.h"
 #include "train/internal.h"
 #include "zaya/fs.h"
-#include "zaya/ft.h"
+#include "zaya/ft_protocol.h"
 #include "zaya/log.h"
+#include "zaya/proc.h"
 
 static int sup_pid;
 static long long sup_start;
@@ -26,7 +27,7 @@ static long long sup_start;
 static void *watch_main(void *arg) {
     (void)arg;
     for (;;) {
-        if (!zaya_ft_process_alive(sup_pid, sup_start)) {
+        if (!zaya_proc_alive(sup_pid, sup_start)) {
             fprintf(stderr, "zaya train: the supervisor (pid %d) is gone: stopping this rank (pid %d)\n", sup_pid, (int)getpid());
             kill(getpid(), SIGKILL);
         }
@@ -44,7 +45,7 @@ void zaya_ft_lifeline_start(void) {
     if (sup_pid <= 0) return;
     /* the parent (supervisor or launcher) dying kills us; if it already died, the watcher sees it */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (!zaya_ft_process_alive(sup_pid, sup_start)) {
+    if (!zaya_proc_alive(sup_pid, sup_start)) {
         fprintf(stderr, "zaya train: the supervisor (pid %d) is gone before the start: exiting\n", sup_pid);
         _exit(1);
     }

@@ -56,6 +56,19 @@ zaya_status zaya_bench_stream(int threads, int64_t elems, int ntimes, zaya_strea
  * Returns a negative value on failure (message in zaya_error_message()). */
 double zaya_bench_stream_triad_gbps(int threads);
 
+/* A triad probe planned up front, for benchmarks that interleave bandwidth samples with their own
+ * (bench kernels, bench infer): three arrays of n doubles allocated and first-touched in parallel by
+ * init; one pass is a = b + 3c over all of them (STREAM's bytes: 24 per element). */
+typedef struct zaya_mem_triad {
+    double *a, *b, *c;
+    int64_t n;
+} zaya_mem_triad;
+zaya_status zaya_mem_triad_init(zaya_mem_triad *t, int64_t n);
+void zaya_mem_triad_free(zaya_mem_triad *t);
+void zaya_mem_triad_pass(zaya_mem_triad *t);
+/* Best GB/s of `reps` passes. */
+double zaya_mem_triad_gbps(zaya_mem_triad *t, int reps);
+
 /* Working-set sweep: best GB/s of `kernel` (triad or read) with total array bytes ws[i]. */
 zaya_status zaya_bench_mem_ws(int threads, zaya_mem_kernel kernel, const int64_t *ws, int n, double *gbps);
 

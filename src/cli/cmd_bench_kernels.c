@@ -224,18 +224,8 @@ static zaya_status ws_init(kws *w, const kshape *s) {
 }
 
 /* STREAM triad over double arrays (the bandwidth peer). */
-typedef struct triad_ctx {
-    double *a, *b, *c;
-    int64_t n;
-} triad_ctx;
-
 static zaya_status triad_call(void *ctx) {
-    triad_ctx *t = ctx;
-    double *restrict a = t->a;
-    const double *restrict b = t->b, *restrict c = t->c;
-    const int64_t n = t->n;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
+    zaya_mem_triad_pass(ctx);
     return ZAYA_OK;
 }
 
@@ -430,7 +420,7 @@ int zaya_cmd_bench_kernels(int argc, char **argv) {
     int nsets = 0;
     set_shapes(ko.quick, sets, &nsets);
     krow *rows = calloc(256, sizeof *rows);
-    triad_ctx tri = {0};
+    zaya_mem_triad tri = {0};
     zaya_bench_matmul_peer *peer = NULL;
     kws ws = {0};
     zaya_status st = rows ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "bench kernels: result table");
@@ -453,13 +443,9 @@ int zaya_cmd_bench_kernels(int argc, char **argv) {
     if (st == ZAYA_OK) {
         printf("# peak: f32 %.1f GFLOP/s (n=%lld), bf16 %.1f GFLOP/s (n=%lld); STREAM triad %.2f GB/s\n", peak[0],
                (long long)peak_n[0], peak[1], (long long)peak_n[1], stream);
-        tri.n = zaya_mem_stream_elems();
-        tri.a = zaya_malloc((size_t)tri.n * 8), tri.b = zaya_malloc((size_t)tri.n * 8), tri.c = zaya_malloc((size_t)tri.n * 8);
-        if (!tri.a || !tri.b || !tri.c) st = zaya_error_set(ZAYA_ENOMEM, "bench kernels: triad arrays");
+        st = zaya_mem_triad_init(&tri, zaya_mem_stream_elems());
     }
     if (st == ZAYA_OK) {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < tri.n; i++) tri.a[i] = 1.0, tri.b[i] = 2.0, tri.c[i] = 0.5;
         zaya_matmul_desc pd = {.m = peak_n[0], .n = peak_n[0], .k = peak_n[0]};
         st = zaya_bench_matmul_peer_init(&pd, &peer);
     }
@@ -540,7 +526,7 @@ int zaya_cmd_bench_kernels(int argc, char **argv) {
     }
     if (st != ZAYA_OK) fprintf(stderr, "zaya bench kernels: error: %s\n", zaya_error_message());
     zaya_bench_matmul_peer_free(peer);
-    zaya_free(tri.a), zaya_free(tri.b), zaya_free(tri.c);
+    zaya_mem_triad_free(&tri);
     free(rows);
     return st == ZAYA_OK ? 0 : 1;
 }

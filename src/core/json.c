@@ -39,7 +39,7 @@ zaya_status zaya_json_load_file(const char *path, cJSON **out) {
 
 zaya_status zaya_json_load_config(const char *path, cJSON **out) {
     struct stat st;
-    if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "%s: %s", path, strerror(errno));
+    if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return zaya_error_set(ZAYA_EINVAL, "%s is a directory; pass the config.json inside it", path);
     if (!S_ISREG(st.st_mode))
         return zaya_error_set(ZAYA_EINVAL, "%s is not a regular file (a pipe or a device); save the config to a file first", path);

@@ -267,13 +267,11 @@ int zaya_cmd_bench_all(int argc, char **argv) {
     int mpi_world = under_mpirun();
     a.mpirun = a.mpi && !mpi_world ? find_mpirun(mpirun, mbuf, sizeof mbuf) : NULL;
     if (mpirun && a.mpi && !a.mpirun) {
-        fprintf(stderr, "zaya bench all: error: --mpirun %s is not an executable\n", mpirun);
-        return 1;
+        return zaya_cli_error("bench all", "--mpirun %s is not an executable", mpirun);
     }
     zaya_status st = zaya_mkdir_p(a.outdir);
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya bench all: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("bench all", NULL);
     }
     double t0 = zaya_now_s();
     cJSON *colls = NULL;
@@ -298,7 +296,7 @@ int zaya_cmd_bench_all(int argc, char **argv) {
     zaya_progress_update(&prog, ++done, "coll in-process");
     if (rank != 0) {
         cJSON_Delete(child);
-        if (st != ZAYA_OK) fprintf(stderr, "zaya bench all: error: %s\n", zaya_error_message());
+        if (st != ZAYA_OK) zaya_cli_error("bench all", NULL);
         return st == ZAYA_OK ? 0 : 1;
     }
     if (world > max_ranks) max_ranks = world;
@@ -361,8 +359,7 @@ int zaya_cmd_bench_all(int argc, char **argv) {
     cJSON_Delete(gemm);
     cJSON_Delete(colls);
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya bench all: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("bench all", NULL);
     }
     return 0;
 }

@@ -119,12 +119,11 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
 
     zaya_comm *world = NULL;
     if (zaya_dist_init(NULL, NULL, &world) != ZAYA_OK) {
-        fprintf(stderr, "zaya bench coll: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("bench coll", NULL);
     }
     int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
     if (root < 0 || root >= size) {
-        if (rank == 0) fprintf(stderr, "zaya bench coll: error: root %d outside the %d ranks\n", root, size);
+        if (rank == 0) zaya_cli_error("bench coll", "root %d outside the %d ranks", root, size);
         zaya_dist_finalize(world);
         return 1;
     }
@@ -144,7 +143,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         if (st == ZAYA_OK) printf("# results written to %s (coll.json, coll.csv, plots)\n", outdir);
         fflush(stdout);
     }
-    if (st != ZAYA_OK) fprintf(stderr, "zaya bench coll: error: %s\n", zaya_error_message());
+    if (st != ZAYA_OK) zaya_cli_error("bench coll", NULL);
     zaya_coll_results_free(&res);
     zaya_dist_finalize(world);
     return st != ZAYA_OK || wrong ? 1 : 0;

@@ -486,8 +486,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         if (s == ZAYA_OK) s = zaya_gemm_model_from_json(cfg, &R.cfg);
         cJSON_Delete(cfg);
         if (s != ZAYA_OK) {
-            fprintf(stderr, "zaya bench gemm: error: %s: %s\n", g.config, zaya_error_message());
-            return 1;
+            return zaya_cli_error("bench gemm", "%s: %s", g.config, zaya_error_message());
         }
         R.model = 1;
         R.tokens = g.batch * g.seq;
@@ -505,8 +504,7 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
     free(R.res);
     zaya_matmul_cache_clear();
     if (s != ZAYA_OK) {
-        fprintf(stderr, "zaya bench gemm: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("bench gemm", NULL);
     }
     printf("\nresults: %s/gemm.json, %s/gemm.csv%s\n", g.out, g.out, plots);
     return 0;

@@ -524,7 +524,7 @@ int zaya_cmd_bench_kernels(int argc, char **argv) {
         cJSON_Delete(root);
         if (st == ZAYA_OK) printf("# results written to %s (kernels.json, kernels.csv)\n", outdir);
     }
-    if (st != ZAYA_OK) fprintf(stderr, "zaya bench kernels: error: %s\n", zaya_error_message());
+    if (st != ZAYA_OK) zaya_cli_error("bench kernels", NULL);
     zaya_bench_matmul_peer_free(peer);
     zaya_mem_triad_free(&tri);
     free(rows);

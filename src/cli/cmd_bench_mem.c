@@ -53,8 +53,7 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
     zaya_status st = zaya_bench_mem_run(&plan, &run, stdout);
     if (st == ZAYA_OK) st = zaya_bench_mem_write(&run, outdir);
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya bench mem: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("bench mem", NULL);
     }
     printf("# results written to %s (mem.json, mem.csv, mem_ws.csv, plots)\n", outdir);
     return 0;

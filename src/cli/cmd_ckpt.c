@@ -9,11 +9,6 @@
 #include "zaya/config.h"
 #include "zaya/timer.h"
 
-static int fail(const char *cmd) {
-    fprintf(stderr, "zaya %s: error: %s\n", cmd, zaya_error_message());
-    return 1;
-}
-
 static int one_positional(const zaya_cmd_spec *spec, const zaya_args *a, const char *what) {
     if (a->npos != 1) return zaya_flags_usage_error(spec, "expected exactly one %s", what);
     return -1;
@@ -34,7 +29,7 @@ int zaya_cmd_ckpt_info(int argc, char **argv) {
     if (rc >= 0) return rc;
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     zaya_ckpt *c;
-    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return fail("ckpt info");
+    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return zaya_cli_error("ckpt info", NULL);
     if (json) {
         char *t = cJSON_Print(c->manifest);
         printf("%s\n", t);
@@ -53,10 +48,10 @@ int zaya_cmd_ckpt_verify(int argc, char **argv) {
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     double t0 = zaya_now_s();
     zaya_ckpt *c;
-    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return fail("ckpt verify");
+    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return zaya_cli_error("ckpt verify", NULL);
     if (zaya_ckpt_verify(c) != ZAYA_OK) {
         zaya_ckpt_close(c);
-        return fail("ckpt verify");
+        return zaya_cli_error("ckpt verify", NULL);
     }
     uint64_t bytes = 0;
     int pieces = 0;
@@ -80,7 +75,7 @@ int zaya_cmd_ckpt_consolidate(int argc, char **argv) {
     if (rc >= 0) return rc;
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     if (!out) return zaya_flags_usage_error(&spec, "-o DIR is required");
-    if (zaya_ckpt_reshape(a.pos[0], out, 1, 0) != ZAYA_OK) return fail("ckpt consolidate");
+    if (zaya_ckpt_reshape(a.pos[0], out, 1, 0) != ZAYA_OK) return zaya_cli_error("ckpt consolidate", NULL);
     printf("consolidated checkpoint written to %s\n", out);
     return 0;
 }
@@ -104,7 +99,7 @@ int zaya_cmd_ckpt_reshape(int argc, char **argv) {
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     if (!out) return zaya_flags_usage_error(&spec, "-o DIR is required");
     if (world < 1) return zaya_flags_usage_error(&spec, "--world-size must be >= 1");
-    if (zaya_ckpt_reshape(a.pos[0], out, world, !rank0) != ZAYA_OK) return fail("ckpt reshape");
+    if (zaya_ckpt_reshape(a.pos[0], out, world, !rank0) != ZAYA_OK) return zaya_cli_error("ckpt reshape", NULL);
     printf("checkpoint for %d ranks written to %s\n", world, out);
     return 0;
 }
@@ -133,7 +128,7 @@ int zaya_cmd_ckpt_export_hf(int argc, char **argv) {
     else if (strcmp(dtype, "bf16")) return zaya_flags_usage_error(&spec, "--dtype must be bf16 or f32, got '%s'", dtype);
     if (shard <= 0) return zaya_flags_usage_error(&spec, "--shard-size must be positive");
     int n = 0;
-    if (zaya_ckpt_export_hf(a.pos[0], out, &o, &n) != ZAYA_OK) return fail("ckpt export-hf");
+    if (zaya_ckpt_export_hf(a.pos[0], out, &o, &n) != ZAYA_OK) return zaya_cli_error("ckpt export-hf", NULL);
     printf("exported %d shard%s (%s) to %s\n", n, n == 1 ? "" : "s", dtype, out);
     return 0;
 }
@@ -163,7 +158,7 @@ int zaya_cmd_ckpt_import_hf(int argc, char **argv) {
     else if (skip && !strcmp(skip, "zero")) io.skip_mode = ZAYA_SKIP_ZERO;
     else if (skip) return zaya_flags_usage_error(&spec, "--skip-mode must be identity or zero, got '%s'", skip);
     zaya_hf_import_result r;
-    if (zaya_ckpt_import_hf(a.pos[0], out, &io, &r) != ZAYA_OK) return fail("ckpt import-hf");
+    if (zaya_ckpt_import_hf(a.pos[0], out, &io, &r) != ZAYA_OK) return zaya_cli_error("ckpt import-hf", NULL);
     const char *why = !strcmp(r.skip_source, "config.json") ? "zaya_skip_mode in config.json"
                       : !strcmp(r.skip_source, "option") ? "--skip-mode"
                       : "config.json has no zaya_skip_mode: transformers' Zaya outputs zero for skip-routed tokens";

@@ -283,6 +283,5 @@ int zaya_cmd_ckpt_bench(int argc, char **argv) {
     free(bs.t);
     return 0;
 fail_bench: /* a failed benchmark exits right away: the process frees the rest */
-    fprintf(stderr, "zaya ckpt bench: error: %s\n", zaya_error_message());
-    return 1;
+    return zaya_cli_error("ckpt bench", NULL);
 }

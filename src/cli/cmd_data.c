@@ -15,11 +15,6 @@
 #include "zaya/plot.h"
 #include "zaya/timer.h"
 
-static int fail(const char *cmd, const char *msg) {
-    fprintf(stderr, "zaya data %s: error: %s\n", cmd, msg);
-    return 1;
-}
-
 /* ---------------------------------------------------------------- inspect */
 
 static void print_shard(const zaya_shard *s, int64_t ntok) {
@@ -66,7 +61,7 @@ int zaya_cmd_data_inspect(int argc, char **argv) {
     for (int i = 0; i < args.npos; i++) {
         zaya_shard s;
         if (zaya_shard_open(args.pos[i], 0, &s) != ZAYA_OK) {
-            fail("inspect", zaya_error_message());
+            zaya_cli_error("data inspect", NULL);
             bad++;
             continue;
         }
@@ -76,7 +71,7 @@ int zaya_cmd_data_inspect(int argc, char **argv) {
                 printf("  checksum     xxh3 %016" PRIx64 ": ok\n", s.hdr.payload_xxh3);
             } else {
                 printf("  checksum     xxh3 %016" PRIx64 ": MISMATCH\n", s.hdr.payload_xxh3);
-                fail("inspect", zaya_error_message());
+                zaya_cli_error("data inspect", NULL);
                 bad++;
             }
         }
@@ -89,7 +84,7 @@ int zaya_cmd_data_inspect(int argc, char **argv) {
 
 static int validate_run(const char *path) {
     zaya_run run;
-    if (zaya_run_load(path, &run) != ZAYA_OK) return fail("validate", zaya_error_message());
+    if (zaya_run_load(path, &run) != ZAYA_OK) return zaya_cli_error("data validate", NULL);
     printf("run %s: %d phases, %" PRId64 " steps, %" PRId64 " tokens\n", run.name, run.nphases, run.total_steps,
            run.total_tokens);
     for (int i = 0; i < run.nphases; i++) {
@@ -102,7 +97,7 @@ static int validate_run(const char *path) {
     for (int val = 0; val < 2; val++) {
         zaya_dataset ds;
         if (zaya_run_open_dataset(&run, val, 1, &ds) != ZAYA_OK) {
-            fail("validate", zaya_error_message());
+            zaya_cli_error("data validate", NULL);
             bad++;
             continue;
         }
@@ -113,7 +108,7 @@ static int validate_run(const char *path) {
             for (int k = 0; k < run.phases[i].nsources; k++) {
                 int j = zaya_dataset_find(&ds, run.phases[i].source[k]);
                 if (run.phases[i].weight[k] > 0 && zaya_data_source_sequences(&ds.src[j], run.phases[i].seq_len) == 0) {
-                    fprintf(stderr, "zaya data validate: error: phase '%s': source '%s' is shorter than one sequence\n",
+                    zaya_cli_error("data validate", "phase '%s': source '%s' is shorter than one sequence",
                             run.phases[i].name, ds.src[j].name);
                     bad++;
                 }
@@ -140,11 +135,11 @@ int zaya_cmd_data_validate(int argc, char **argv) {
         char **paths;
         int n;
         if (zaya_data_expand((const char *const *)args.pos, args.npos, &paths, &n) != ZAYA_OK)
-            return fail("validate", zaya_error_message());
+            return zaya_cli_error("data validate", NULL);
         for (int i = 0; i < n; i++) {
             zaya_shard s;
             if (zaya_shard_open(paths[i], 1, &s) != ZAYA_OK) {
-                fail("validate", zaya_error_message());
+                zaya_cli_error("data validate", NULL);
                 bad++;
                 continue;
             }
@@ -229,12 +224,12 @@ int zaya_cmd_data_bench(int argc, char **argv) {
         const char *p = args.pos[i];
         if (zaya_dataset_add(&ds, name, &p, 1, 0) != ZAYA_OK) {
             zaya_dataset_free(&ds);
-            return fail("bench", zaya_error_message());
+            return zaya_cli_error("data bench", NULL);
         }
     }
     if (zaya_mkdir_p(out) != ZAYA_OK) {
         zaya_dataset_free(&ds);
-        return fail("bench", zaya_error_message());
+        return zaya_cli_error("data bench", NULL);
     }
     enum { NT = 7 };
     const int64_t lens[NT] = {128, 256, 512, 1024, 2048, 4096, 8192};
@@ -267,7 +262,7 @@ int zaya_cmd_data_bench(int argc, char **argv) {
     zaya_dataset_free(&ds);
     if (n == 0) {
         cJSON_Delete(res);
-        return fail("bench", "the sources are shorter than one sequence of 128 tokens");
+        return zaya_cli_error("data bench", "the sources are shorter than one sequence of 128 tokens");
     }
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "source_tokens", (double)tokens);
@@ -277,7 +272,7 @@ int zaya_cmd_data_bench(int argc, char **argv) {
     zaya_status s = zaya_path_join(path, sizeof path, out, "data-bench.json");
     if (s == ZAYA_OK) s = zaya_json_write_file(path, root, 1);
     cJSON_Delete(root);
-    if (s != ZAYA_OK) return fail("bench", zaya_error_message());
+    if (s != ZAYA_OK) return zaya_cli_error("data bench", NULL);
     zaya_plot_series ser[2] = {{"loader (shuffled, packed)", x, yl, n}, {"sequential copy", x, ys, n}};
     zaya_plot_opts po = {"data loader throughput from mmap", "sequence length", "Mtokens/s", 2, 0, 1};
     if (zaya_path_join(path, sizeof path, out, "data-bench.png") == ZAYA_OK &&

@@ -84,8 +84,7 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
     }
     zaya_threads_init(threads);
     if (zaya_mkdir_p(out) != ZAYA_OK) {
-        fprintf(stderr, "zaya data prepare: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("data prepare", NULL);
     }
     zaya_prepare_opts o = {.name = name, .out_dir = out, .val_fraction = val, .seed = (uint64_t)seed,
                            .shard_tokens = (uint64_t)shard_tokens, .doc_delimiter = delim, .extensions = ext,
@@ -93,8 +92,7 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
                            .strict = strict, .progress = !quiet, .overwrite = overwrite};
     zaya_prepare_stats st = {0};
     if (zaya_corpus_prepare(tokenizer, (const char *const *)args.pos, args.npos, &o, &st) != ZAYA_OK) {
-        fprintf(stderr, "zaya data prepare: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("data prepare", NULL);
     }
     print_summary(name, out, &st);
     return 0;

@@ -57,15 +57,13 @@ int zaya_cmd_model_info(int argc, char **argv) {
 
     zaya_config c;
     if (zaya_config_resolve(config, &c) != ZAYA_OK) {
-        fprintf(stderr, "zaya model info: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("model info", NULL);
     }
     zaya_tensor_info *t = NULL;
     int nt = 0;
     int64_t nf = 0;
     if (zaya_layout_build_public(&c, &t, &nt, &nf) != ZAYA_OK) {
-        fprintf(stderr, "zaya model info: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("model info", NULL);
     }
     int64_t comp[NCOMP] = {0}, comp_active[NCOMP] = {0};
     for (int i = 0; i < nt; i++) {
@@ -131,7 +129,7 @@ int zaya_cmd_model_info(int argc, char **argv) {
         char path[4096];
         if (zaya_mkdir_p(out) != ZAYA_OK || zaya_path_join(path, sizeof path, out, "model_info.json") != ZAYA_OK ||
             zaya_json_write_file(path, o, 1) != ZAYA_OK) {
-            fprintf(stderr, "zaya model info: error: %s\n", zaya_error_message());
+            zaya_cli_error("model info", NULL);
             status = 1;
         } else {
             fprintf(stderr, "wrote %s\n", path);

@@ -11,12 +11,6 @@
 #include "zaya/plot.h"
 #include "zaya/size.h"
 
-static int fail(const char *cmd, zaya_status s) {
-    (void)s;
-    fprintf(stderr, "zaya size %s: error: %s\n", cmd, zaya_error_message());
-    return 1;
-}
-
 static int one_config(const zaya_cmd_spec *spec, const zaya_args *args, const char **path) {
     if (args->npos != 1) return zaya_flags_usage_error(spec, "expected one CONFIG (an HF config.json), got %d arguments", args->npos);
     *path = args->pos[0];
@@ -125,7 +119,7 @@ int zaya_cmd_size_info(int argc, char **argv) {
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     zaya_size_arch a;
     s = zaya_size_arch_load(path, &a);
-    if (s != ZAYA_OK) return fail("info", s);
+    if (s != ZAYA_OK) return zaya_cli_error("size info", NULL);
     check_seq("info", &a, seq);
     zaya_size_print_info_opts(&a, &mo, stdout);
     if (out) {
@@ -133,7 +127,7 @@ int zaya_cmd_size_info(int argc, char **argv) {
         char p[1024];
         s = write_json(out, "info.json", j, p, sizeof p);
         cJSON_Delete(j);
-        if (s != ZAYA_OK) return fail("info", s);
+        if (s != ZAYA_OK) return zaya_cli_error("size info", NULL);
         printf("\nwrote %s\n", p);
     }
     return 0;
@@ -172,9 +166,9 @@ int zaya_cmd_size_check(int argc, char **argv) {
     zaya_size_arch a;
     zaya_size_hw hw;
     s = zaya_size_arch_load(path, &a);
-    if (s != ZAYA_OK) return fail("check", s);
+    if (s != ZAYA_OK) return zaya_cli_error("size check", NULL);
     check_seq("check", &a, seq);
-    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("check", s);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return zaya_cli_error("size check", NULL);
     zaya_size_run run = {batch, seq, tp};
     printf("%s on %s (%s): %d %s, tile %dx%dx%d, wave %d tiles, align %d; batch %lld x seq %lld, TP %d\n\n", path, hw.name,
            hw.source, hw.compute_units, hw.is_gpu ? "compute units" : "cores", hw.tile_m, hw.tile_n, hw.tile_k,
@@ -256,7 +250,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
         char p[1024];
         s = write_json(out, "check.json", root, p, sizeof p);
         cJSON_Delete(root);
-        if (s != ZAYA_OK) { zaya_size_hw_free(&hw); return fail("check", s); }
+        if (s != ZAYA_OK) { zaya_size_hw_free(&hw); return zaya_cli_error("size check", NULL); }
         printf("wrote %s\n", p);
     }
     cJSON_Delete(jg);
@@ -312,14 +306,14 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     so.grad_comm_bytes = mo.grad_bytes;
     zaya_size_arch a;
     zaya_size_hw hw;
-    if ((s = zaya_size_arch_load(path, &a)) != ZAYA_OK) return fail("predict", s);
+    if ((s = zaya_size_arch_load(path, &a)) != ZAYA_OK) return zaya_cli_error("size predict", NULL);
     check_seq("predict", &a, seq);
-    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("predict", s);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return zaya_cli_error("size predict", NULL);
     if (!dtype) dtype = hw.peak_bf16 > 0 ? "bf16" : "f32";
     zaya_size_step_pred p;
     if ((s = zaya_size_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return fail("predict", s);
+        return zaya_cli_error("size predict", NULL);
     }
     cJSON *root = cJSON_CreateObject();
     printf("%s on %s (%s)\n", path, hw.name, hw.source);
@@ -374,7 +368,7 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     if (out) {
         char pth[1024];
         s = write_json(out, "predict.json", root, pth, sizeof pth);
-        if (s != ZAYA_OK) { cJSON_Delete(root); zaya_size_hw_free(&hw); return fail("predict", s); }
+        if (s != ZAYA_OK) { cJSON_Delete(root); zaya_size_hw_free(&hw); return zaya_cli_error("size predict", NULL); }
         printf("wrote %s\n", pth);
     }
     cJSON_Delete(root);
@@ -455,15 +449,15 @@ int zaya_cmd_size_search(int argc, char **argv) {
     o.tolerance = tol_pct / 100;
     zaya_status s;
     if (ref) {
-        if ((s = zaya_size_arch_load(ref, &o.ref)) != ZAYA_OK) return fail("search", s);
+        if ((s = zaya_size_arch_load(ref, &o.ref)) != ZAYA_OK) return zaya_cli_error("size search", NULL);
         o.ref_valid = 1;
     }
     zaya_size_hw hw;
-    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail("search", s);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return zaya_cli_error("size search", NULL);
     zaya_size_search_result r;
-    if ((s = zaya_size_search(&hw, &o, &r)) != ZAYA_OK) { zaya_size_hw_free(&hw); return fail("search", s); }
+    if ((s = zaya_size_search(&hw, &o, &r)) != ZAYA_OK) { zaya_size_hw_free(&hw); return zaya_cli_error("size search", NULL); }
     if (r.n == 0) {
-        fprintf(stderr, "zaya size search: error: %s\n", r.fail);
+        zaya_cli_error("size search", "%s", r.fail);
         zaya_size_search_result_free(&r);
         zaya_size_hw_free(&hw);
         return 1;
@@ -525,7 +519,7 @@ int zaya_cmd_size_search(int argc, char **argv) {
     char p[1024];
     s = write_json(out, "search.json", root, p, sizeof p);
     cJSON_Delete(root);
-    if (s != ZAYA_OK) { zaya_size_search_result_free(&r); zaya_size_hw_free(&hw); return fail("search", s); }
+    if (s != ZAYA_OK) { zaya_size_search_result_free(&r); zaya_size_hw_free(&hw); return zaya_cli_error("size search", NULL); }
     printf("\nwrote %s\n", p);
     plot_front(out, &r, &o);
     zaya_size_search_result_free(&r);

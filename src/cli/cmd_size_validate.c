@@ -26,12 +26,6 @@
 #define MAX_SOURCES 16
 #define MAX_STEPS 10000
 
-static int fail(zaya_status s) {
-    (void)s;
-    fprintf(stderr, "zaya size validate: error: %s\n", zaya_error_message());
-    return 1;
-}
-
 /* Source names of DIR: every NAME with a NAME-train-00000.ztok shard. */
 static zaya_status find_sources(const char *dir, char names[][64], int *n) {
     DIR *d = opendir(dir);
@@ -172,12 +166,12 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     zaya_size_arch a;
     zaya_size_hw hw;
     zaya_status s = zaya_size_arch_load(path, &a);
-    if (s != ZAYA_OK) return fail(s);
-    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return fail(s);
+    if (s != ZAYA_OK) return zaya_cli_error("size validate", NULL);
+    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return zaya_cli_error("size validate", NULL);
     zaya_size_step_pred p;
     if ((s = zaya_size_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return fail(s);
+        return zaya_cli_error("size validate", NULL);
     }
     /* Gradient accumulation repeats everything but the optimizer step. */
     double accum = (double)(batch / micro), fb = p.gemm_s + p.attn_s + p.memop_s;
@@ -192,10 +186,10 @@ int zaya_cmd_size_validate(int argc, char **argv) {
         (s = zaya_path_join(metrics, sizeof metrics, train_dir, "metrics.jsonl")) != ZAYA_OK ||
         (s = write_run(run_path, names, nsrc, batch, seq, steps)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return fail(s);
+        return zaya_cli_error("size validate", NULL);
     }
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el <= 0) { zaya_size_hw_free(&hw); return fail(zaya_error_set(ZAYA_EIO, "/proc/self/exe: %s", strerror(errno))); }
+    if (el <= 0) { zaya_size_hw_free(&hw); return zaya_cli_error("size validate", "/proc/self/exe: %s", strerror(errno)); }
     exe[el] = 0;
     char nsteps[32], nmicro[32], nthreads[32];
     snprintf(nsteps, sizeof nsteps, "%lld", (long long)steps);
@@ -215,7 +209,7 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     int n = 0;
     if ((s = run_child(cargv, log)) != ZAYA_OK || (s = read_steps(metrics, warmup, batch, ms, &n)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return fail(s);
+        return zaya_cli_error("size validate", NULL);
     }
     double peak_after = zaya_bench_matmul_peak_gflops(dt);
     double peak_now = peak_before > 0 && peak_after > 0 ? 0.5 * (peak_before + peak_after) : 0;
@@ -277,7 +271,7 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     if (s == ZAYA_OK) s = zaya_json_write_file(jpath, root, 1);
     cJSON_Delete(root);
     zaya_size_hw_free(&hw);
-    if (s != ZAYA_OK) return fail(s);
+    if (s != ZAYA_OK) return zaya_cli_error("size validate", NULL);
     printf("wrote %s\n", jpath);
     return 0;
 }

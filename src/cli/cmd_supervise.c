@@ -58,12 +58,10 @@ int zaya_cmd_supervise(int argc, char **argv) {
     o.argv = cmd;
     zaya_supervise_result r;
     if (zaya_supervise_run(&o, &r) != ZAYA_OK) {
-        fprintf(stderr, "zaya supervise: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("supervise", NULL);
     }
     printf("results in %s (incidents.jsonl, summary.json, attempt-NNN.log)\n", o.out_dir);
     if (r.completed) return 0;
     if (r.preempted) return ZAYA_FT_EXIT_PREEMPTED;
-    fprintf(stderr, "zaya supervise: error: %s\n", r.diagnosis);
-    return 1;
+    return zaya_cli_error("supervise", "%s", r.diagnosis);
 }

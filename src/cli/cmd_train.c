@@ -87,8 +87,7 @@ int zaya_cmd_train(int argc, char **argv) {
 
     zaya_train_result r;
     if (zaya_train_run(&o, &r) != ZAYA_OK) {
-        fprintf(stderr, "zaya train: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("train", NULL);
     }
     if (r.preempted) { /* a distinct status: the supervisor (or a batch system) knows to run it again */
         if (r.rank == 0)

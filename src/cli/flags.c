@@ -80,6 +80,21 @@ int zaya_flags_usage_error(const zaya_cmd_spec *spec, const char *fmt, ...) {
     return 2;
 }
 
+int zaya_cli_error(const char *command, const char *fmt, ...) {
+    char msg[2048];
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+    } else {
+        snprintf(msg, sizeof msg, "%s", zaya_error_message());
+    }
+    fflush(stdout);
+    fprintf(stderr, "zaya %s: error: %s\n", command, msg);
+    return 1;
+}
+
 static const zaya_flag *find_long(const zaya_cmd_spec *spec, const char *name, size_t len) {
     for (int i = 0; i < spec->nflags; i++) {
         const char *n = spec->flags[i].name;

@@ -65,6 +65,11 @@ void zaya_flags_print_help(const zaya_cmd_spec *spec, FILE *f);
 /* Reports a usage error for spec (message + hint) and returns 2. */
 int zaya_flags_usage_error(const zaya_cmd_spec *spec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The one runtime-error reporter of the CLI: "zaya COMMAND: error: MESSAGE" on stderr, where MESSAGE
+ * is the printf-formatted text, or the library's last error (zaya_error_message()) when fmt is NULL;
+ * returns 1, the runtime-error exit code. */
+int zaya_cli_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* "128M" -> 134217728. Suffixes K, M, G, T (binary), optional trailing B; rejects anything else. */
 zaya_status zaya_parse_bytes(const char *s, int64_t *out);
 zaya_status zaya_parse_i64(const char *s, int64_t *out);

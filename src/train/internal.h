@@ -104,7 +104,8 @@ zaya_status zaya_train_lock_outputs(zaya_trainer *t);
 void zaya_train_unlock_outputs(zaya_trainer *t);
 
 zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean);
-zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0);
+/* report.c records a validation the trainer ran (history, metrics.jsonl, the validation line). */
+void zaya_train_log_eval(zaya_trainer *t, const double *per_source, double mean, double seconds, double run_t0);
 void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_step_metrics *sm, int64_t tokens,
                          double run_t0);
 zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last);

@@ -134,10 +134,7 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     }
 }
 
-zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0) {
-    double per[ZAYA_DATA_MAX_SOURCES], mean = 0;
-    double t0 = zaya_now_s();
-    ZAYA_TRY(zaya_train_validate(t, si, per, &mean));
+void zaya_train_log_eval(zaya_trainer *t, const double *per, double mean, double seconds, double run_t0) {
     zaya_train_history *h = &t->hist;
     series_add(&h->val_mean, (double)t->step, mean);
     fprintf(t->metrics, "{\"step\":%lld,\"val_loss\":%.6f", (long long)t->step, mean);
@@ -151,10 +148,9 @@ zaya_status zaya_train_eval_and_log(zaya_trainer *t, const zaya_step_info *si, d
         printf("validation at step %lld: loss %.4f (", (long long)t->step, mean);
         for (int s = 0; s < t->val_ds.nsources; s++)
             printf("%s%s %.4f", s ? ", " : "", t->val_ds.src[s].name, per[s]);
-        printf(") in %.1f s\n", zaya_now_s() - t0);
+        printf(") in %.1f s\n", seconds);
         fflush(stdout);
     }
-    return ZAYA_OK;
 }
 
 /* ---------------------------------------------------------------- samples */

@@ -350,6 +350,14 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
     return ZAYA_OK;
 }
 
+/* A validation and its record (report.c). */
+static zaya_status eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0) {
+    double per[ZAYA_DATA_MAX_SOURCES], mean = 0, t0 = zaya_now_s();
+    ZAYA_TRY(zaya_train_validate(t, si, per, &mean));
+    zaya_train_log_eval(t, per, mean, zaya_now_s() - t0, run_t0);
+    return ZAYA_OK;
+}
+
 /* ---------------------------------------------------------------- run */
 
 static void trainer_free(zaya_trainer *t) {
@@ -485,7 +493,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         int want_eval = t->step == 0 || (o->eval_every > 0 && t->step % o->eval_every == 0) || si.phase_start;
         if (want_eval && t->rank == 0) {
             zaya_ft_enter(t, ZAYA_FT_EVAL);
-            s = zaya_train_eval_and_log(t, &si, run_t0);
+            s = eval_and_log(t, &si, run_t0);
             if (s != ZAYA_OK) break;
         }
         zaya_step_metrics sm;
@@ -519,7 +527,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     if (s == ZAYA_OK && t->rank == 0 && total > 0) {
         zaya_run_step(&t->run, total - 1, &si);
         if (t->step == start) s = plan_phase(t, &si); /* nothing left to train: plan for the evaluation */
-        if (s == ZAYA_OK) s = zaya_train_eval_and_log(t, &si, run_t0);
+        if (s == ZAYA_OK) s = eval_and_log(t, &si, run_t0);
     }
     if (!o->quiet) zaya_progress_finish(&prog, NULL);
     double seconds = zaya_now_s() - run_t0;

@@ -46,6 +46,9 @@
 
 typedef enum zaya_balance_rule { ZAYA_BALANCE_ADAM = 0, ZAYA_BALANCE_SIGN = 1 } zaya_balance_rule;
 typedef enum zaya_balance_units { ZAYA_BALANCE_SPREAD = 0, ZAYA_BALANCE_ABSOLUTE = 1 } zaya_balance_units;
+/* When the trainer runs the controller: inside every training forward, per MoE block between the
+ * router's scores and the selection, on that batch's own scores (default), or after the step. */
+typedef enum zaya_balance_mode { ZAYA_BALANCE_FORWARD = 0, ZAYA_BALANCE_STEP = 1 } zaya_balance_mode;
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +97,8 @@ void zaya_balancer_free(zaya_balancer *b);
 /* Parses "adam" | "sign" and "spread" | "absolute" (error names the value). */
 zaya_status zaya_balance_rule_parse(const char *s, zaya_balance_rule *out);
 zaya_status zaya_balance_units_parse(const char *s, zaya_balance_units *out);
+zaya_status zaya_balance_mode_parse(const char *s, zaya_balance_mode *out); /* "forward" | "step" */
+const char *zaya_balance_mode_name(zaya_balance_mode m);
 const char *zaya_balance_rule_name(zaya_balance_rule r);
 const char *zaya_balance_units_name(zaya_balance_units u);
 /* The step unit sigma[l] = sqrt(spread_sums[l] / (tokens_l E)) from zaya_model.route_spread and
@@ -104,10 +109,16 @@ void zaya_balancer_spread_units(const double *spread_sums, const int64_t *counts
  * sigma[layers] (zaya_balancer_spread_units; may be NULL only in absolute units). Layers that routed
  * no token are left unchanged (their moments too). Fills b->stats. */
 void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *sigma, float *params);
+/* One update of layer l alone from its counts[E + 1] and step unit sigma, as the t-th update of its
+ * moments (Adam's bias correction; b->steps is left to the caller). Fills b->stats[l]. */
+void zaya_balancer_update_layer(zaya_balancer *b, int layer, const int64_t *counts, double sigma, float *params, int64_t t);
 /* Drift compensation, after the step's updates: psums[layers * E] (zaya_model.route_psum summed over
  * the global batch) gives each expert's batch-mean score; its change since the previous call is
  * subtracted from the bias (times cfg.drift). counts gives the token totals. */
 void zaya_balancer_follow_drift(zaya_balancer *b, const double *psums, const int64_t *counts, float *params);
+/* The same for layer l alone: psum[E] summed over `tokens` tokens. The reference of every layer is in
+ * use once b->drift_ready is set (the caller sets it after the first batch's layers). */
+void zaya_balancer_follow_drift_layer(zaya_balancer *b, int layer, const double *psum, double tokens, float *params);
 
 /* Checkpoint hooks: "balancer.exp_avg" / "balancer.exp_avg_sq" ([layers * E]), "balancer.score_mean"
  * ([layers * E * 2], the drift reference) and {"steps": n, "drift_ready": b, ...}. A checkpoint

@@ -99,6 +99,11 @@ typedef struct zaya_model {
      * (embedding and input affine). Data parallelism starts reducing those gradients meanwhile. */
     void (*on_grads_ready)(void *ctx, int layer);
     void *on_grads_ready_ctx;
+    /* Called by zaya_model_forward in each MoE block after the router's scores (acts[l].probs,
+     * route_spread[l], route_psum) and before the biased top-1 selection of block l; NULL: none. The
+     * trainer balances the batch on its own scores here (zaya/balance.h, balancing in the forward). */
+    void (*route_hook)(void *ctx, struct zaya_model *m, int layer);
+    void *route_hook_ctx;
 } zaya_model;
 
 zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype);
@@ -120,6 +125,8 @@ zaya_status zaya_model_set_rope_theta(zaya_model *m, double theta);
  * + e] tokens of that forward (its last micro-batch) that would now go to class e. Exact integer
  * counts (the same for any thread count); the balancer iterates on them within a step. */
 void zaya_model_route_recount(const zaya_model *m, int64_t *counts);
+/* The same for block l alone: counts[e], e < E + 1 (inside a route_hook: the current forward's scores). */
+void zaya_model_route_count_layer(const zaya_model *m, int layer, int64_t *counts);
 zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t *targets, int backward_ready,
                                float *loss);
 /* Accumulates parameter gradients of the mean loss of the last forward (grads += ...). */

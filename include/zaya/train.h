@@ -32,6 +32,7 @@ typedef struct zaya_train_opts {
     int balance_iters;     /* controller iterations per step on the step's own scores (default 8) */
     double balance_drift;  /* gain of the controller's drift compensation (default 1, 0 = off) */
     int balance_units;     /* zaya_balance_units: step in score-spread units (default) or absolute */
+    int balance_mode;      /* zaya_balance_mode: in every training forward on the batch (default) or after the step */
     int64_t eval_every;    /* steps between validation passes (0 = only at start and end) */
     int64_t eval_batches;  /* batches per source per validation pass */
     int64_t log_every;

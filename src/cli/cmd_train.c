@@ -13,7 +13,7 @@
 int zaya_cmd_train(int argc, char **argv) {
     zaya_train_opts o;
     zaya_train_opts_default(&o);
-    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1", *bal_rule = "adam", *bal_units = "spread";
+    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1", *bal_rule = "adam", *bal_units = "spread", *bal_mode = "forward";
     int threads = 0, sync_save = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
@@ -32,8 +32,9 @@ int zaya_cmd_train(int argc, char **argv) {
         {"balance-lr", 0, ZAYA_FLAG_DOUBLE, &o.balance_lr, "X", "step of the expert-balancing bias controller, in --balance-units (default 0.25)"},
         {"balance-warmup", 0, ZAYA_FLAG_I64, &o.balance_warmup, "N", "steps over which that step ramps up from 0 (default 0)"},
         {"balance-rule", 0, ZAYA_FLAG_STRING, &bal_rule, "adam|sign", "bias update: ZAYA1's Adam on the load error, or DeepSeek-V3's fixed-step sign rule (default: adam)"},
-        {"balance-iters", 0, ZAYA_FLAG_INT, &o.balance_iters, "N", "controller updates per step, recounting the step's own routing in between (default 8)"},
+        {"balance-iters", 0, ZAYA_FLAG_INT, &o.balance_iters, "N", "controller updates per MoE block and forward (--balance-mode forward) or per step (step), recounting the routing of the same scores in between (default 8)"},
         {"balance-drift", 0, ZAYA_FLAG_DOUBLE, &o.balance_drift, "X", "gain of the controller's drift compensation, 0 = off (default 1)"},
+        {"balance-mode", 0, ZAYA_FLAG_STRING, &bal_mode, "forward|step", "run the controller inside every training forward, per MoE block on the batch's own scores before its experts are chosen, or after the step (default: forward)"},
         {"balance-units", 0, ZAYA_FLAG_STRING, &bal_units, "spread|absolute", "step in units of the token-to-token spread of the router scores, or in probability units (default: spread)"},
         {"eval-every", 0, ZAYA_FLAG_I64, &o.eval_every, "N", "validation every N steps and at phase starts (default 100)"},
         {"eval-batches", 0, ZAYA_FLAG_I64, &o.eval_batches, "N", "batches per source per validation (default 4)"},
@@ -64,8 +65,11 @@ int zaya_cmd_train(int argc, char **argv) {
     else return zaya_flags_usage_error(&spec, "--dtype must be f32 or bf16, got '%s'", dtype);
     zaya_balance_rule br;
     zaya_balance_units bu;
-    if (zaya_balance_rule_parse(bal_rule, &br) != ZAYA_OK || zaya_balance_units_parse(bal_units, &bu) != ZAYA_OK)
+    zaya_balance_mode bm;
+    if (zaya_balance_rule_parse(bal_rule, &br) != ZAYA_OK || zaya_balance_units_parse(bal_units, &bu) != ZAYA_OK ||
+        zaya_balance_mode_parse(bal_mode, &bm) != ZAYA_OK)
         return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
+    o.balance_mode = bm;
     o.balance_rule = br;
     o.balance_units = bu;
     if (!(o.balance_lr >= 0) || o.balance_warmup < 0)

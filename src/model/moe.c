@@ -79,9 +79,10 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     zaya_gelu_forward(A->g2, A->a2, N * R);
     zaya_lin_forward(m, w->dprobs, A->g2, P->r_out_w, N, R, E1, 0.0f); /* dprobs: logits scratch here */
     zaya_softmax_forward(A->probs, w->dprobs, N, E1);
+    m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
+    if (m->route_hook) m->route_hook(m->route_hook_ctx, m, l);
     zaya_top1_biased(A->idx, A->gate, A->probs, P->bal_bias, N, E1);
     dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
-    m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
 
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t r = 0; r < N; r++) memcpy(A->xe + r * D, A->z + (int64_t)A->perm[r] * D, (size_t)D * sizeof(float));
@@ -192,6 +193,10 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
     zaya_ops_colsum_add(m, G->r_down_b, w->dr, N, R);
     zaya_lin_backward_input(m, dz, w->dr, P->r_down_w, N, D, R, 1.0f);
     zaya_lin_backward_weight(m, G->r_down_w, w->dr, A->z, N, D, R);
+}
+
+void zaya_model_route_count_layer(const zaya_model *m, int l, int64_t *counts) {
+    zaya_top1_biased_count(counts, m->acts[l].probs, m->p.layers[l].bal_bias, m->B * m->T, m->cfg.num_experts + 1);
 }
 
 void zaya_model_route_recount(const zaya_model *m, int64_t *counts) {

@@ -45,6 +45,15 @@ zaya_status zaya_balance_rule_parse(const char *s, zaya_balance_rule *out) {
     return ZAYA_OK;
 }
 
+zaya_status zaya_balance_mode_parse(const char *s, zaya_balance_mode *out) {
+    if (!strcmp(s, "forward")) *out = ZAYA_BALANCE_FORWARD;
+    else if (!strcmp(s, "step")) *out = ZAYA_BALANCE_STEP;
+    else return zaya_error_set(ZAYA_EINVAL, "unknown balancing mode '%s' (forward, step)", s);
+    return ZAYA_OK;
+}
+
+const char *zaya_balance_mode_name(zaya_balance_mode m) { return m == ZAYA_BALANCE_STEP ? "step" : "forward"; }
+
 zaya_status zaya_balance_units_parse(const char *s, zaya_balance_units *out) {
     if (!strcmp(s, "spread")) *out = ZAYA_BALANCE_SPREAD;
     else if (!strcmp(s, "absolute")) *out = ZAYA_BALANCE_ABSOLUTE;
@@ -115,27 +124,41 @@ void zaya_balancer_spread_units(const double *spread_sums, const int64_t *counts
     }
 }
 
-void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *sigma, float *params) {
+void zaya_balancer_update_layer(zaya_balancer *b, int l, const int64_t *cnt, double sigma, float *params, int64_t t) {
     const int E = b->num_experts;
     const zaya_balancer_config *c = &b->cfg;
-    const int64_t t = ++b->steps;
+    zaya_load_stats_compute(cnt, E, &b->stats[l]);
+    const int64_t tokens = b->stats[l].tokens;
+    if (tokens == 0) return;
     const double bc1 = 1.0 - pow(c->beta1, (double)t), bc2 = 1.0 - pow(c->beta2, (double)t);
-    for (int l = 0; l < b->layers; l++) {
-        const int64_t *cnt = counts + (int64_t)l * (E + 1);
-        zaya_load_stats_compute(cnt, E, &b->stats[l]);
-        const int64_t tokens = b->stats[l].tokens;
-        if (tokens == 0) continue;
-        const double step = c->units == ZAYA_BALANCE_SPREAD ? (sigma ? c->lr * sigma[l] : 0.0) : c->lr;
-        float *bias = params + b->bias_offset[l], *m = b->m + (int64_t)l * E, *v = b->v + (int64_t)l * E;
-        for (int e = 0; e < E; e++) { /* bias[E], the skip class, stays fixed */
-            double g = (double)cnt[e] / (double)tokens - 1.0 / E;
-            double mj = c->beta1 * m[e] + (1 - c->beta1) * g;
-            double vj = c->beta2 * v[e] + (1 - c->beta2) * g * g;
-            m[e] = (float)mj;
-            v[e] = (float)vj;
-            double d = c->rule == ZAYA_BALANCE_SIGN ? (g > 0) - (g < 0) : (mj / bc1) / (sqrt(vj / bc2) + c->eps);
-            bias[e] = (float)(bias[e] - step * d);
-        }
+    const double step = c->units == ZAYA_BALANCE_SPREAD ? c->lr * sigma : c->lr;
+    float *bias = params + b->bias_offset[l], *m = b->m + (int64_t)l * E, *v = b->v + (int64_t)l * E;
+    for (int e = 0; e < E; e++) { /* bias[E], the skip class, stays fixed */
+        double g = (double)cnt[e] / (double)tokens - 1.0 / E;
+        double mj = c->beta1 * m[e] + (1 - c->beta1) * g;
+        double vj = c->beta2 * v[e] + (1 - c->beta2) * g * g;
+        m[e] = (float)mj;
+        v[e] = (float)vj;
+        double d = c->rule == ZAYA_BALANCE_SIGN ? (g > 0) - (g < 0) : (mj / bc1) / (sqrt(vj / bc2) + c->eps);
+        bias[e] = (float)(bias[e] - step * d);
+    }
+}
+
+void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double *sigma, float *params) {
+    const int64_t t = ++b->steps;
+    for (int l = 0; l < b->layers; l++)
+        zaya_balancer_update_layer(b, l, counts + (int64_t)l * (b->num_experts + 1), sigma ? sigma[l] : 0.0, params, t);
+}
+
+void zaya_balancer_follow_drift_layer(zaya_balancer *b, int l, const double *psum, double tokens, float *params) {
+    const int E = b->num_experts;
+    if (!(b->cfg.drift > 0) || !(tokens > 0)) return;
+    float *bias = params + b->bias_offset[l];
+    double *mean = b->score_mean + (int64_t)l * E;
+    for (int e = 0; e < E; e++) {
+        double now = psum[e] / tokens;
+        if (b->drift_ready) bias[e] = (float)((double)bias[e] - b->cfg.drift * (now - mean[e]));
+        mean[e] = now;
     }
 }
 
@@ -145,14 +168,7 @@ void zaya_balancer_follow_drift(zaya_balancer *b, const double *psums, const int
     for (int l = 0; l < b->layers; l++) {
         int64_t tokens = 0;
         for (int e = 0; e <= E; e++) tokens += counts[(int64_t)l * (E + 1) + e];
-        if (tokens == 0) continue;
-        float *bias = params + b->bias_offset[l];
-        double *mean = b->score_mean + (int64_t)l * E;
-        for (int e = 0; e < E; e++) {
-            double now = psums[(int64_t)l * E + e] / (double)tokens;
-            if (b->drift_ready) bias[e] = (float)((double)bias[e] - b->cfg.drift * (now - mean[e]));
-            mean[e] = now;
-        }
+        zaya_balancer_follow_drift_layer(b, l, psums + (int64_t)l * E, (double)tokens, params);
     }
     b->drift_ready = 1;
 }

@@ -81,6 +81,12 @@ typedef struct zaya_trainer {
     double *route_stats;
     double *route_sigma;   /* [L] the balancer's step unit of this step */
     int64_t *recount;      /* [L * (E + 1)] selection recounted by the balancer's inner iterations */
+    /* balancing in the forward (ZAYA_BALANCE_FORWARD): the balancer's update count when the step
+     * began, the micro-batch in flight, and the first error of a hook (checked after the forward) */
+    double *bal_scratch;   /* [E + 2] the hook's all-reduce */
+    int64_t bal_t0;
+    int64_t bal_mb;
+    zaya_status bal_status;
     double peak_gflops;
     FILE *metrics;
     zaya_train_history hist;

@@ -35,6 +35,7 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     o->balance_warmup = 0;
     o->balance_rule = ZAYA_BALANCE_ADAM;
     o->balance_units = ZAYA_BALANCE_SPREAD;
+    o->balance_mode = ZAYA_BALANCE_FORWARD;
     o->balance_iters = 8;
     o->eval_every = 100;
     o->eval_batches = 4;
@@ -225,6 +226,34 @@ static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
     b->expert_share = t->expert_share;
 }
 
+/* The model's route hook in training forwards (ZAYA_BALANCE_FORWARD): before block l chooses its
+ * experts, balance_iters controller updates on this batch's own scores, each counting the selection
+ * the current biases would make (summed over the data-parallel ranks, so every rank moves its biases
+ * alike), then the block routes with the result. The step unit is this batch's score spread. */
+static void balance_in_forward(void *ctx, zaya_model *m, int l) {
+    zaya_trainer *t = ctx;
+    if (t->bal_status != ZAYA_OK) return;
+    const int64_t E = m->cfg.num_experts, E1 = E + 1;
+    int64_t *cnt = t->recount + (int64_t)l * E1;
+    double *sp = t->bal_scratch; /* [spread, tokens, E expert-score sums] */
+    sp[0] = m->route_spread[l];
+    sp[1] = (double)(m->B * m->T);
+    memcpy(sp + 2, m->route_psum + (int64_t)l * E, sizeof(double) * (size_t)E);
+    zaya_status s = zaya_dp_allreduce_sum_f64(&t->dp, sp, (int)(E + 2));
+    const double sigma = sp[1] > 0 ? sqrt(sp[0] / (sp[1] * (double)E)) : 0.0;
+    /* first the shift of the batch-mean scores since the previous batch (drift compensation), then
+     * the controller on what is left */
+    if (s == ZAYA_OK) zaya_balancer_follow_drift_layer(&t->balancer, l, sp + 2, sp[1], m->params);
+    const int K = t->opts->balance_iters;
+    for (int k = 0; k < K && s == ZAYA_OK; k++) {
+        zaya_model_route_count_layer(m, l, cnt);
+        s = zaya_dp_allreduce_counts(&t->dp, cnt, (int)E1);
+        if (s == ZAYA_OK)
+            zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb * K + k + 1);
+    }
+    t->bal_status = s;
+}
+
 static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_step_metrics *sm) {
     zaya_model *m = &t->model;
     const int64_t T = si->seq_len;
@@ -236,11 +265,25 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
     memset(t->route_stats, 0, sizeof(double) * (size_t)(L * E1));
     double loss_sum = 0;
+    const int in_forward = t->opts->balance_mode == ZAYA_BALANCE_FORWARD;
+    if (in_forward) {
+        double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
+        t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
+        t->bal_t0 = t->balancer.steps;
+        t->bal_status = ZAYA_OK;
+    }
     for (int64_t mb = 0; mb < t->accum; mb++) {
         split_micro(t, mb, T);
         float loss = 0;
         zaya_ft_enter(t, ZAYA_FT_FORWARD);
-        ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 1, &loss));
+        t->bal_mb = mb;
+        m->route_hook = in_forward ? balance_in_forward : NULL;
+        m->route_hook_ctx = t;
+        zaya_status fs = zaya_model_forward(m, t->inputs, t->targets, 1, &loss);
+        m->route_hook = NULL; /* validation and sampling forwards route with the biases as they are */
+        ZAYA_TRY(fs);
+        ZAYA_TRY(t->bal_status);
+        if (in_forward) t->balancer.drift_ready = 1;
         /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
         if (mb == t->accum - 1) zaya_dp_arm(&t->dp);
         zaya_ft_enter(t, ZAYA_FT_BACKWARD);
@@ -286,24 +329,28 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         sm->skipped = 1;
     }
     sm->lr = si->lr * t->opts->lr_scale * zaya_ft_lr_factor(t);
+    if (in_forward) /* the biases moved inside the forwards, skipped step or not (selection reads the f32 biases) */
+        t->balancer.steps = t->bal_t0 + t->accum * t->opts->balance_iters;
     if (!sm->skipped) {
         zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
         zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
-        double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
-        t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
-        /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
-        zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);
-        zaya_balancer_update(&t->balancer, t->route_counts, t->route_sigma, m->params);
-        /* Further controller iterations on this step's own scores: recount the selection with the
-         * new biases and update again, so that an overshoot is seen at once instead of a step later. */
-        for (int k = 1; k < t->opts->balance_iters; k++) {
-            zaya_model_route_recount(m, t->recount);
-            ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
-            zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);
+        if (!in_forward) {
+            double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
+            t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
+            /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
+            zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);
+            zaya_balancer_update(&t->balancer, t->route_counts, t->route_sigma, m->params);
+            /* Further controller iterations on this step's own scores: recount the selection with the
+             * new biases and update again, so that an overshoot is seen at once instead of a step later. */
+            for (int k = 1; k < t->opts->balance_iters; k++) {
+                zaya_model_route_recount(m, t->recount);
+                ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
+                zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);
+            }
+            zaya_balancer_follow_drift(&t->balancer, t->route_stats + L, t->route_counts, m->params);
         }
-        zaya_balancer_follow_drift(&t->balancer, t->route_stats + L, t->route_counts, m->params);
         zaya_model_sync_weights(m);
     } else {
         t->skipped++;
@@ -379,6 +426,7 @@ static void trainer_free(zaya_trainer *t) {
     free(t->route_stats);
     free(t->route_sigma);
     free(t->recount);
+    free(t->bal_scratch);
     free(t->layer_max_share);
     free(t->layer_load);
     free(t->expert_share);
@@ -430,6 +478,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->route_stats = calloc((size_t)(L * E1), sizeof(double));
     t->route_sigma = calloc((size_t)L, sizeof(double));
     t->recount = calloc((size_t)(L * E1), sizeof(int64_t));
+    t->bal_scratch = calloc((size_t)(E1 + 1), sizeof(double));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     t->layer_load = calloc((size_t)L, sizeof(zaya_load_stats));
     t->expert_share = calloc((size_t)(L * (E1 - 1)), sizeof(double));
@@ -449,7 +498,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share || !t->layer_load || !t->expert_share ||
-        !t->route_stats || !t->route_sigma || !t->recount) {
+        !t->route_stats || !t->route_sigma || !t->recount || !t->bal_scratch) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
         return zaya_error_set(ZAYA_EIO, "cannot open '%s' for writing", path);

@@ -1,6 +1,8 @@
 /* Training parity with PyTorch (tests/ref/train_ref.py): the same init and the same batches, 20 steps
  * of forward, backward, gradient clipping, optimizer (Muon + AdamW, then AdamW only) and bias
- * balancing; the loss of every step must agree within 1e-4 relative (f32 here, float64 there).
+ * balancing, after the step (as `--balance-mode step`) and inside the forward (the default: BAL_ITERS
+ * updates per MoE block on the batch's own scores before it routes); the loss of every step must agree
+ * within 1e-4 relative (f32 here, float64 there).
  * Usage: train_parity REF_SCRIPT PYTHON */
 #include <math.h>
 #include <stdio.h>
@@ -48,7 +50,27 @@ static void init(zaya_model *m, uint64_t seed) {
     zaya_model_sync_weights(m);
 }
 
-static int run_case(const char *label, int muon, const char *script, const char *python) {
+#define BAL_ITERS 8
+
+/* Balancing in the forward, as the trainer's route hook does at world 1. */
+typedef struct fwd_balance {
+    zaya_balancer *bal;
+    int64_t step;
+} fwd_balance;
+
+static void balance_hook(void *ctx, zaya_model *m, int l) {
+    fwd_balance *f = ctx;
+    const int64_t E = m->cfg.num_experts, N = (int64_t)B * T; /* the planned batch */
+    const double sigma = sqrt(m->route_spread[l] / ((double)N * (double)E));
+    int64_t cnt[64];
+    zaya_balancer_follow_drift_layer(f->bal, l, m->route_psum + (int64_t)l * E, (double)N, m->params);
+    for (int k = 0; k < BAL_ITERS; k++) {
+        zaya_model_route_count_layer(m, l, cnt);
+        zaya_balancer_update_layer(f->bal, l, cnt, sigma, m->params, f->step * BAL_ITERS + k + 1);
+    }
+}
+
+static int run_case(const char *label, int muon, int in_forward, const char *script, const char *python) {
     zaya_config c;
     config(&c);
     zaya_model m;
@@ -90,6 +112,8 @@ static int run_case(const char *label, int muon, const char *script, const char 
     cJSON_AddNumberToObject(meta, "balance_beta2", bc.beta2);
     cJSON_AddNumberToObject(meta, "balance_eps", bc.eps);
     cJSON_AddNumberToObject(meta, "balance_drift", bc.drift);
+    cJSON_AddStringToObject(meta, "balance_mode", in_forward ? "forward" : "step");
+    cJSON_AddNumberToObject(meta, "balance_iters", BAL_ITERS);
     cJSON_AddNumberToObject(meta, "clip", 1.0);
     cJSON *lrs = cJSON_AddArrayToObject(meta, "lr");
     double lr[STEPS];
@@ -138,18 +162,26 @@ static int run_case(const char *label, int muon, const char *script, const char 
     /* zaya: the trainer's step sequence */
     double loss[STEPS];
     const int64_t E1 = c.num_experts + 1;
+    fwd_balance fb = {&bal, 0};
     for (int s = 0; s < STEPS; s++) {
         float l;
         zaya_model_zero_grad(&m);
+        fb.step = s;
+        m.route_hook = in_forward ? balance_hook : NULL;
+        m.route_hook_ctx = &fb;
         CHECK(zaya_model_forward(&m, tok[s], tok[s] + B * T, 1, &l) == ZAYA_OK, "forward");
+        m.route_hook = NULL;
+        if (in_forward) bal.drift_ready = 1;
         zaya_model_backward(&m);
         double sq = 0;
         CHECK(zaya_optim_grad_sqnorm_local(&opt, m.grads, &sq) == ZAYA_OK, "norm");
         zaya_optim_step(&opt, m.params, m.grads, lr[s], zaya_optim_clip_scale(sqrt(sq), 1.0));
-        double sigma[64];
-        zaya_balancer_spread_units(m.route_spread, m.route_counts, (int)c.num_hidden_layers, (int)c.num_experts, sigma);
-        zaya_balancer_update(&bal, m.route_counts, sigma, m.params);
-        zaya_balancer_follow_drift(&bal, m.route_psum, m.route_counts, m.params);
+        if (!in_forward) {
+            double sigma[64];
+            zaya_balancer_spread_units(m.route_spread, m.route_counts, (int)c.num_hidden_layers, (int)c.num_experts, sigma);
+            zaya_balancer_update(&bal, m.route_counts, sigma, m.params);
+            zaya_balancer_follow_drift(&bal, m.route_psum, m.route_counts, m.params);
+        }
         zaya_model_sync_weights(&m);
         loss[s] = l;
         (void)E1;
@@ -170,7 +202,7 @@ static int run_case(const char *label, int muon, const char *script, const char 
             if (e > worst) worst = e;
             CHECK(e <= 1e-4, "%s step %d: loss zaya %.7f vs torch %.7f (rel %.2e)", label, s, loss[s], r, e);
         }
-        printf("%-6s 20 steps: loss %.4f -> %.4f, worst relative difference %.2e (min routing margin %.2e)\n", label,
+        printf("%-8s 20 steps: loss %.4f -> %.4f, worst relative difference %.2e (min routing margin %.2e)\n", label,
                loss[0], loss[STEPS - 1], worst, margin);
         CHECK(loss[STEPS - 1] < loss[0] - 0.3, "%s: training did not reduce the loss", label);
         cJSON_Delete(ref);
@@ -193,7 +225,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     zaya_threads_init(2);
-    run_case("muon", 1, argv[1], argv[2]);
-    run_case("adamw", 0, argv[1], argv[2]);
+    run_case("muon", 1, 0, argv[1], argv[2]);
+    run_case("adamw", 0, 0, argv[1], argv[2]);
+    run_case("muon+fwd", 1, 1, argv[1], argv[2]);
     return th_finish("train_parity");
 }

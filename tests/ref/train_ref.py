@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reference training loop for tests/ref/train_parity.c, written from the specification: the model of
 zaya_ref.py in float64, torch.optim.AdamW, Muon from its formula, global-norm clipping, and the Adam-
-driven bias balancer (g_e = p_e - 1/E, skip class frozen).
+driven bias balancer (g_e = p_e - 1/E, skip class frozen), after the step or inside the forward
+(balance_mode "forward": balance_iters updates per MoE block on the batch's own scores, then it routes).
 
     train_ref.py DIR   reads meta.json, params0.bin, tokens.bin; writes losses.json
 """
@@ -58,11 +59,42 @@ def main(d):
     bal_v = np.zeros((L, E))
     trainable = [p for p in params.values() if p.requires_grad]
     model = zaya_ref.Ref(cfg, params)
+    b1, b2, eps, blr = meta["balance_beta1"], meta["balance_beta2"], meta["balance_eps"], meta["balance_lr"]
+    in_forward = meta.get("balance_mode") == "forward"
+    K = meta.get("balance_iters", 1)
+    step_no = [0]
+
+    def adam_bias(l, counts, step, t, bb):
+        g = counts[:E] / counts.sum() - 1.0 / E
+        bal_m[l] = b1 * bal_m[l] + (1 - b1) * g
+        bal_v[l] = b2 * bal_v[l] + (1 - b2) * g * g
+        mh = bal_m[l] / (1 - b1 ** t)
+        vh = bal_v[l] / (1 - b2 ** t)
+        bb[:E] -= torch.tensor(step * mh / (np.sqrt(vh) + eps))
+
+    def route_hook(l, probs):
+        # before block l chooses: K updates on this batch's scores, each from the selection they make
+        pe = probs[..., :E].double().reshape(-1, E)
+        step = blr * math.sqrt(float(((pe - pe.mean(0)) ** 2).sum()) / (pe.shape[0] * E))
+        bb = params[f"model.layers.{l}.mlp.gate.balancing_biases"]
+        with torch.no_grad():
+            # drift compensation first: follow the change of each expert's batch-mean score
+            now = pe.sum(0).numpy() / pe.shape[0]
+            if step_no[0] > 0:
+                bb[:E] -= torch.tensor(meta["balance_drift"] * (now - drift_ref[l]))
+            drift_ref[l] = now
+            for k in range(K):
+                choice = (probs + bb).argmax(-1).flatten().numpy()
+                adam_bias(l, np.bincount(choice, minlength=E + 1), step, step_no[0] * K + k + 1, bb)
+
+    if in_forward:
+        model.route_hook = route_hook
     losses, margin = [], 1e9
     for s in range(steps):
         lr = meta["lr"][s]
         for p in trainable:
             p.grad = None
+        step_no[0] = s
         ids = torch.tensor(tok[s, 0], dtype=torch.long)
         tgt = torch.tensor(tok[s, 1], dtype=torch.long)
         logits, info = model.forward(ids)
@@ -88,18 +120,12 @@ def main(d):
                     o = newton_schulz(g.lerp(m, beta))
                     w.mul_(1 - lr * meta["weight_decay"])
                     w.add_(o, alpha=-lr * 0.2 * math.sqrt(max(w.shape[0], w.shape[1])))
-            # balancing biases: Adam on p_e - 1/E over this batch's routing, skip class frozen
-            b1, b2, eps, blr = meta["balance_beta1"], meta["balance_beta2"], meta["balance_eps"], meta["balance_lr"]
-            for l in range(L):
+            # balancing biases after the step: Adam on p_e - 1/E over this batch's routing, skip class frozen
+            for l in range(L if not in_forward else 0):
                 counts = np.bincount(np.array(info["choices"][l]), minlength=E + 1)
-                g = counts[:E] / counts.sum() - 1.0 / E
                 step = blr * math.sqrt(info["spread_sum"][l] / (counts.sum() * E))
-                bal_m[l] = b1 * bal_m[l] + (1 - b1) * g
-                bal_v[l] = b2 * bal_v[l] + (1 - b2) * g * g
-                mh = bal_m[l] / (1 - b1 ** (s + 1))
-                vh = bal_v[l] / (1 - b2 ** (s + 1))
                 bb = params[f"model.layers.{l}.mlp.gate.balancing_biases"]
-                bb[:E] -= torch.tensor(step * mh / (np.sqrt(vh) + eps))
+                adam_bias(l, counts, step, s + 1, bb)
                 # drift compensation: follow the change of each expert's batch-mean score
                 now = np.array(info["psum"][l]) / counts.sum()
                 if s > 0:

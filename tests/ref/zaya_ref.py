@@ -40,6 +40,7 @@ class Ref:
         self.c = cfg
         self.p = params
         self.record = record
+        self.route_hook = None
 
     def P(self, name):
         return self.p[name]
@@ -98,6 +99,8 @@ class Ref:
         h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc1.weight").T + self.P(pre + "gate.router_mlp.fc1.bias"))
         h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc2.weight").T + self.P(pre + "gate.router_mlp.fc2.bias"))
         probs = torch.softmax(h @ self.P(pre + "gate.router_mlp.out_proj.weight").T, -1)
+        if self.route_hook is not None:  # the trainer's balancing in the forward
+            self.route_hook(l, probs.detach())
         biased = probs.detach() + self.P(pre + "gate.balancing_biases")
         choice = biased.argmax(-1)                                    # [B,T]
         gate = probs.gather(-1, choice[..., None])                    # unbiased probability

@@ -1,8 +1,9 @@
-/* Projections of the inference engine: y[n, out] = x[n, in] W^T with W [out, in] from the model's
- * parameter block (f32) or its bf16 shadow. Few rows (decode) are bound by reading W once from
+/* Projections of the inference engine: y[n, out] = x[n, in] W^T with W [out, in] from the weight
+ * store (f32, or bf16 read as bf16 with f32 accumulation). Few rows (decode) are bound by reading W once from
  * memory: a tight row-blocked GEMV reads each weight row once for all rows of x. Otherwise oneDNN. */
 #include "infer/internal.h"
 #include "zaya/bf16.h"
+#include "zaya/matmul.h"
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
 #include <immintrin.h>
@@ -69,17 +70,23 @@ static void gemv_bf16(float *y, const uint16_t *xb, const float *xf, const uint1
     }
 }
 
-void zaya_infer_lin(zaya_infer *e, float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out) {
+const void *zaya_infer_mat_at(const zaya_infer *e, const void *W, int64_t index, int64_t per) {
+    const int64_t esz = e->w->dtype == ZAYA_DTYPE_BF16 ? 2 : 4;
+    return (const char *)W + index * per * esz;
+}
+
+void zaya_infer_lin(zaya_infer *e, float *y, const float *x, const void *W, int64_t n, int64_t in, int64_t out) {
     if (n == 0) return;
-    const zaya_model *m = e->m;
     const int small = e->gemv && n <= ZAYA_INFER_GEMV_ROWS;
-    if (m->dtype == ZAYA_DTYPE_F32) {
+    if (e->w->dtype == ZAYA_DTYPE_F32) {
+        e->bytes_read += out * in * (int64_t)sizeof(float);
         if (small) gemv_f32(y, x, W, n, in, out);
         else zaya_matmul_f32(0, 1, n, out, in, x, W, y, 0.0f);
         return;
     }
-    ZAYA_ASSERT(W >= m->params && W < m->params + m->nfloats && n * in <= e->bf_cap);
-    const uint16_t *Wb = m->params_bf16 + (W - m->params);
+    ZAYA_ASSERT(n * in <= e->bf_cap);
+    e->bytes_read += out * in * (int64_t)sizeof(uint16_t);
+    const uint16_t *Wb = W;
     if (small) {
         /* round the activations as the bf16 matmul would */
         for (int64_t i = 0; i < n * in; i++) {
@@ -90,5 +97,20 @@ void zaya_infer_lin(zaya_infer *e, float *y, const float *x, const float *W, int
     } else {
         zaya_f32_to_bf16_n(e->bf, x, (size_t)(n * in));
         zaya_matmul_bf16(0, 1, n, out, in, e->bf, Wb, y, 0.0f);
+    }
+}
+
+void zaya_infer_lin2(zaya_infer *e, float *y, const float *x, const void *W1, int64_t out1, const void *W2,
+                     int64_t out2, int64_t n, int64_t in) {
+    if (W2 == zaya_infer_mat_at(e, W1, out1, in)) { /* adjacent (a model's fused layout) */
+        zaya_infer_lin(e, y, x, W1, n, in, out1 + out2);
+        return;
+    }
+    zaya_infer_lin(e, e->pa, x, W1, n, in, out1);
+    zaya_infer_lin(e, e->pb, x, W2, n, in, out2);
+    const int64_t o = out1 + out2;
+    for (int64_t r = 0; r < n; r++) {
+        memcpy(y + r * o, e->pa + r * out1, (size_t)out1 * sizeof(float));
+        memcpy(y + r * o + out1, e->pb + r * out2, (size_t)out2 * sizeof(float));
     }
 }

@@ -250,6 +250,43 @@ static void test_view(const zaya_config *c) {
     zaya_model_free(&m);
 }
 
+/* Bytes a batch-1 decode step reads: every dense matrix once (the tied head whole), the embedding
+ * row, the experts that got the token (a whole number of them, at most one per block) and every
+ * cached K/V row; and the bound computed from them. */
+static void test_bytes_read(const zaya_config *c) {
+    zaya_infer_weights w;
+    CHECK(zaya_infer_weights_random(&w, c, ZAYA_DTYPE_BF16, 4) == ZAYA_OK, "random");
+    zaya_infer *e = NULL;
+    zaya_infer_opts o = {.max_seqs = 1, .max_len = 8, .max_step_tokens = 8, .gemv = 1};
+    CHECK(zaya_infer_init_weights(&e, &w, &o) == ZAYA_OK, "engine");
+    if (!e) return;
+    const int64_t D = c->hidden_size, F = c->moe_intermediate_size, L = c->num_hidden_layers;
+    const int64_t kvd = c->num_key_value_heads * c->head_dim;
+    int64_t dense = 0;
+    for (int i = 0; i < w.ntensors; i++)
+        if (zaya_infer_is_matrix(&w.tensors[i]) && w.tensors[i].nmatrix == 1) dense += 2 * w.tensors[i].numel;
+    const int64_t expert = 2 * 3 * F * D;
+    int64_t slot = 0, n = 3;
+    const int32_t ids[4] = {1, 2, 3, 4};
+    CHECK(zaya_infer_step(e, 1, &slot, &n, ids, NULL, 0) == ZAYA_OK, "prefill");
+    const int64_t b0 = zaya_infer_bytes_read(e);
+    n = 1;
+    float *lg = th_alloc(c->vocab_size);
+    CHECK(zaya_infer_step(e, 1, &slot, &n, ids + 3, lg, 0) == ZAYA_OK, "decode");
+    const int64_t got = zaya_infer_bytes_read(e) - b0, kv = L * 2 * 4 * kvd * 2; /* 4 cached positions, bf16 */
+    const int64_t rest = got - dense - 2 * D - kv;
+    CHECK(rest >= 0 && rest % expert == 0 && rest / expert <= L, "decode step read %lld B: dense %lld + row %lld + KV "
+          "%lld + %lld experts of %lld B", (long long)got, (long long)dense, (long long)(2 * D), (long long)kv,
+          (long long)(expert ? rest / expert : -1), (long long)expert);
+    const zaya_decode_bound b = zaya_infer_decode_bound(got * 10, 10, 0.5, 2.0);
+    CHECK(fabs(b.bytes_per_token - (double)got) < 1e-6 && fabs(b.tps - 20.0) < 1e-9 &&
+              fabs(b.bound_tps - 2e9 / (double)got) < 1e-6 && fabs(b.fraction - 20.0 * (double)got / 2e9) < 1e-12,
+          "decode bound arithmetic");
+    free(lg);
+    zaya_infer_free(e);
+    zaya_infer_weights_free(&w);
+}
+
 int main(void) {
     zaya_log_set_level(ZAYA_LOG_ERROR);
     snprintf(g_root, sizeof g_root, "/tmp/zaya_test_infer_weights_%d", (int)getpid());
@@ -257,6 +294,7 @@ int main(void) {
     test_random(&c);
     test_sources_and_parity(&c);
     test_view(&c);
+    test_bytes_read(&c);
     char cmd[320];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_root);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_root);

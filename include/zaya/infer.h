@@ -122,7 +122,9 @@ typedef struct zaya_decode_bound {
 } zaya_decode_bound;
 zaya_decode_bound zaya_infer_decode_bound(int64_t decode_bytes, int64_t decode_tokens, double decode_s, double gbps);
 
-/* Generates for nseq prompts in slots 0..nseq-1 (reset first). out[s] has room for max_tokens ids;
+/* Generates for nseq prompts in slots 0..nseq-1 (reset first). Tokens are drawn from the sampler's
+ * vocabulary, the first smp->vocab ids of the model's (a model's table is often padded beyond its
+ * tokenizer's: the padding ids are never produced). out[s] has room for max_tokens ids;
  * out_lens[s] receives the count. Generation also stops at the engine's max_len. stats may be NULL. */
 zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, const int32_t *const *prompts,
                                 const int64_t *prompt_lens, const zaya_gen_opts *o, zaya_gen_token_fn cb, void *ctx,

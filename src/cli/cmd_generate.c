@@ -188,7 +188,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     zaya_infer_opts io = {.max_seqs = np, .max_len = longest + max_tokens < ctx ? longest + max_tokens : ctx,
                           .max_step_tokens = 512, .gemv = !no_gemv};
     zaya_sampler_opts so = {temperature, top_k, top_p, (uint64_t)seed};
-    if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, mc->vocab_size) != ZAYA_OK) {
+    if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, zaya_tokenizer_vocab_size(tok)) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
         fail(msg);
         goto done;

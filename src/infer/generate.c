@@ -21,7 +21,11 @@ zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, 
                                   (long long)s, (long long)prompt_lens[s], (long long)zaya_infer_max_len(e));
         total += prompt_lens[s];
     }
-    const int64_t V = smp->vocab;
+    /* logits rows span the model's vocabulary; the sampler draws from its first smp->vocab ids */
+    const int64_t V = zaya_infer_vocab(e);
+    if (smp->vocab < 1 || smp->vocab > V)
+        return zaya_error_set(ZAYA_EINVAL, "sampler over %lld ids, the model has %lld", (long long)smp->vocab,
+                              (long long)V);
     float *logits = zaya_malloc((size_t)(nseq * V) * sizeof(float));
     int32_t *flat = zaya_malloc((size_t)(total + nseq) * sizeof(int32_t));
     int64_t *slots = malloc((size_t)nseq * sizeof(int64_t)), *n = malloc((size_t)nseq * sizeof(int64_t));

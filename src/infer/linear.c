@@ -22,6 +22,34 @@ static float dot_bf16(const uint16_t *w, const uint16_t *x, int64_t n) {
     for (; i < n; i++) s += zaya_bf16_to_f32(w[i]) * zaya_bf16_to_f32(x[i]);
     return s;
 }
+
+/* Four weight rows (ld apart) against one x: the same sums as dot_bf16 row by row (same order), but
+ * four independent load streams in flight and prefetched 2 KiB ahead, which a single core needs
+ * to approach the memory bandwidth (measured here: about +30% over one row at a time). */
+static void dot4_bf16(float *y, const uint16_t *w, int64_t ld, const uint16_t *x, int64_t n) {
+    __m512 a[4][2];
+    for (int k = 0; k < 4; k++) a[k][0] = a[k][1] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + i), x1 = (__m512bh)_mm512_loadu_si512(x + i + 32);
+        for (int k = 0; k < 4; k++) {
+            _mm_prefetch((const char *)(w + k * ld + i + 1024), _MM_HINT_T0);
+            _mm_prefetch((const char *)(w + k * ld + i + 1024 + 32), _MM_HINT_T0);
+            a[k][0] = _mm512_dpbf16_ps(a[k][0], (__m512bh)_mm512_loadu_si512(w + k * ld + i), x0);
+            a[k][1] = _mm512_dpbf16_ps(a[k][1], (__m512bh)_mm512_loadu_si512(w + k * ld + i + 32), x1);
+        }
+    }
+    for (; i + 32 <= n; i += 32) {
+        const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + i);
+        for (int k = 0; k < 4; k++)
+            a[k][0] = _mm512_dpbf16_ps(a[k][0], (__m512bh)_mm512_loadu_si512(w + k * ld + i), x0);
+    }
+    for (int k = 0; k < 4; k++) {
+        float s = _mm512_reduce_add_ps(_mm512_add_ps(a[k][0], a[k][1]));
+        for (int64_t j = i; j < n; j++) s += zaya_bf16_to_f32(w[k * ld + j]) * zaya_bf16_to_f32(x[j]);
+        y[k] = s;
+    }
+}
 #endif
 
 #ifndef HAVE_DPBF16
@@ -51,6 +79,14 @@ static void gemv_f32(float *y, const float *x, const float *W, int64_t n, int64_
 /* xb: x in bf16; xf: the same values as f32 (portable path). */
 static void gemv_bf16(float *y, const uint16_t *xb, const float *xf, const uint16_t *W, int64_t n, int64_t in,
                       int64_t out) {
+#ifdef HAVE_DPBF16
+    if (n == 1 && out % 4 == 0) { /* batch-1 decode */
+        (void)xf;
+#pragma omp parallel for schedule(static) if (out * in > 65536)
+        for (int64_t o = 0; o < out; o += 4) dot4_bf16(y + o, W + o * in, in, xb, in);
+        return;
+    }
+#endif
 #pragma omp parallel for schedule(static) if (out * in > 65536)
     for (int64_t o = 0; o < out; o++) {
         const uint16_t *w = W + o * in;

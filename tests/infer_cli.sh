@@ -52,6 +52,16 @@ if [ ${#comp} -ge 4 ]; then
   [ "$cut" = "$want" ] && echo "ok: stop string" || { echo "FAIL: stop string '$stop': got '$cut' want '$want'"; fail=$((fail+1)); }
 fi
 
+# bf16 inference holds bf16 weights only (no f32 copy, no gradients): on zaya1-small (~100M parameters)
+# the peak RSS stays below what the f32 parameters alone would take (2 x the bf16 matrices)
+out=$("$zaya" generate --config zaya1-small --random-init 1 --dtype bf16 -t "$tok" --prompt "the" -n 4 --temperature 0 \
+      --ignore-eos 2>&1 >/dev/null)
+mat=$(sed -n 's/^weights: bf16, \([0-9.]*\) MiB of matrices.*/\1/p' <<<"$out")
+rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB.*/\1/p' <<<"$out")
+if awk -v r="$rss" -v m="$mat" 'BEGIN { exit !(r > 0 && m > 100 && r < 2 * m) }'; then
+  echo "ok: bf16 peak RSS $rss MiB for $mat MiB of bf16 matrices"
+else echo "FAIL: bf16 peak RSS '$rss' MiB vs '$mat' MiB of bf16 matrices"; echo "$out" | head -8; fail=$((fail+1)); fi
+
 # generate errors
 expect 2 "--prompt is required" -- "$zaya" generate "${cfg[@]}" -t "$tok"
 expect 2 "--tokenizer is required" -- "$zaya" generate "${cfg[@]}" --prompt hi

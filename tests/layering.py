@@ -16,7 +16,7 @@ OWNER = {
     'optim': 'balance optim spike state',
     'ckpt': 'ckpt safetensors',
     'size': 'size',
-    'infer': 'infer',
+    'infer': 'infer infer_weights',
     'bench': 'bench bench_coll bench_gemm bench_mem',
     'ft': 'ft',
     'train': 'corpus train',

@@ -231,6 +231,22 @@ zaya_status zaya_ckpt_load_model(const char *path, struct zaya_model *m);
  * outputs zero for tokens routed to the skip class. */
 zaya_status zaya_ckpt_load_config(const char *path, struct zaya_config *cfg);
 
+/* Model tensors of a checkpoint one at a time, for readers that do not want a whole f32 block
+ * (the inference weight store). A source is a zaya checkpoint (root or step directory; opened and
+ * verified) or an HF directory (either layout); its safetensors files stay mapped until close. */
+typedef struct zaya_model_source zaya_model_source;
+struct zaya_tensor_info;
+zaya_status zaya_model_source_open(zaya_model_source **s, const char *path);
+void zaya_model_source_close(zaya_model_source *s);
+/* Checks that tensor t of the model's table (nlayers: the config's) is stored, with t's shape. When it
+ * is stored as one tensor, *raw points at its bytes in the mapping (possibly unaligned) and *dtype is
+ * its stored dtype; otherwise (experts stored one tensor each) *raw is NULL. */
+zaya_status zaya_model_source_find(const zaya_model_source *s, const struct zaya_tensor_info *t, int64_t nlayers,
+                                   zaya_st_dtype *dtype, const void **raw);
+/* Elements [start, start+count) of tensor t, converted to f32 (F32/BF16/F16 storage). */
+zaya_status zaya_model_source_read_f32(const zaya_model_source *s, const struct zaya_tensor_info *t, int64_t nlayers,
+                                       int64_t start, int64_t count, float *dst);
+
 typedef struct zaya_hf_export_opts {
     zaya_st_dtype dtype;   /* F32 or BF16 */
     int64_t shard_bytes;   /* max bytes per model-*.safetensors (default 5 GiB) */

@@ -1,8 +1,11 @@
-/* Inference over a zaya_model: per-sequence caches, batched prefill, incremental decode, sampling.
+/* Inference over a zaya_model or a weight store: per-sequence caches, batched prefill, incremental
+ * decode, sampling.
  *
- * The engine reads the model's parameter block (f32, or the bf16 shadow for bf16 models) and keeps,
+ * The engine reads the weights (f32, or bf16 read as bf16: a bf16 model's shadow or a bf16 store,
+ * zaya/infer_weights.h) and keeps,
  * per layer and per sequence slot, the decode-time state of CCA (docs/model.md, architecture §5.4):
  *   K, V      [max_len, kv_heads, head_dim]  post-norm, post-temperature, post-RoPE keys; values
+ *                                            (f32, or bf16 with bf16 weights)
  *   conv      [(k0-1)+(k1-1), q_dim+kv_dim]  the newest pre-convolution q|k columns (zeros before t=0)
  *   delayed   [kv_dim/2]                     the previous token's v_proj_delayed output
  * Everything (caches and the scratch of a step of up to max_step_tokens rows) is allocated at init;
@@ -33,6 +36,11 @@ typedef struct zaya_infer_opts {
 
 /* The model must outlive the engine; its weights are read at every step (not copied). */
 zaya_status zaya_infer_init(zaya_infer **out, zaya_model *m, const zaya_infer_opts *opts);
+/* The same over a weight store (zaya/infer_weights.h), which must outlive the engine. With bf16
+ * weights the K/V caches are bf16 too (conv and delayed-value state stay f32). */
+struct zaya_infer_weights;
+zaya_status zaya_infer_init_weights(zaya_infer **out, const struct zaya_infer_weights *w, const zaya_infer_opts *opts);
+const struct zaya_infer_weights *zaya_infer_get_weights(const zaya_infer *e);
 void zaya_infer_free(zaya_infer *e);
 
 /* Memory plan: cache bytes per token (K and V of every layer), fixed state per sequence (conv +
@@ -44,6 +52,9 @@ int64_t zaya_infer_max_len(const zaya_infer *e);
 int64_t zaya_infer_max_seqs(const zaya_infer *e);
 int64_t zaya_infer_vocab(const zaya_infer *e);
 int64_t zaya_infer_step_tokens(const zaya_infer *e); /* rows per internal step */
+/* Bytes of weights and K/V cache the steps have read so far (each weight matrix counted once per
+ * product, only the experts that got rows, every cached K/V row each attention read). */
+int64_t zaya_infer_bytes_read(const zaya_infer *e);
 void zaya_infer_set_gemv(zaya_infer *e, int on);
 
 /* Empties a slot (length 0, state zeroed). */
@@ -101,9 +112,19 @@ typedef int (*zaya_gen_token_fn)(void *ctx, int64_t seq, int32_t token);
 typedef struct zaya_gen_stats {
     int64_t prefill_tokens, decode_tokens;
     double prefill_s, decode_s; /* engine steps only: no sampling, no callbacks */
+    int64_t decode_bytes;       /* weights + K/V the decode steps read (zaya_infer_bytes_read) */
 } zaya_gen_stats;
 
-/* Generates for nseq prompts in slots 0..nseq-1 (reset first). out[s] has room for max_tokens ids;
+/* Decode throughput against the memory-bandwidth bound: bytes read per token (decode_bytes /
+ * decode_tokens) at `gbps` (e.g. a STREAM triad) give bound_tps; fraction = tps / bound_tps. */
+typedef struct zaya_decode_bound {
+    double bytes_per_token, tps, bound_tps, fraction;
+} zaya_decode_bound;
+zaya_decode_bound zaya_infer_decode_bound(int64_t decode_bytes, int64_t decode_tokens, double decode_s, double gbps);
+
+/* Generates for nseq prompts in slots 0..nseq-1 (reset first). Tokens are drawn from the sampler's
+ * vocabulary, the first smp->vocab ids of the model's (a model's table is often padded beyond its
+ * tokenizer's: the padding ids are never produced). out[s] has room for max_tokens ids;
  * out_lens[s] receives the count. Generation also stops at the engine's max_len. stats may be NULL. */
 zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, const int32_t *const *prompts,
                                 const int64_t *prompt_lens, const zaya_gen_opts *o, zaya_gen_token_fn cb, void *ctx,

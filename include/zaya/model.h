@@ -110,6 +110,10 @@ zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dt
 void zaya_model_free(zaya_model *m);
 /* Deterministic init from (seed): see docs/model.md. */
 void zaya_model_init_weights(zaya_model *m, uint64_t seed);
+/* The same init for elements [start, start + count) of tensor `index` (t = its table entry) alone:
+ * weights can be generated tensor by tensor, in pieces, without a whole-model f32 block. */
+void zaya_model_init_tensor(const zaya_config *c, const zaya_tensor_info *t, int index, uint64_t seed, int64_t start,
+                            int64_t count, float *dst);
 /* Allocates activations for batches of B sequences of T tokens (frees a previous plan). */
 zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
 /* Refreshes the bf16 weight shadow after the f32 master weights changed (no-op in f32). */

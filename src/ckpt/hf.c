@@ -259,6 +259,118 @@ zaya_status zaya_ckpt_load_model(const char *path, zaya_model *m) {
     return s;
 }
 
+/* ---------------- model sources (one tensor at a time) ---------------- */
+
+struct zaya_model_source {
+    zaya_ckpt *ckpt; /* zaya checkpoint, or */
+    hf_dir hf;       /* HF directory */
+};
+
+zaya_status zaya_model_source_open(zaya_model_source **out, const char *path) {
+    *out = NULL;
+    zaya_model_source *s = calloc(1, sizeof *s);
+    if (!s) return zaya_error_set(ZAYA_ENOMEM, "model source");
+    zaya_status st = is_zaya_ckpt(path) ? zaya_ckpt_open_latest(&s->ckpt, path, 1) : hf_open(&s->hf, path);
+    if (st != ZAYA_OK) {
+        free(s);
+        return st;
+    }
+    *out = s;
+    return ZAYA_OK;
+}
+
+void zaya_model_source_close(zaya_model_source *s) {
+    if (!s) return;
+    if (s->ckpt) zaya_ckpt_close(s->ckpt);
+    else hf_close(&s->hf);
+    free(s);
+}
+
+/* The one stored tensor that holds t (NULL *st with ZAYA_OK: stored as several, original experts). */
+static zaya_status source_tensor(const zaya_model_source *s, const zaya_tensor_info *t, int64_t nlayers,
+                                 const zaya_st_file **f, const zaya_st_tensor **st) {
+    *f = NULL, *st = NULL;
+    if (s->ckpt) {
+        const zaya_ckpt *c = s->ckpt;
+        const zaya_ckpt_entry *e = zaya_ckpt_find(c, t->name);
+        if (!e) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is missing", c->dir, t->name);
+        if (!e->model || e->ndim != t->ndim || memcmp(e->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim))
+            return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': kind or shape differs from the model (config mismatch?)",
+                                  c->dir, t->name);
+        if (e->npieces == 1 && e->pieces[0].start == 0 && e->pieces[0].count == t->numel) {
+            *f = &c->files[e->pieces[0].file];
+            *st = zaya_st_find(*f, e->pieces[0].key);
+            /* the piece table was checked against the file at open */
+            if (!*st || (*st)->numel != t->numel || (*st)->dtype != e->dtype)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': stored piece does not match the manifest", c->dir,
+                                      t->name);
+        }
+        return ZAYA_OK;
+    }
+    const hf_dir *h = &s->hf;
+    if (!h->original) {
+        *st = hf_find(h, t->name, f);
+        if (!*st) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is missing", h->dir, t->name);
+        if (!same_shape(*st, t->shape, t->ndim)) return shape_error(*f, *st, t->shape, t->ndim);
+        return ZAYA_OK;
+    }
+    char pat[256], name[256];
+    int stacked;
+    if (map_original(t->name, nlayers, pat, sizeof pat, &stacked))
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "no original-layout name for '%s'", t->name);
+    const int64_t nexp = stacked ? t->shape[0] : 1;
+    for (int64_t e = 0; e < nexp; e++) { /* every piece present with its shape */
+        snprintf(name, sizeof name, pat, (int)e);
+        const zaya_st_file *ef;
+        const zaya_st_tensor *et = hf_find(h, name, &ef);
+        if (!et) return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' (for '%s') is missing", h->dir, name, t->name);
+        const int64_t *want = stacked ? t->shape + 1 : t->shape;
+        const int nd = stacked ? t->ndim - 1 : t->ndim;
+        if (!same_shape(et, want, nd)) return shape_error(ef, et, want, nd);
+        if (!stacked) *f = ef, *st = et;
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_model_source_find(const zaya_model_source *s, const zaya_tensor_info *t, int64_t nlayers,
+                                   zaya_st_dtype *dtype, const void **raw) {
+    const zaya_st_file *f;
+    const zaya_st_tensor *st;
+    *raw = NULL;
+    ZAYA_TRY(source_tensor(s, t, nlayers, &f, &st));
+    if (st) {
+        *raw = st->data;
+        *dtype = st->dtype;
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_model_source_read_f32(const zaya_model_source *s, const zaya_tensor_info *t, int64_t nlayers,
+                                       int64_t start, int64_t count, float *dst) {
+    if (start < 0 || count < 0 || start > t->numel || count > t->numel - start)
+        return zaya_error_set(ZAYA_ERANGE, "tensor '%s': elements [%lld, +%lld) outside %lld", t->name,
+                              (long long)start, (long long)count, (long long)t->numel);
+    if (s->ckpt) return zaya_ckpt_read_f32(s->ckpt, t->name, start, count, dst);
+    const zaya_st_file *f;
+    const zaya_st_tensor *st;
+    ZAYA_TRY(source_tensor(s, t, nlayers, &f, &st));
+    if (st) return zaya_st_read_f32(f, st, start, count, dst);
+    /* original layout, one tensor per expert */
+    char pat[256], name[256];
+    int stacked;
+    map_original(t->name, nlayers, pat, sizeof pat, &stacked);
+    const int64_t per = t->numel / t->shape[0];
+    for (int64_t at = start; at < start + count;) {
+        const int64_t e = at / per, lo = at - e * per;
+        const int64_t n = per - lo < start + count - at ? per - lo : start + count - at;
+        snprintf(name, sizeof name, pat, (int)e);
+        const zaya_st_tensor *et = hf_find(&s->hf, name, &f);
+        ZAYA_TRY(zaya_st_read_f32(f, et, lo, n, dst + (at - start)));
+        at += n;
+    }
+    return ZAYA_OK;
+}
+
 static zaya_status copy_file(const char *src, const char *dst) {
     char *data;
     size_t len;

@@ -13,6 +13,8 @@
 #include "zaya/alloc.h"
 #include "zaya/fs.h"
 #include "zaya/infer.h"
+#include "zaya/infer_weights.h"
+#include "zaya/sysinfo.h"
 #include "zaya/json.h"
 #include "zaya/plot.h"
 #include "zaya/rng.h"
@@ -68,20 +70,6 @@ static int parse_list(const char *s, int64_t *out, int max) {
         else if (*s) return -1;
     }
     return n;
-}
-
-/* Weight bytes one decode step reads: every dense tensor, `experts` experts per block, the tied
- * head; matrices in the compute dtype, vectors in f32. */
-static double active_weight_bytes(const zaya_model *m, double experts) {
-    const int mat = m->dtype == ZAYA_DTYPE_BF16 ? 2 : 4;
-    double bytes = 0;
-    for (int i = 0; i < m->ntensors; i++) {
-        const zaya_tensor_info *t = &m->tensors[i];
-        const int esz = t->ndim >= 2 ? mat : 4;
-        if (t->nmatrix > 1) bytes += (double)t->numel / (double)t->nmatrix * experts * esz;
-        else bytes += (double)t->numel * esz;
-    }
-    return bytes;
 }
 
 typedef struct row {
@@ -223,27 +211,26 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     row rows[1024];
     int nrows = 0, code = 1, err = 0;
     for (int di = 0; di < ndt; di++) {
-        zaya_model m;
-        memset(&m, 0, sizeof m);
+        zaya_cli_model cm;
         mo.dtype = dts[di];
-        if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+        if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
             err = fail("model");
             break;
         }
-        const zaya_config *c = &m.cfg;
+        const zaya_config *c = &cm.w.cfg;
         const int64_t tmax = maxd + (maxp > ntg ? maxp : ntg);
         if (tmax > c->max_position_embeddings) {
             zaya_error_set(ZAYA_ERANGE, "depth %lld + %lld tokens exceeds max_position_embeddings %lld",
                            (long long)maxd, (long long)(tmax - maxd), (long long)c->max_position_embeddings);
-            zaya_model_free(&m);
+            zaya_cli_model_close(&cm);
             err = fail(NULL);
             break;
         }
         bench b = {0};
         zaya_infer_opts io = {.max_seqs = maxb, .max_len = tmax, .max_step_tokens = maxb * (maxp > maxd ? maxp : maxd),
                               .gemv = 1};
-        if (zaya_infer_init(&b.e, &m, &io) != ZAYA_OK) {
-            zaya_model_free(&m);
+        if (zaya_infer_init_weights(&b.e, &cm.w, &io) != ZAYA_OK) {
+            zaya_cli_model_close(&cm);
             err = fail("engine");
             break;
         }
@@ -256,7 +243,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         for (int64_t i = 0; i < maxb * tmax; i++) b.toks[i] = (int32_t)(zaya_rng_u32_at(1, 0, (uint64_t)i) % (uint32_t)b.V);
         const double kv_tok = (double)zaya_infer_kv_bytes_per_token(b.e);
         fprintf(stderr, "%s %s: %.1f MiB active weights per token (1 expert/block), KV %lld B/token, state %lld B/seq\n",
-                c->name, dts[di], active_weight_bytes(&m, 1.0) / 1048576.0, (long long)zaya_infer_kv_bytes_per_token(b.e),
+                c->name, dts[di], zaya_infer_weights_token_bytes(&cm.w, 1.0) / 1048576.0, (long long)zaya_infer_kv_bytes_per_token(b.e),
                 (long long)zaya_infer_state_bytes_per_seq(b.e));
         zaya_status st = ZAYA_OK;
         for (int bi = 0; bi < nb && st == ZAYA_OK; bi++)
@@ -302,7 +289,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                     const double E = (double)c->num_experts;
                     const double experts = E * (1.0 - pow(1.0 - 1.0 / E, (double)B));
                     const double ctx = (double)d + (double)(ntg + 1) / 2.0;
-                    const double bytes = active_weight_bytes(&m, experts) + (double)B * ctx * kv_tok;
+                    const double bytes = zaya_infer_weights_token_bytes(&cm.w, experts) + (double)B * ctx * kv_tok;
                     w->bytes = bytes;
                     for (int r = 0; r < reps; r++) fr[r] = samples[r] / ((double)B / (bytes / (bwr[r] * 1e9)));
                     double fm, bm, bsd;
@@ -317,7 +304,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         free(b.toks), free(b.slots), free(b.n), free(samples);
         zaya_free(logits);
         zaya_infer_free(b.e);
-        zaya_model_free(&m);
+        zaya_cli_model_close(&cm);
         if (st != ZAYA_OK) {
             err = fail("benchmark step");
             break;
@@ -328,12 +315,14 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     triad_free(&tri);
     free(fr), free(bwr);
     if (err) return err;
+    const double rss = (double)zaya_sysinfo_peak_rss_bytes();
 
     /* table, infer.json, infer.csv */
     printf("model %s, %d threads, STREAM triad %.1f GB/s (best of %.1f / %.1f / %.1f measured before, between, after)\n"
            "decode rows: triad measured next to every repetition; bound at the mean triad, fraction = mean of the\n"
-           "per-repetition fractions\n\n",
+           "per-repetition fractions\n",
            mo.checkpoint ? mo.checkpoint : mo.config, nth, bw, bws[0], bws[1], bws[2]);
+    printf("peak RSS %.1f MiB (the largest dtype's weights + engine + the triad arrays)\n\n", rss / 1048576.0);
     printf("| dtype | test  | kernel | batch | depth |          t/s | triad GB/s | bound t/s |   of bound |\n");
     printf("|-------|-------|--------|------:|------:|-------------:|-----------:|----------:|-----------:|\n");
     for (int i = 0; i < nrows; i++) {
@@ -351,6 +340,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : mo.config);
     cJSON_AddNumberToObject(root, "threads", nth);
     cJSON_AddNumberToObject(root, "triad_gbps", bw);
+    cJSON_AddNumberToObject(root, "peak_rss_bytes", rss);
     cJSON *tr = cJSON_AddArrayToObject(root, "triad_samples_gbps");
     for (int i = 0; i < 3; i++) cJSON_AddItemToArray(tr, cJSON_CreateNumber(bws[i]));
     cJSON_AddNumberToObject(root, "reps", reps);

@@ -13,6 +13,7 @@
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/json.h"
+#include "zaya/sysinfo.h"
 #include "zaya/threads.h"
 #include "zaya/tokenizer.h"
 
@@ -110,8 +111,8 @@ int zaya_cmd_eval(int argc, char **argv) {
 
     int code = 1;
     zaya_tokenizer *tok = NULL;
-    zaya_model m;
-    memset(&m, 0, sizeof m);
+    zaya_cli_model cm;
+    memset(&cm, 0, sizeof cm);
     zaya_infer *e = NULL;
     int32_t *ids = NULL;
     size_t nids = 0;
@@ -129,11 +130,11 @@ int zaya_cmd_eval(int argc, char **argv) {
         fail(msg);
         goto done;
     }
-    if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+    if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
         fail(NULL);
         goto done;
     }
-    const int64_t V = m.cfg.vocab_size, ctx = m.cfg.max_position_embeddings;
+    const int64_t V = cm.w.cfg.vocab_size, ctx = cm.w.cfg.max_position_embeddings;
     if (tok && zaya_tokenizer_vocab_size(tok) > V) {
         zaya_error_set(ZAYA_ERANGE, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
                        (long long)zaya_tokenizer_vocab_size(tok), (long long)V);
@@ -181,7 +182,7 @@ int zaya_cmd_eval(int argc, char **argv) {
     }
     zaya_infer_opts io = {.max_seqs = batch > max_choices ? batch : max_choices, .max_len = ctx > window ? ctx : window,
                           .max_step_tokens = 1024, .gemv = 1};
-    if (zaya_infer_init(&e, &m, &io) != ZAYA_OK) {
+    if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK) {
         fail(NULL);
         goto done;
     }
@@ -208,7 +209,7 @@ int zaya_cmd_eval(int argc, char **argv) {
 
     /* results: table and eval.json */
     root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : m.cfg.name);
+    cJSON_AddStringToObject(root, "model", mo.checkpoint ? mo.checkpoint : cm.w.cfg.name);
     cJSON_AddStringToObject(root, "dtype", mo.dtype);
     printf("%-32s %12s %12s %12s %10s\n", "input", "tokens", "ppl", "bpb", "tok/s");
     if (shard || text) {
@@ -272,6 +273,7 @@ int zaya_cmd_eval(int argc, char **argv) {
         goto done;
     }
     printf("\nresults: %s\n", path);
+    fprintf(stderr, "peak RSS: %.1f MiB\n", (double)zaya_sysinfo_peak_rss_bytes() / 1048576.0);
     code = 0;
 done:
     cJSON_Delete(root);
@@ -282,7 +284,7 @@ done:
     free(tb);
     free(ids);
     zaya_infer_free(e);
-    zaya_model_free(&m);
+    zaya_cli_model_close(&cm);
     zaya_tokenizer_free(tok);
     return code;
 }

@@ -6,7 +6,10 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/infer_model.h"
+#include "zaya/bench_mem.h"
 #include "zaya/infer.h"
+#include "zaya/infer_weights.h"
+#include "zaya/sysinfo.h"
 #include "zaya/threads.h"
 #include "zaya/tokenizer.h"
 
@@ -83,7 +86,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
     int64_t max_tokens = 128, top_k = 0, seed = 0;
     double temperature = 0.8, top_p = 1.0;
-    int threads = 0, ignore_eos = 0, no_gemv = 0;
+    int threads = 0, ignore_eos = 0, no_gemv = 0, bandwidth = 0;
     zaya_flag flags[] = {
         {"prompt", 'p', ZAYA_FLAG_LIST, &prompt_list, "TEXT", "prompt text, one sequence of the batch each (required)"},
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (required)"},
@@ -99,6 +102,8 @@ int zaya_cmd_generate(int argc, char **argv) {
         {"stop", 0, ZAYA_FLAG_LIST, &stop_list, "STR", "stop when the completion contains STR"},
         {"ignore-eos", 0, ZAYA_FLAG_BOOL, &ignore_eos, NULL, "do not stop at the tokenizer's eos token"},
         {"no-gemv", 0, ZAYA_FLAG_BOOL, &no_gemv, NULL, "use oneDNN for single-row projections too"},
+        {"bandwidth", 0, ZAYA_FLAG_BOOL, &bandwidth, NULL,
+         "measure a STREAM triad after decoding: decode tok/s as % of the memory-bandwidth bound"},
         ZAYA_FLAG_THREADS(&threads),
     };
     zaya_cmd_spec spec = {"generate", "generate text from prompts (streamed to stdout)", "[options]",
@@ -125,8 +130,8 @@ int zaya_cmd_generate(int argc, char **argv) {
         snprintf(msg, sizeof msg, "tokenizer '%s': %s", tok_path, zaya_error_message());
         return fail(msg);
     }
-    zaya_model m;
-    memset(&m, 0, sizeof m);
+    zaya_cli_model cm;
+    memset(&cm, 0, sizeof cm);
     int code = 1;
     zaya_infer *e = NULL;
     zaya_sampler smp = {0};
@@ -134,18 +139,19 @@ int zaya_cmd_generate(int argc, char **argv) {
     int64_t plen[MAX_PROMPTS], olen[MAX_PROMPTS];
     gen_text texts[MAX_PROMPTS];
     memset(texts, 0, sizeof texts);
-    if (zaya_cli_model_open(&mo, &m) != ZAYA_OK) {
+    if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
         fail(msg);
         goto done;
     }
-    if (zaya_tokenizer_vocab_size(tok) > m.cfg.vocab_size) {
+    const zaya_config *mc = &cm.w.cfg;
+    if (zaya_tokenizer_vocab_size(tok) > mc->vocab_size) {
         snprintf(msg, sizeof msg, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
-                 (long long)zaya_tokenizer_vocab_size(tok), (long long)m.cfg.vocab_size);
+                 (long long)zaya_tokenizer_vocab_size(tok), (long long)mc->vocab_size);
         fail(msg);
         goto done;
     }
-    const int64_t ctx = m.cfg.max_position_embeddings;
+    const int64_t ctx = mc->max_position_embeddings;
     int64_t longest = 0;
     const int32_t bos = zaya_tokenizer_special_id(tok, "bos");
     for (int i = 0; i < np; i++) {
@@ -182,11 +188,14 @@ int zaya_cmd_generate(int argc, char **argv) {
     zaya_infer_opts io = {.max_seqs = np, .max_len = longest + max_tokens < ctx ? longest + max_tokens : ctx,
                           .max_step_tokens = 512, .gemv = !no_gemv};
     zaya_sampler_opts so = {temperature, top_k, top_p, (uint64_t)seed};
-    if (zaya_infer_init(&e, &m, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, m.cfg.vocab_size) != ZAYA_OK) {
+    if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, zaya_tokenizer_vocab_size(tok)) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
         fail(msg);
         goto done;
     }
+    fprintf(stderr, "weights: %s, %.1f MiB of matrices (%.1f MiB used in place from mapped shards), %.1f MiB of "
+            "vectors\n", cm.w.dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", (double)cm.w.matrix_bytes / 1048576.0,
+            (double)cm.w.mapped_bytes / 1048576.0, (double)cm.w.vector_bytes / 1048576.0);
     fprintf(stderr, "engine: %lld B/token KV cache, %lld B/sequence conv + delayed-value state, %.1f MiB planned\n",
             (long long)zaya_infer_kv_bytes_per_token(e), (long long)zaya_infer_state_bytes_per_seq(e),
             (double)zaya_infer_total_bytes(e) / 1048576.0);
@@ -220,6 +229,25 @@ int zaya_cmd_generate(int argc, char **argv) {
     fprintf(stderr, "prefill: %lld tokens in %.3f s (%.1f tok/s); decode: %lld tokens in %.3f s (%.1f tok/s)\n",
             (long long)st.prefill_tokens, st.prefill_s, st.prefill_s > 0 ? (double)st.prefill_tokens / st.prefill_s : 0.0,
             (long long)st.decode_tokens, st.decode_s, st.decode_s > 0 ? (double)st.decode_tokens / st.decode_s : 0.0);
+    /* measured before the STREAM arrays exist, so they do not count */
+    const double rss = (double)zaya_sysinfo_peak_rss_bytes();
+    fprintf(stderr, "peak RSS: %.1f MiB; decode read %.1f MiB per token (weights touched + KV)\n", rss / 1048576.0,
+            st.decode_tokens > 0 ? (double)st.decode_bytes / (double)st.decode_tokens / 1048576.0 : 0.0);
+    if (st.decode_tokens > 0 && bandwidth) {
+        /* free the weights first: the triad's arrays then fit wherever the model was */
+        zaya_infer_free(e);
+        e = NULL;
+        zaya_cli_model_close(&cm);
+        const double gbps = zaya_bench_stream_triad_gbps(threads);
+        if (gbps <= 0) {
+            fprintf(stderr, "zaya generate: warning: no STREAM triad: %s\n", zaya_error_message());
+        } else {
+            const zaya_decode_bound b = zaya_infer_decode_bound(st.decode_bytes, st.decode_tokens, st.decode_s, gbps);
+            fprintf(stderr, "bandwidth: STREAM triad %.1f GB/s, bound %.2f tok/s at %.1f MiB/token, decode %.2f tok/s "
+                    "= %.0f%% of the bound\n", gbps, b.bound_tps, b.bytes_per_token / 1048576.0, b.tps,
+                    100.0 * b.fraction);
+        }
+    }
     code = 0;
 done:
     for (int i = 0; i < np; i++) {
@@ -229,7 +257,7 @@ done:
     }
     zaya_sampler_free(&smp);
     zaya_infer_free(e);
-    zaya_model_free(&m);
+    zaya_cli_model_close(&cm);
     zaya_tokenizer_free(tok);
     return code;
 }

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 void zaya_sysinfo_cpu_model(char *out, size_t cap) {
     snprintf(out, cap, "unknown");
@@ -17,4 +18,10 @@ void zaya_sysinfo_cpu_model(char *out, size_t cap) {
         }
     }
     fclose(ci);
+}
+
+int64_t zaya_sysinfo_peak_rss_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return -1;
+    return (int64_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }

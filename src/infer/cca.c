@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "infer/internal.h"
+#include "zaya/bf16.h"
 
 /* Value channels: first half current token, second half the previous token's delayed projection. */
 static void value_shift(zaya_infer *e, int l, int64_t nseg, int64_t kvd) {
@@ -45,8 +46,8 @@ static void grouped_rows(float *y, const float *x, const float *w, const float *
  * conv yields n + k1 - 1 rows and the grouped conv n rows, exactly the training conv's rows at these
  * positions (positions before 0 are zero columns, so padded outputs still carry the bias). */
 static void convolve(zaya_infer *e, int l, int64_t nseg, int64_t C) {
-    const zaya_config *c = &e->m->cfg;
-    const zaya_layer_params *P = &e->m->p.layers[l];
+    const zaya_config *c = &e->w->cfg;
+    const zaya_infer_layer_w *P = &e->w->layers[l];
     const int64_t W = e->W, k0 = c->cca_time0, k1 = c->cca_time1, H = c->num_attention_heads + c->num_key_value_heads;
     int same = 1;
     int64_t wrow = 0;
@@ -81,35 +82,47 @@ static void convolve(zaya_infer *e, int l, int64_t nseg, int64_t C) {
 }
 
 void zaya_infer_cca(zaya_infer *e, int l, int64_t N, int64_t nseg) {
-    const zaya_config *c = &e->m->cfg;
-    const zaya_layer_params *P = &e->m->p.layers[l];
+    const zaya_config *c = &e->w->cfg;
+    const zaya_infer_layer_w *P = &e->w->layers[l];
     const int64_t D = c->hidden_size, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd;
 
-    zaya_infer_lin(e, e->qkpre, e->xn, P->wqk, N, D, C);
-    zaya_infer_lin(e, e->vv, e->xn, P->wv, N, D, kvd);
+    zaya_infer_lin2(e, e->qkpre, e->xn, P->wq, qd, P->wk, kvd, N, D);
+    zaya_infer_lin2(e, e->vv, e->xn, P->wv_cur, kvd / 2, P->wv_del, kvd / 2, N, D);
     value_shift(e, l, nseg, kvd);
     convolve(e, l, nseg, C);
     zaya_cca_qk_mean_skip_forward(c, e->qkraw, e->qkpre, N);
     zaya_l2norm_forward(e->qk, e->inv, e->qkraw, e->mult + (int64_t)l * (Hq + Hkv), sqrtf((float)hd), N, Hq + Hkv, hd,
                         FLT_EPSILON);
-    zaya_rope_forward(e->qk, &e->m->rope, e->pos, N, Hq + Hkv, hd);
+    zaya_rope_forward(e->qk, e->w->rope, e->pos, N, Hq + Hkv, hd);
 
+    const int64_t esz = e->kv_esz;
     for (int64_t s = 0; s < nseg; s++) {
         const zaya_infer_seg *g = &e->seg[s];
-        float *kc = e->kc[l] + g->slot * e->Tmax * kvd, *vc = e->vc[l] + g->slot * e->Tmax * kvd;
+        char *kc = (char *)e->kc[l] + g->slot * e->Tmax * kvd * esz, *vc = (char *)e->vc[l] + g->slot * e->Tmax * kvd * esz;
         for (int64_t i = 0; i < g->n; i++) {
             const int64_t r = g->row0 + i, t = g->pos0 + i;
             memcpy(e->q + r * qd, e->qk + r * C, (size_t)qd * sizeof(float));
-            memcpy(kc + t * kvd, e->qk + r * C + qd, (size_t)kvd * sizeof(float));
-            memcpy(vc + t * kvd, e->v + r * kvd, (size_t)kvd * sizeof(float));
+            if (e->kv_bf16) {
+                zaya_f32_to_bf16_n((uint16_t *)(kc + t * kvd * esz), e->qk + r * C + qd, (size_t)kvd);
+                zaya_f32_to_bf16_n((uint16_t *)(vc + t * kvd * esz), e->v + r * kvd, (size_t)kvd);
+            } else {
+                memcpy(kc + t * kvd * esz, e->qk + r * C + qd, (size_t)kvd * sizeof(float));
+                memcpy(vc + t * kvd * esz, e->v + r * kvd, (size_t)kvd * sizeof(float));
+            }
         }
         e->kp[s] = kc;
         e->vp[s] = vc;
         e->apos[s] = g->pos0;
         e->arows[s] = g->n;
+        e->bytes_read += 2 * (g->pos0 + g->n) * kvd * esz; /* every cached K and V row up to the last new one */
     }
-    zaya_attention_decode(e->att, NULL, e->q, e->kp, e->vp, e->apos, e->arows, nseg, Hq, Hkv, hd,
-                          1.0f / sqrtf((float)hd));
+    const float scale = 1.0f / sqrtf((float)hd);
+    if (e->kv_bf16)
+        zaya_infer_attention_bf16(e->att, e->q, (const uint16_t *const *)e->kp, (const uint16_t *const *)e->vp, e->apos,
+                                  e->arows, nseg, Hq, Hkv, hd, scale);
+    else
+        zaya_attention_decode(e->att, NULL, e->q, (const float *const *)e->kp, (const float *const *)e->vp, e->apos,
+                              e->arows, nseg, Hq, Hkv, hd, scale);
     zaya_infer_lin(e, e->a, e->att, P->wo, N, qd, D);
 }

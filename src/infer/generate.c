@@ -21,7 +21,11 @@ zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, 
                                   (long long)s, (long long)prompt_lens[s], (long long)zaya_infer_max_len(e));
         total += prompt_lens[s];
     }
-    const int64_t V = smp->vocab;
+    /* logits rows span the model's vocabulary; the sampler draws from its first smp->vocab ids */
+    const int64_t V = zaya_infer_vocab(e);
+    if (smp->vocab < 1 || smp->vocab > V)
+        return zaya_error_set(ZAYA_EINVAL, "sampler over %lld ids, the model has %lld", (long long)smp->vocab,
+                              (long long)V);
     float *logits = zaya_malloc((size_t)(nseq * V) * sizeof(float));
     int32_t *flat = zaya_malloc((size_t)(total + nseq) * sizeof(int32_t));
     int64_t *slots = malloc((size_t)nseq * sizeof(int64_t)), *n = malloc((size_t)nseq * sizeof(int64_t));
@@ -49,6 +53,7 @@ zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, 
         stats->prefill_s = t1 - t0;
         stats->decode_tokens = 0;
         stats->decode_s = 0;
+        stats->decode_bytes = 0;
     }
     int64_t nact = o->max_tokens > 0 ? nseq : 0;
     for (int64_t s = 0; s < nseq; s++) active[s] = s;
@@ -71,11 +76,13 @@ zaya_status zaya_infer_generate(zaya_infer *e, zaya_sampler *smp, int64_t nseq, 
         nact = keep;
         for (int64_t j = 0; j < nact; j++) active[j] = slots[j];
         if (nact == 0) break;
+        const int64_t b0 = zaya_infer_bytes_read(e);
         double d0 = zaya_now_s();
         st = zaya_infer_step(e, nact, slots, n, flat, logits, 0);
         if (st != ZAYA_OK) goto done;
         if (stats) {
             stats->decode_s += zaya_now_s() - d0;
+            stats->decode_bytes += zaya_infer_bytes_read(e) - b0;
             stats->decode_tokens += nact;
         }
     }
@@ -86,4 +93,14 @@ done:
     free(n);
     free(active);
     return st;
+}
+
+zaya_decode_bound zaya_infer_decode_bound(int64_t decode_bytes, int64_t decode_tokens, double decode_s, double gbps) {
+    zaya_decode_bound b = {0};
+    if (decode_tokens <= 0 || decode_s <= 0 || gbps <= 0) return b;
+    b.bytes_per_token = (double)decode_bytes / (double)decode_tokens;
+    b.tps = (double)decode_tokens / decode_s;
+    b.bound_tps = gbps * 1e9 / b.bytes_per_token;
+    b.fraction = b.tps / b.bound_tps;
+    return b;
 }

@@ -10,8 +10,8 @@ static void add_bias(float *y, const float *b, int64_t n, int64_t d) {
 }
 
 void zaya_infer_moe(zaya_infer *e, int l, int64_t N) {
-    const zaya_config *c = &e->m->cfg;
-    const zaya_layer_params *P = &e->m->p.layers[l];
+    const zaya_config *c = &e->w->cfg;
+    const zaya_infer_layer_w *P = &e->w->layers[l];
     const int64_t D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
     const int64_t F = c->moe_intermediate_size;
 
@@ -46,9 +46,10 @@ void zaya_infer_moe(zaya_infer *e, int l, int64_t N) {
     for (int64_t k = 0; k < E; k++) {
         const int64_t o = e->off[k], ne = e->off[k + 1] - o;
         if (ne == 0) continue;
-        zaya_infer_lin(e, e->gu + o * 2 * F, e->xe + o * D, P->gate_up + k * 2 * F * D, ne, D, 2 * F);
+        zaya_infer_lin(e, e->gu + o * 2 * F, e->xe + o * D, zaya_infer_mat_at(e, P->gate_up, k, 2 * F * D), ne, D,
+                       2 * F);
         zaya_swiglu_forward(e->act + o * F, e->gu + o * 2 * F, ne, F);
-        zaya_infer_lin(e, e->ye + o * D, e->act + o * F, P->down + k * D * F, ne, F, D);
+        zaya_infer_lin(e, e->ye + o * D, e->act + o * F, zaya_infer_mat_at(e, P->down, k, D * F), ne, F, D);
     }
     const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
     for (int64_t i = 0; i < N; i++) {

@@ -66,28 +66,30 @@ static int is_suffix(const char *s, const char *suffix) {
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch's Conv1d; norms, residual scales, EDA scales and key
  * temperatures 1; every bias 0; balancing biases 0 with the skip class at -1. Tensor i draws from
  * Philox stream i, so the init does not depend on thread count. */
-void zaya_model_init_weights(zaya_model *m, uint64_t seed) {
-    const zaya_config *c = &m->cfg;
+void zaya_model_init_tensor(const zaya_config *c, const zaya_tensor_info *t, int index, uint64_t seed, int64_t start,
+                            int64_t count, float *dst) {
     const float std = (float)c->initializer_range;
     const float out_std = std / sqrtf(2.0f * (float)c->num_hidden_layers);
+    const char *n = t->name;
+    if (t->opt == ZAYA_OPT_NONE) { /* balancing biases */
+        for (int64_t j = 0; j < count; j++) dst[j] = start + j == t->numel - 1 ? -1.0f : 0.0f;
+    } else if (strstr(n, "conv_qk") && is_suffix(n, ".weight")) {
+        float bound = 1.0f / sqrtf((float)(t->shape[1] * t->shape[2]));
+        zaya_rng_fill_uniform(dst, (size_t)count, seed, (uint64_t)index, (uint64_t)start, -bound, bound);
+    } else if (t->ndim >= 2) {
+        int resid_out = is_suffix(n, "o_proj.weight") || is_suffix(n, "experts.down_proj");
+        zaya_rng_fill_normal(dst, (size_t)count, seed, (uint64_t)index, (uint64_t)start, 0.0f, resid_out ? out_std : std);
+    } else if (is_suffix(n, "bias")) {
+        memset(dst, 0, (size_t)count * sizeof(float));
+    } else { /* norms, scales, EDA scales, temperatures */
+        for (int64_t j = 0; j < count; j++) dst[j] = 1.0f;
+    }
+}
+
+void zaya_model_init_weights(zaya_model *m, uint64_t seed) {
     for (int i = 0; i < m->ntensors; i++) {
         const zaya_tensor_info *t = &m->tensors[i];
-        float *w = m->params + t->offset;
-        const char *n = t->name;
-        if (t->opt == ZAYA_OPT_NONE) { /* balancing biases */
-            memset(w, 0, (size_t)t->numel * sizeof(float));
-            w[t->numel - 1] = -1.0f;
-        } else if (strstr(n, "conv_qk") && is_suffix(n, ".weight")) {
-            float bound = 1.0f / sqrtf((float)(t->shape[1] * t->shape[2]));
-            zaya_rng_fill_uniform(w, (size_t)t->numel, seed, (uint64_t)i, 0, -bound, bound);
-        } else if (t->ndim >= 2) {
-            int resid_out = is_suffix(n, "o_proj.weight") || is_suffix(n, "experts.down_proj");
-            zaya_rng_fill_normal(w, (size_t)t->numel, seed, (uint64_t)i, 0, 0.0f, resid_out ? out_std : std);
-        } else if (is_suffix(n, "bias")) {
-            memset(w, 0, (size_t)t->numel * sizeof(float));
-        } else { /* norms, scales, EDA scales, temperatures */
-            for (int64_t j = 0; j < t->numel; j++) w[j] = 1.0f;
-        }
+        zaya_model_init_tensor(&m->cfg, t, i, seed, 0, t->numel, m->params + t->offset);
     }
     zaya_model_sync_weights(m);
 }

@@ -11,6 +11,7 @@
 #include "cli/flags.h"
 #include "cli/infer_model.h"
 #include "zaya/alloc.h"
+#include "zaya/bench_mem.h"
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/infer_weights.h"
@@ -22,41 +23,6 @@
 #include "zaya/timer.h"
 
 #define MAXL 16
-
-/* STREAM triad a = b + s*c over arrays far larger than the last-level cache, allocated once; GB/s with
- * STREAM's byte count (3 x 8 bytes per element, no write-allocate traffic), best of reps. */
-typedef struct triad {
-    double *a, *b, *c;
-    int64_t n;
-} triad;
-
-static int triad_init(triad *t, int64_t n) {
-    t->n = n;
-    t->a = zaya_malloc((size_t)n * sizeof(double));
-    t->b = zaya_malloc((size_t)n * sizeof(double));
-    t->c = zaya_malloc((size_t)n * sizeof(double));
-    if (!t->a || !t->b || !t->c) return -1;
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) t->a[i] = 1.0, t->b[i] = 2.0, t->c[i] = 0.5;
-    return 0;
-}
-
-static void triad_free(triad *t) { zaya_free(t->a), zaya_free(t->b), zaya_free(t->c); }
-
-static double triad_gbps(triad *t, int reps) {
-    double best = 1e30, *a = t->a;
-    const double *b = t->b, *c = t->c;
-    for (int r = 0; r < reps; r++) {
-        double s = zaya_now_s();
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < t->n; i++) a[i] = b[i] + 3.0 * c[i];
-        s = zaya_now_s() - s;
-        best = s < best ? s : best;
-    }
-    volatile double sink = a[t->n / 2];
-    (void)sink;
-    return 3.0 * 8.0 * (double)t->n / best / 1e9;
-}
 
 static int parse_list(const char *s, int64_t *out, int max) {
     int n = 0;
@@ -140,11 +106,6 @@ static void plot_decode(const row *rows, int nrows, const char *out) {
         printf("plot: %s\n", png);
 }
 
-static int fail(const char *what) {
-    fprintf(stderr, "zaya bench infer: error: %s%s%s\n", what ? what : "", what ? ": " : "", zaya_error_message());
-    return 1;
-}
-
 int zaya_cmd_bench_infer(int argc, char **argv) {
     zaya_cli_model_opts mo = {.config = "zaya1-small", .random_init = 0};
     const char *dtypes = "f32,bf16", *plist = "128", *dlist = "0,512", *blist = "1,4", *out = "results/bench-infer";
@@ -189,7 +150,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     if (strstr(dtypes, "bf16")) dts[ndt++] = "bf16";
     if (ndt == 0) return zaya_flags_usage_error(&spec, "--dtype takes f32, bf16 or f32,bf16");
     const int nth = zaya_threads_init(threads);
-    if (zaya_mkdir_p(out) != ZAYA_OK) return fail("output directory");
+    if (zaya_mkdir_p(out) != ZAYA_OK) return zaya_cli_error("bench infer", "output directory: %s", zaya_error_message());
 
     int64_t maxp = 0, maxd = 0, maxb = 0;
     for (int i = 0; i < np; i++) maxp = P[i] > maxp ? P[i] : maxp;
@@ -199,13 +160,11 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     /* the bandwidth is measured before, between and after the dtypes; the best is the bound (the
      * machine may be shared, and a noisy low triad would flatter the fractions) */
     fprintf(stderr, "measuring STREAM triad (%lld MiB arrays, %d threads)...\n", (long long)triad_mib, nth);
-    triad tri;
-    if (triad_init(&tri, triad_mib * 1048576 / 8) != 0) {
-        triad_free(&tri);
-        zaya_error_set(ZAYA_ENOMEM, "cannot allocate 3 x %lld MiB triad arrays", (long long)triad_mib);
-        return fail(NULL);
+    zaya_mem_triad tri;
+    if (zaya_mem_triad_init(&tri, triad_mib * 1048576 / 8) != ZAYA_OK) {
+        return zaya_cli_error("bench infer", NULL);
     }
-    double bw = triad_gbps(&tri, 5), bws[3] = {bw, 0, 0};
+    double bw = zaya_mem_triad_gbps(&tri, 5), bws[3] = {bw, 0, 0};
     double *fr = malloc(sizeof(double) * (size_t)reps), *bwr = malloc(sizeof(double) * (size_t)reps);
 
     row rows[1024];
@@ -214,7 +173,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         zaya_cli_model cm;
         mo.dtype = dts[di];
         if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
-            err = fail("model");
+            err = zaya_cli_error("bench infer", "model: %s", zaya_error_message());
             break;
         }
         const zaya_config *c = &cm.w.cfg;
@@ -223,7 +182,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
             zaya_error_set(ZAYA_ERANGE, "depth %lld + %lld tokens exceeds max_position_embeddings %lld",
                            (long long)maxd, (long long)(tmax - maxd), (long long)c->max_position_embeddings);
             zaya_cli_model_close(&cm);
-            err = fail(NULL);
+            err = zaya_cli_error("bench infer", NULL);
             break;
         }
         bench b = {0};
@@ -231,7 +190,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                               .gemv = 1};
         if (zaya_infer_init_weights(&b.e, &cm.w, &io) != ZAYA_OK) {
             zaya_cli_model_close(&cm);
-            err = fail("engine");
+            err = zaya_cli_error("bench infer", "engine: %s", zaya_error_message());
             break;
         }
         b.V = c->vocab_size;
@@ -272,7 +231,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
                     for (int r = 0; r < reps && st == ZAYA_OK; r++) {
                         st = fill_depth(&b, B, d);
                         for (int64_t s = 0; s < B; s++) b.n[s] = 1;
-                        bwr[r] = triad_gbps(&tri, 2); /* bandwidth now, next to this sample */
+                        bwr[r] = zaya_mem_triad_gbps(&tri, 2); /* bandwidth now, next to this sample */
                         double t = zaya_now_s();
                         for (int64_t i = 0; i < ntg && st == ZAYA_OK; i++)
                             st = zaya_infer_step(b.e, B, b.slots, b.n, b.toks + i * B, logits, 0);
@@ -306,13 +265,13 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         zaya_infer_free(b.e);
         zaya_cli_model_close(&cm);
         if (st != ZAYA_OK) {
-            err = fail("benchmark step");
+            err = zaya_cli_error("bench infer", "benchmark step: %s", zaya_error_message());
             break;
         }
-        bws[1 + (di > 0)] = triad_gbps(&tri, 5);
+        bws[1 + (di > 0)] = zaya_mem_triad_gbps(&tri, 5);
         bw = bws[1 + (di > 0)] > bw ? bws[1 + (di > 0)] : bw;
     }
-    triad_free(&tri);
+    zaya_mem_triad_free(&tri);
     free(fr), free(bwr);
     if (err) return err;
     const double rss = (double)zaya_sysinfo_peak_rss_bytes();
@@ -373,7 +332,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     if (zaya_path_join(pj, sizeof pj, out, "infer.json") != ZAYA_OK || zaya_json_write_file(pj, root, 1) != ZAYA_OK ||
         zaya_path_join(pc, sizeof pc, out, "infer.csv") != ZAYA_OK ||
         zaya_write_file_atomic(pc, csv, o < sizeof csv ? o : sizeof csv - 1) != ZAYA_OK) {
-        fail("writing results");
+        zaya_cli_error("bench infer", "writing results: %s", zaya_error_message());
     } else {
         printf("\nresults: %s, %s\n", pj, pc);
         code = 0;

@@ -19,11 +19,6 @@
 
 #define MAX_TASKS 32
 
-static int fail(const char *what) {
-    fprintf(stderr, "zaya eval: error: %s%s%s\n", what ? what : "", what ? ": " : "", zaya_error_message());
-    return 1;
-}
-
 
 static zaya_status read_text_tokens(const char *path, const zaya_tokenizer *tok, int32_t **ids, size_t *n) {
     char *text = NULL;
@@ -127,46 +122,46 @@ int zaya_cmd_eval(int argc, char **argv) {
 
     if (tok_path && zaya_tokenizer_load(tok_path, &tok) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "tokenizer '%s'", tok_path);
-        fail(msg);
+        zaya_cli_error("eval", "%s: %s", msg, zaya_error_message());
         goto done;
     }
     if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     const int64_t V = cm.w.cfg.vocab_size, ctx = cm.w.cfg.max_position_embeddings;
     if (tok && zaya_tokenizer_vocab_size(tok) > V) {
         zaya_error_set(ZAYA_ERANGE, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
                        (long long)zaya_tokenizer_vocab_size(tok), (long long)V);
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     if (window == 0) window = ctx;
     if (window < 2 || window > ctx) {
         zaya_error_set(ZAYA_ERANGE, "--ctx %lld must be in [2, %lld] (the model's context)", (long long)window,
                        (long long)ctx);
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     /* inputs first: all of them validated before any scoring */
     if (shard && zaya_eval_read_shard(shard, V, max_tokens, &ids, &nids) != ZAYA_OK) {
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     if (text && read_text_tokens(text, tok, &ids, &nids) != ZAYA_OK) {
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     if (text && max_tokens > 0 && (size_t)max_tokens < nids) nids = (size_t)max_tokens;
     if ((shard || text) && nids < 2) {
         zaya_error_set(ZAYA_EINVAL, "'%s' has %zu tokens: at least 2 are needed", shard ? shard : text, nids);
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     int64_t max_choices = 1;
     for (int k = 0; k < nt; k++) {
         if (zaya_mc_load(tasks[k], fmt, tok, ctx, &sets[k], &fmts[k]) != ZAYA_OK) {
-            fail(NULL);
+            zaya_cli_error("eval", NULL);
             goto done;
         }
         for (int64_t i = 0; i < sets[k].n; i++)
@@ -183,12 +178,12 @@ int zaya_cmd_eval(int argc, char **argv) {
     zaya_infer_opts io = {.max_seqs = batch > max_choices ? batch : max_choices, .max_len = ctx > window ? ctx : window,
                           .max_step_tokens = 1024, .gemv = 1};
     if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK) {
-        fail(NULL);
+        zaya_cli_error("eval", NULL);
         goto done;
     }
     zaya_eval_lm lm = {0};
     if ((shard || text) && zaya_eval_lm_tokens(e, ids, (int64_t)nids, window, tb, &lm) != ZAYA_OK) {
-        fail("perplexity");
+        zaya_cli_error("eval", "perplexity: %s", zaya_error_message());
         goto done;
     }
     for (int k = 0; k < nt; k++) {
@@ -197,12 +192,12 @@ int zaya_cmd_eval(int argc, char **argv) {
         mscores[k] = malloc((size_t)nsc * sizeof(double));
         if (!mscores[k]) {
             zaya_error_set(ZAYA_ENOMEM, "out of memory");
-            fail(NULL);
+            zaya_cli_error("eval", NULL);
             goto done;
         }
         if (zaya_eval_mc(e, &sets[k], mscores[k], &mres[k]) != ZAYA_OK) {
             snprintf(msg, sizeof msg, "task '%s'", tasks[k]);
-            fail(msg);
+            zaya_cli_error("eval", "%s: %s", msg, zaya_error_message());
             goto done;
         }
     }
@@ -257,19 +252,19 @@ int zaya_cmd_eval(int argc, char **argv) {
     }
     char path[1024];
     if (zaya_mkdir_p(out) != ZAYA_OK) {
-        fail("writing results");
+        zaya_cli_error("eval", "writing results: %s", zaya_error_message());
         goto done;
     }
     for (int k = 0; k < nt; k++) {
         char name[32];
         snprintf(name, sizeof name, "items-%d.jsonl", k);
         if (zaya_path_join(path, sizeof path, out, name) != ZAYA_OK || write_items(path, &sets[k], mscores[k]) != ZAYA_OK) {
-            fail("writing results");
+            zaya_cli_error("eval", "writing results: %s", zaya_error_message());
             goto done;
         }
     }
     if (zaya_path_join(path, sizeof path, out, "eval.json") != ZAYA_OK || zaya_json_write_file(path, root, 1) != ZAYA_OK) {
-        fail("writing results");
+        zaya_cli_error("eval", "writing results: %s", zaya_error_message());
         goto done;
     }
     printf("\nresults: %s\n", path);

@@ -75,11 +75,6 @@ static int on_token(void *p, int64_t s, int32_t id) {
 }
 
 
-static int fail(const char *msg) {
-    fprintf(stderr, "zaya generate: error: %s\n", msg);
-    return 1;
-}
-
 int zaya_cmd_generate(int argc, char **argv) {
     const char *tok_path = NULL, *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
     zaya_flag_list prompt_list = {prompts, MAX_PROMPTS, 0}, stop_list = {stops, MAX_STOPS, 0};
@@ -128,7 +123,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     zaya_tokenizer *tok = NULL;
     if (zaya_tokenizer_load(tok_path, &tok) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "tokenizer '%s': %s", tok_path, zaya_error_message());
-        return fail(msg);
+        return zaya_cli_error("generate", "%s", msg);
     }
     zaya_cli_model cm;
     memset(&cm, 0, sizeof cm);
@@ -141,14 +136,14 @@ int zaya_cmd_generate(int argc, char **argv) {
     memset(texts, 0, sizeof texts);
     if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
-        fail(msg);
+        zaya_cli_error("generate", "%s", msg);
         goto done;
     }
     const zaya_config *mc = &cm.w.cfg;
     if (zaya_tokenizer_vocab_size(tok) > mc->vocab_size) {
         snprintf(msg, sizeof msg, "tokenizer '%s' has %lld tokens, the model's vocabulary only %lld", tok_path,
                  (long long)zaya_tokenizer_vocab_size(tok), (long long)mc->vocab_size);
-        fail(msg);
+        zaya_cli_error("generate", "%s", msg);
         goto done;
     }
     const int64_t ctx = mc->max_position_embeddings;
@@ -163,25 +158,25 @@ int zaya_cmd_generate(int argc, char **argv) {
         }
         if (zaya_tokenizer_encode(tok, prompts[i], strlen(prompts[i]), &ids[i], &n, &cap) != ZAYA_OK) {
             snprintf(msg, sizeof msg, "prompt %d: %s", i + 1, zaya_error_message());
-            fail(msg);
+            zaya_cli_error("generate", "%s", msg);
             goto done;
         }
         if (n == 0) {
             snprintf(msg, sizeof msg, "prompt %d is empty (and the tokenizer has no bos token to start from)", i + 1);
-            fail(msg);
+            zaya_cli_error("generate", "%s", msg);
             goto done;
         }
         if ((int64_t)n > ctx) {
             snprintf(msg, sizeof msg, "prompt %d has %zu tokens, longer than the model's context "
                      "(max_position_embeddings = %lld)", i + 1, n, (long long)ctx);
-            fail(msg);
+            zaya_cli_error("generate", "%s", msg);
             goto done;
         }
         plen[i] = (int64_t)n;
         longest = plen[i] > longest ? plen[i] : longest;
         out[i] = malloc(sizeof(int32_t) * (size_t)(max_tokens > 0 ? max_tokens : 1));
         if (!out[i]) {
-            fail("out of memory");
+            zaya_cli_error("generate", "out of memory");
             goto done;
         }
     }
@@ -190,7 +185,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     zaya_sampler_opts so = {temperature, top_k, top_p, (uint64_t)seed};
     if (zaya_infer_init_weights(&e, &cm.w, &io) != ZAYA_OK || zaya_sampler_init(&smp, &so, zaya_tokenizer_vocab_size(tok)) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
-        fail(msg);
+        zaya_cli_error("generate", "%s", msg);
         goto done;
     }
     fprintf(stderr, "weights: %s, %.1f MiB of matrices (%.1f MiB used in place from mapped shards), %.1f MiB of "
@@ -214,7 +209,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     if (zaya_infer_generate(e, &smp, np, (const int32_t *const *)ids, plen, &go, on_token, &gc, out, olen, &st) !=
         ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
-        fail(msg);
+        zaya_cli_error("generate", "%s", msg);
         goto done;
     }
     for (int i = 0; i < np; i++) {

@@ -53,6 +53,7 @@ CASES = {
     "bitflip": (1, True, "one bit flipped in a tensor file of the newest checkpoint, then kill -9"),
     "truncate": (1, True, "a tensor file of the newest checkpoint truncated, then kill -9"),
     "manifest-digit": (1, True, "one digit of the newest manifest.json changed, then kill -9"),
+    "damage-only": (1, True, "the only committed checkpoint damaged, then kill -9: must stop with a diagnosis"),
     "disk-full": (1, True, "the output filesystem filled up (tmpfs), freed after the failure"),
     "kill9-sup": (1, True, "kill -9 of the supervisor; the same command rerun"),
     "sigterm-sup": (1, False, "SIGTERM of the supervisor; the same command rerun"),
@@ -62,7 +63,9 @@ CASES = {
     "sigstop-rank": (2, False, "SIGSTOP of one rank under mpirun (hang, blamed rank)"),
 }
 SUP = ["--backoff", "0.2", "--backoff-max", "1", "--hang-floor", str(HANG_FLOOR), "--hang-cap", "30",
-       "--startup-timeout", "15", "--grace", "1"]
+       "--startup-timeout", "15", "--save-timeout", "5", "--grace", "1"]
+# what a trial must show (default: detected, recovered, bit-exact)
+MUST = {"damage-only": ("detected",)}
 MPI = ["mpirun", "-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "OMP_WAIT_POLICY"]
 TRIAL_TIMEOUT = 120.0
 RESTART_KINDS = ("crash", "hang", "preempted")  # the incident whose steps_lost covers the whole restart
@@ -512,13 +515,18 @@ def run_signal(tr, sig, detect_re, pick_rank=False):
     mon.start()
     t_inj, wall = now(), time.time()
     signal_pid(pids[rank], sig)
+    if sig == signal.SIGSTOP:
+        time.sleep(0.01)
+        st = tr.hb(1, rank)
+        tr.r["section"] = st["section"] if st else "?"
     rc = sup.wait(TRIAL_TIMEOUT)
     tr.finish(rc, t_inj, wall, mon, sup.first(detect_re, t_inj), rec["step"])
     if sig == signal.SIGSTOP:
         hang = [i for i in tr.incidents() if i["kind"] == "hang"]
         blamed = hang[0]["rank"] if hang else None
+        tr.r["note"] = "stopped in '%s'" % tr.r["section"]
         if tr.ranks > 1:
-            tr.r["note"] = "blamed rank %s (stopped %d)" % (blamed, rank)
+            tr.r["note"] += ", blamed rank %s (stopped %d)" % (blamed, rank)
             tr.r["detected"] = tr.r["detected"] and blamed == rank
     if sig == signal.SIGTERM:
         tr.r["note"] = "steps lost must be 0"
@@ -615,7 +623,7 @@ def damage(tr, case, newest):
         os.truncate(p, n)
         return "%s %d -> %d bytes" % (fn, size, n)
     # a quarter of the flips go into the header (length, JSON: names, dtypes, shapes, offsets, padding)
-    off = rng.randrange(hlen) if rng.random() < 0.25 else rng.randrange(hlen, size)
+    off = rng.randrange(hlen) if case == "bitflip" and rng.random() < 0.25 else rng.randrange(hlen, size)
     bit = rng.randrange(8)
     with open(p, "r+b") as f:
         f.seek(off)
@@ -632,21 +640,39 @@ def run_damage(tr):
     """latest-missing, latest-older, bitflip, truncate, manifest-digit: SIGSTOP at a random step, damage
     the newest committed checkpoint, kill -9; the restart must notice and fall back or repair."""
     sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step(lo=10))
+    rec = tr.wait_step(sup, tr.rng.randint(5, 7) if tr.case == "damage-only" else tr.target_step(lo=10))
+    tr.r["target"] = tr.r["target"] or (rec and rec["step"])
     if rec is None:
         sup.wait(TRIAL_TIMEOUT)
         tr.r["note"] = "the run ended before the target step"
         return
+    # a fallback needs an intact older step: wait for a second commit (an async save may be in flight)
+    end = now() + 30
+    while tr.case not in ("latest-missing", "damage-only") and len(step_dirs(tr.ckpt)) < 2 and now() < end:
+        time.sleep(0.003)
     pids = tr.rank_pids()
     t_inj, wall = now(), time.time()
     signal_pid(pids[0], signal.SIGSTOP)
     time.sleep(0.01)
     steps = step_dirs(tr.ckpt)
-    tr.r["note"] = damage(tr, tr.case, steps[-1])
+    if tr.case == "damage-only" and len(steps) != 1:
+        signal_pid(pids[0], signal.SIGKILL)
+        sup.wait(TRIAL_TIMEOUT)
+        tr.r["note"] = "%d committed checkpoints at the injection, not 1" % len(steps)
+        return
+    tr.r["note"] = damage(tr, "bitflip-data" if tr.case == "damage-only" else tr.case, steps[-1])
     mon = Monitor(tr, pids)
     signal_pid(pids[0], signal.SIGKILL)
     mon.start()
     rc = sup.wait(TRIAL_TIMEOUT)
+    if tr.case == "damage-only":
+        # no intact checkpoint: the trainer must refuse (never a silent fresh start over the run's
+        # progress), the supervisor stop with a diagnosis naming the damaged file, the files stay
+        t = sup.first(r"error: deterministic failure.*no loadable checkpoint.*%s" % re.escape(steps[-1]), t_inj)
+        tr.finish(rc, t_inj, wall, mon, t if rc == 1 and os.path.isdir(os.path.join(tr.ckpt, steps[-1])) else None,
+                  rec["step"])
+        tr.r["note"] += "; supervisor exit %s" % rc
+        return
     want = r"pointer repaired" if tr.case.startswith("latest") else r"corrupt checkpoint at restart"
     tr.finish(rc, t_inj, wall, mon, sup.first(want, t_inj), rec["step"])
 
@@ -797,6 +823,7 @@ RUNNERS = {
     "bitflip": run_damage,
     "truncate": run_damage,
     "manifest-digit": run_damage,
+    "damage-only": run_damage,
     "disk-full": run_diskfull,
     "kill9-sup": lambda tr: run_sup_signal(tr, signal.SIGKILL),
     "sigterm-sup": lambda tr: run_sup_signal(tr, signal.SIGTERM),
@@ -816,7 +843,10 @@ def run_trial(drill, case, idx):
         tr.reap()
     r = tr.r
     r["wall_s"] = round(now() - t0, 2)
-    r["ok"] = bool(r["skipped"]) or ((r["detected"] or r.get("harmless", False)) and r["recovered"] and r["bit_exact"])
+    must = MUST.get(case, ("detected", "recovered", "bit_exact"))
+    if r.get("harmless"):
+        must = tuple(m for m in must if m != "detected")
+    r["ok"] = bool(r["skipped"]) or all(r[m] for m in must)
     if r["ok"] and not drill.a.keep:
         shutil.rmtree(tr.dir, ignore_errors=True)
     return r
@@ -839,6 +869,11 @@ def summarize(rows):
         if case in ("kill-staging", "kill-commit"):
             notes = "%s %d/%d" % ("in staging" if case == "kill-staging" else "in the rename-latest window",
                                   sum(1 for r in run if r.get("window")), len(run))
+        elif case in ("sigstop", "sigstop-rank"):
+            notes = "in the checkpoint section %d/%d (timeout --save-timeout 5 s)" % (
+                sum(1 for r in run if r.get("section") == "checkpoint"), len(run))
+        elif case == "damage-only":
+            notes = "must stop with a diagnosis: no intact checkpoint"
         elif case == "bitflip":
             notes = "in a header %d/%d" % (sum(1 for r in run if "(header)" in r["note"]), len(run))
         elif rs[0]["skipped"]:

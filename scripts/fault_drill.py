@@ -53,7 +53,7 @@ CASES = {
     "bitflip": (1, True, "one bit flipped in a tensor file of the newest checkpoint, then kill -9"),
     "truncate": (1, True, "a tensor file of the newest checkpoint truncated, then kill -9"),
     "manifest-digit": (1, True, "one digit of the newest manifest.json changed, then kill -9"),
-    "damage-only": (1, True, "the only committed checkpoint damaged, then kill -9: must stop with a diagnosis"),
+    "damage-all": (1, True, "every committed checkpoint damaged, then kill -9: must stop with a diagnosis"),
     "disk-full": (1, True, "the output filesystem filled up (tmpfs), freed after the failure"),
     "kill9-sup": (1, True, "kill -9 of the supervisor; the same command rerun"),
     "sigterm-sup": (1, False, "SIGTERM of the supervisor; the same command rerun"),
@@ -65,7 +65,7 @@ CASES = {
 SUP = ["--backoff", "0.2", "--backoff-max", "1", "--hang-floor", str(HANG_FLOOR), "--hang-cap", "30",
        "--startup-timeout", "15", "--save-timeout", "5", "--grace", "1"]
 # what a trial must show (default: detected, recovered, bit-exact)
-MUST = {"damage-only": ("detected",)}
+MUST = {"damage-all": ("detected",)}
 MPI = ["mpirun", "-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "OMP_WAIT_POLICY"]
 TRIAL_TIMEOUT = 120.0
 RESTART_KINDS = ("crash", "hang", "preempted")  # the incident whose steps_lost covers the whole restart
@@ -640,37 +640,34 @@ def run_damage(tr):
     """latest-missing, latest-older, bitflip, truncate, manifest-digit: SIGSTOP at a random step, damage
     the newest committed checkpoint, kill -9; the restart must notice and fall back or repair."""
     sup = tr.start()
-    rec = tr.wait_step(sup, tr.rng.randint(5, 7) if tr.case == "damage-only" else tr.target_step(lo=10))
-    tr.r["target"] = tr.r["target"] or (rec and rec["step"])
+    rec = tr.wait_step(sup, tr.target_step(lo=5 if tr.case in ("damage-all", "latest-missing") else 10))
     if rec is None:
         sup.wait(TRIAL_TIMEOUT)
         tr.r["note"] = "the run ended before the target step"
         return
     # a fallback needs an intact older step: wait for a second commit (an async save may be in flight)
     end = now() + 30
-    while tr.case not in ("latest-missing", "damage-only") and len(step_dirs(tr.ckpt)) < 2 and now() < end:
+    while len(step_dirs(tr.ckpt)) < (1 if tr.case in ("latest-missing", "damage-all") else 2) and now() < end:
         time.sleep(0.003)
     pids = tr.rank_pids()
     t_inj, wall = now(), time.time()
     signal_pid(pids[0], signal.SIGSTOP)
     time.sleep(0.01)
     steps = step_dirs(tr.ckpt)
-    if tr.case == "damage-only" and len(steps) != 1:
-        signal_pid(pids[0], signal.SIGKILL)
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "%d committed checkpoints at the injection, not 1" % len(steps)
-        return
-    tr.r["note"] = damage(tr, "bitflip-data" if tr.case == "damage-only" else tr.case, steps[-1])
+    if tr.case == "damage-all":
+        tr.r["note"] = "; ".join("%s: %s" % (st, damage(tr, "bitflip-data", st)) for st in steps)
+    else:
+        tr.r["note"] = damage(tr, tr.case, steps[-1])
     mon = Monitor(tr, pids)
     signal_pid(pids[0], signal.SIGKILL)
     mon.start()
     rc = sup.wait(TRIAL_TIMEOUT)
-    if tr.case == "damage-only":
+    if tr.case == "damage-all":
         # no intact checkpoint: the trainer must refuse (never a silent fresh start over the run's
         # progress), the supervisor stop with a diagnosis naming the damaged file, the files stay
-        t = sup.first(r"error: deterministic failure.*no loadable checkpoint.*%s" % re.escape(steps[-1]), t_inj)
-        tr.finish(rc, t_inj, wall, mon, t if rc == 1 and os.path.isdir(os.path.join(tr.ckpt, steps[-1])) else None,
-                  rec["step"])
+        t = sup.first(r"error: deterministic failure(?=.*no loadable checkpoint)(?=.*%s)" % re.escape(steps[-1]), t_inj)
+        kept = all(os.path.isdir(os.path.join(tr.ckpt, st)) for st in steps)
+        tr.finish(rc, t_inj, wall, mon, t if rc == 1 and kept else None, rec["step"])
         tr.r["note"] += "; supervisor exit %s" % rc
         return
     want = r"pointer repaired" if tr.case.startswith("latest") else r"corrupt checkpoint at restart"
@@ -823,7 +820,7 @@ RUNNERS = {
     "bitflip": run_damage,
     "truncate": run_damage,
     "manifest-digit": run_damage,
-    "damage-only": run_damage,
+    "damage-all": run_damage,
     "disk-full": run_diskfull,
     "kill9-sup": lambda tr: run_sup_signal(tr, signal.SIGKILL),
     "sigterm-sup": lambda tr: run_sup_signal(tr, signal.SIGTERM),
@@ -872,7 +869,7 @@ def summarize(rows):
         elif case in ("sigstop", "sigstop-rank"):
             notes = "in the checkpoint section %d/%d (timeout --save-timeout 5 s)" % (
                 sum(1 for r in run if r.get("section") == "checkpoint"), len(run))
-        elif case == "damage-only":
+        elif case == "damage-all":
             notes = "must stop with a diagnosis: no intact checkpoint"
         elif case == "bitflip":
             notes = "in a header %d/%d" % (sum(1 for r in run if "(header)" in r["note"]), len(run))

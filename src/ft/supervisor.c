@@ -481,7 +481,7 @@ static outcome run_attempt(sup *S, incident **fail) {
             if (S->mon->ranks[i].seen && strcmp(S->mon->ranks[i].section, "done") &&
                 (rank < 0 || S->mon->ranks[i].last_change < S->mon->ranks[rank].last_change))
                 rank = i;
-        char tail[600];
+        char tail[sizeof((incident *)0)->detail - 64]; /* the prefix below and the tail fit in an incident */
         zaya_ft_log_tail(logpath, tail, sizeof tail, 3);
         if (WIFSIGNALED(status))
             snprintf(d, sizeof d, "job killed by signal %d (%s); log: %s", WTERMSIG(status), strsignal(WTERMSIG(status)), tail);

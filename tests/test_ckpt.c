@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -14,6 +15,7 @@
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/log.h"
+#include "zaya/proc.h"
 
 static char g_root[256];
 
@@ -479,6 +481,25 @@ static void test_retention(void) {
     CHECK(!exists(lt), "stale latest.tmp.PID removed");
     CHECK(!exists(q1) && !exists(q2), "quarantined steps <= the committed step removed");
     CHECK(exists(q3), "a quarantined step newer than the committed one is kept");
+    /* a writer killed and never reaped (a zombie: its parent died, init does not reap) is dead too */
+    pid_t z = fork();
+    if (z == 0) _exit(0);
+    CHECK(z > 0, "fork");
+    for (int i = 0; i < 500 && zaya_proc_alive(z, 0); i++) usleep(2000);
+    snprintf(p, sizeof p, "%s/step-00000012.tmp-%d", root, (int)z);
+    snprintf(lt, sizeof lt, "%s/latest.tmp.%d", root, (int)z);
+    zaya_mkdir_p(p);
+    zaya_write_file_atomic(lt, "step-00000008\n", 14);
+    save_single(root, 9, &s, &o);
+    CHECK(!exists(p), "temp dir of a zombie writer removed");
+    CHECK(!exists(lt), "latest.tmp.PID of a zombie writer removed");
+    waitpid(z, NULL, 0);
+    /* a live writer's temp dir is left alone */
+    snprintf(p, sizeof p, "%s/step-00000012.tmp-%d", root, (int)getpid());
+    zaya_mkdir_p(p);
+    save_single(root, 10, &s, &o);
+    CHECK(exists(p), "temp dir of a live writer kept");
+    rmdir(p);
 }
 
 static void test_async(void) {

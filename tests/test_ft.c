@@ -133,6 +133,21 @@ int main(void) {
     CHECK(zaya_proc_alive((int)child, 0), "child runs");
     int killed = zaya_proc_kill_descendants();
     CHECK(killed >= 2 && !zaya_proc_alive((int)child, 0) && waitpid(-1, NULL, WNOHANG) < 0, "tree killed (%d)", killed);
+    /* the log tail of a diagnosis keeps the last line (the error) when the lines do not fit */
+    char logp[128], tail[64], lg[400];
+    snprintf(logp, sizeof logp, "%s/job.log", dir);
+    int n = snprintf(lg, sizeof lg, "first line\n");
+    for (int i = 0; i < 3; i++) n += snprintf(lg + n, sizeof lg - (size_t)n, "zaya warn: checkpoint step-%08d unusable: checksum\n", 4 * i);
+    n += snprintf(lg + n, sizeof lg - (size_t)n, "zaya train: error: no loadable checkpoint\n\n");
+    CHECK(zaya_write_file_atomic(logp, lg, (size_t)n) == ZAYA_OK, "job log");
+    zaya_ft_log_tail(logp, tail, sizeof tail, 3);
+    CHECK(strlen(tail) == sizeof tail - 1 && !strncmp(tail, "...", 3) && strstr(tail, "|zaya train: error: no loadable checkpoint") &&
+              tail[strlen(tail) - 1] == 't',
+          "long tail keeps its end: '%s'", tail);
+    char wide[400];
+    zaya_ft_log_tail(logp, wide, sizeof wide, 2);
+    CHECK(!strcmp(wide, "zaya warn: checkpoint step-00000008 unusable: checksum|zaya train: error: no loadable checkpoint"),
+          "short tail whole: '%s'", wide);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0, "cleanup");

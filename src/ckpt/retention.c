@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "ckpt/internal.h"
 #include "zaya/log.h"
+#include "zaya/proc.h"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     return remove(path) != 0 && errno != ENOENT ? -1 : 0;
@@ -81,7 +83,9 @@ void ck_free_list(char **names, int64_t *steps, int n) {
     free(steps);
 }
 
-static int dead_pid(long pid) { return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH; }
+/* The writer of a temp file is gone: no such process, or a zombie (killed, never reaped: its parent died
+ * and init does not reap in every container), which will never finish the write. */
+static int dead_pid(long pid) { return pid > 0 && pid <= INT_MAX && !zaya_proc_alive((int)pid, 0); }
 
 void ck_cleanup_stale_tmp(const char *root) {
     DIR *d = opendir(root);

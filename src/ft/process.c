@@ -9,9 +9,11 @@
 #include "ft/internal.h"
 #include "zaya/fs.h"
 
-/* Last lines of a job log, for diagnoses. */
+/* Last lines of a job log, for diagnoses. When they do not fit, their end is kept ("..." + the last
+ * cap - 4 bytes): the error that stopped the job is the last line. */
 void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines) {
     out[0] = 0;
+    if (cap < 8) return;
     char *data = NULL;
     size_t len = 0;
     if (zaya_read_file(path, &data, &len) != ZAYA_OK) return;
@@ -20,7 +22,8 @@ void zaya_ft_log_tail(const char *path, char *out, size_t cap, int lines) {
     size_t end = i;
     for (int n = 0; i > 0 && n < lines; i--)
         if (data[i - 1] == '\n' && ++n == lines) break;
-    snprintf(out, cap, "%.*s", (int)(end - i), data + i);
+    if (end - i > cap - 1) snprintf(out, cap, "...%.*s", (int)(cap - 4), data + end - (cap - 4));
+    else snprintf(out, cap, "%.*s", (int)(end - i), data + i);
     for (char *c = out; *c; c++)
         if (*c == '\n') *c = '|';
     free(data);

@@ -496,7 +496,7 @@ static outcome attempt_classify(sup *S, attempt *A, incident **fail) {
             return OUT_DONE;
         }
         int rank = first_stopped(S);
-        char tail[600];
+        char tail[sizeof((incident *)0)->detail - 64]; /* the prefix below and the tail fit in an incident */
         zaya_ft_log_tail(A->logpath, tail, sizeof tail, 3);
         if (WIFSIGNALED(A->status))
             snprintf(d, sizeof d, "job killed by signal %d (%s); log: %s", WTERMSIG(A->status), strsignal(WTERMSIG(A->status)), tail);

@@ -85,6 +85,7 @@ typedef struct zaya_trainer {
      * began, the micro-batch in flight, and the first error of a hook (checked after the forward) */
     double *bal_scratch;   /* [E + 2] the hook's all-reduce */
     int64_t bal_t0;
+    double bal_wait_s;     /* seconds in the hook's all-reduces this step (world > 1) */
     int64_t bal_mb;
     zaya_status bal_status;
     double peak_gflops;

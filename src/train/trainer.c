@@ -239,6 +239,10 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     sp[0] = m->route_spread[l];
     sp[1] = (double)(m->B * m->T);
     memcpy(sp + 2, m->route_psum + (int64_t)l * E, sizeof(double) * (size_t)E);
+    /* the all-reduces wait for the other ranks: reported as communication (a rank hung elsewhere is
+     * not blamed on this one) and left out of the busy time (stragglers) */
+    const double w0 = t->world > 1 ? zaya_now_s() : 0;
+    if (t->world > 1) zaya_hb_section(ZAYA_FT_COMM, t->step);
     zaya_status s = zaya_dp_allreduce_sum_f64(&t->dp, sp, (int)(E + 2));
     const double sigma = sp[1] > 0 ? sqrt(sp[0] / (sp[1] * (double)E)) : 0.0;
     /* first the shift of the batch-mean scores since the previous batch (drift compensation), then
@@ -250,6 +254,10 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
         s = zaya_dp_allreduce_counts(&t->dp, cnt, (int)E1);
         if (s == ZAYA_OK)
             zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb * K + k + 1);
+    }
+    if (t->world > 1) {
+        zaya_hb_section(ZAYA_FT_FORWARD, t->step);
+        t->bal_wait_s += zaya_now_s() - w0;
     }
     t->bal_status = s;
 }
@@ -271,6 +279,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
         t->bal_t0 = t->balancer.steps;
         t->bal_status = ZAYA_OK;
+        t->bal_wait_s = 0;
     }
     for (int64_t mb = 0; mb < t->accum; mb++) {
         split_micro(t, mb, T);
@@ -358,9 +367,9 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     summarize_load(t, &sm->balance);
     sm->seconds = zaya_now_s() - t0;
     sm->tokens = si->global_batch * T;
-    sm->comm_wait_s = t->dp.wait_s;
+    sm->comm_wait_s = t->dp.wait_s + (in_forward ? t->bal_wait_s : 0.0);
     sm->gather_s = t->dp.gather_s;
-    t->comm_wait_s += t->dp.wait_s;
+    t->comm_wait_s += sm->comm_wait_s;
     t->gather_s += t->dp.gather_s;
     return ZAYA_OK;
 }

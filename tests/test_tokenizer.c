@@ -524,7 +524,20 @@ static void test_malformed(void) {
     snprintf(norm, sizeof norm, "%s", minimal_json("", "", ""));
     char *nn = strstr(norm, "\"normalizer\":null");
     memcpy(nn, "\"normalizer\":   1", 17);
-    expect_reject("normalizer.json", norm, ZAYA_EUNSUPPORTED, "normalizer: only null");
+    expect_reject("normalizer.json", norm, ZAYA_EFORMAT, "normalizer: expected an object");
+    snprintf(norm, sizeof norm, "%s", minimal_json("", "", ""));
+    nn = strstr(norm, "\"normalizer\":null");
+    char nfkc[65600];
+    snprintf(nfkc, sizeof nfkc, "%.*s\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\","
+             "\"prepend\":\"x\"},{\"type\":\"NFKC\"}]}%s", (int)(nn - norm), norm, nn + 17);
+    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'NFKC' is not supported");
+    char split[65600];
+    char *pt = strstr(norm, "\"pre_tokenizer\":{");
+    char *pe = strstr(pt, "},") + 1;
+    snprintf(split, sizeof split, "%.*s\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+             "\"pattern\":{\"Regex\":\"\\\\w+\"},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\","
+             "\"use_regex\":false}]}%s", (int)(pt - norm), norm, pe);
+    expect_reject("split.json", split, ZAYA_EUNSUPPORTED, "pre_tokenizer.pretokenizers[0].pattern.Regex: unsupported pattern");
     char pre[65536];
     snprintf(pre, sizeof pre, "%s", minimal_json("", "", ""));
     char *ap = strstr(pre, "\"add_prefix_space\":false");

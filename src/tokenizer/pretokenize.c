@@ -76,3 +76,60 @@ size_t zaya_pretok_next(const uint8_t *s, size_t n, size_t i) {
     if (end == n || last == i) return end;
     return last;
 }
+
+/* ---- Llama-3 / cl100k: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ ---- */
+
+static inline int is_nl(uint8_t c) { return c == '\r' || c == '\n'; }
+
+/* Case-insensitive contraction after an apostrophe at i; 0 when none. Unicode case folding makes
+ * U+017F (long s) match 's' as well. */
+static size_t contraction_ci(const uint8_t *s, size_t n, size_t i) {
+    if (s[i] != '\'' || i + 1 >= n) return 0;
+    uint8_t a = s[i + 1];
+    if (a == 0xC5 && i + 2 < n && s[i + 2] == 0xBF) return 3; /* 'ſ */
+    a = (a >= 'A' && a <= 'Z') ? (uint8_t)(a | 0x20) : a;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if (i + 2 < n) {
+        uint8_t b = s[i + 2];
+        b = (b >= 'A' && b <= 'Z') ? (uint8_t)(b | 0x20) : b;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    }
+    return 0;
+}
+
+size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
+    size_t k = contraction_ci(s, n, i);
+    if (k) return i + k;
+    int len, len2;
+    int c = char_at(s, n, i, &len);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (c == ZAYA_CHAR_LETTER) return run_of(s, n, i, ZAYA_CHAR_LETTER);
+    if (c != ZAYA_CHAR_NUMBER && !is_nl(s[i]) && i + (size_t)len < n &&
+        char_at(s, n, i + (size_t)len, &len2) == ZAYA_CHAR_LETTER)
+        return run_of(s, n, i + (size_t)len, ZAYA_CHAR_LETTER);
+    /* \p{N}{1,3} */
+    if (c == ZAYA_CHAR_NUMBER) {
+        size_t j = i;
+        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
+        return j;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+    size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
+    if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
+        j = run_of_other(s, n, j);
+        while (j < n && is_nl(s[j])) j++;
+        return j;
+    }
+    /* Whitespace at i. \s*[\r\n]+: up to the last newline of the run; \s+(?!\S): all of it at the end of
+     * the text, else all but its last character; \s+: a lone one. */
+    size_t end = i, last = i, nl_end = 0;
+    while (end < n && char_at(s, n, end, &len2) == ZAYA_CHAR_SPACE) {
+        last = end;
+        if (is_nl(s[end])) nl_end = end + 1;
+        end += (size_t)len2;
+    }
+    if (nl_end) return nl_end;
+    if (end == n || last == i) return end;
+    return last;
+}

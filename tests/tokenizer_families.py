@@ -4,7 +4,7 @@
 Builds tokenizers with HF `tokenizers` on the built-in corpus (licences + fortunes, as
 tokenizer_compat.py) in each style, writes their tokenizer.json and checks, over adversarial text
 (multilingual scripts, emoji and ZWJ sequences, combining marks, long whitespace and digit runs, code,
-special-token text), that `zaya tokenizer encode` gives exactly HF's ids and `zaya tokenizer decode`
+special-token text, random strings over every character class the patterns tell apart), that `zaya tokenizer encode` gives exactly HF's ids and `zaya tokenizer decode`
 exactly HF's text:
   sp-legacy    Llama-2 legacy: Prepend+Replace normalizer, no pre-tokenizer, byte fallback, unk fused,
                Replace/ByteFallback/Fuse/Strip decoder, "<s> $A" template
@@ -12,6 +12,7 @@ exactly HF's text:
   sp-metaspace Metaspace(prepend first, no split) pre-tokenizer, Metaspace decoder, lstrip added token
   sp-split     Metaspace(prepend always, split) pre-tokenizer
   llama3       Split(Llama-3 regex, Isolated) + ByteLevel, ignore_merges, "<|begin_of_text|> $A"
+  o200k        the same with the o200k (GPT-4o) regex
   gpt2         ByteLevel BPE with a non-special added token
 Two modes each: zaya's default against HF with encode_special_tokens=True and no template, and
 zaya --parse-special --add-special against HF's default encode. Invalid UTF-8 (which HF cannot take:
@@ -40,6 +41,21 @@ from tokenizer_compat import corpus_files, sample_texts  # noqa: E402
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
+O200K = "|".join([
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"\p{N}{1,3}", r" ?[^\s\p{L}\p{N}]+[\r\n/]*", r"\s*[\r\n]+", r"\s+(?!\S)", r"\s+"])
+
+# Pieces of random adversarial strings: every character class the patterns distinguish.
+PIECES = ["a", "Z", "\u00e9", "\u01c5", "\u02b0", "\u4e2d", "\u05e7", "\u0301", "\u0903", "1", "\u0663", "\u00bd",
+          " ", "  ", "\t", "\n", "\r\n", "\r", "\u00a0", "\u3000", "'s", "'T", "'ll", "'", "!", "/", "-", "_", "\U0001F600",
+          "\u200d", "\u2581", "<s>", "</s>", "<|begin_of_text|>", "<tool>", "<mask>", "<0x41>", "\u017f", "Hello", "WORLD",
+          "camelCase", "123456", "\u0e2a\u0e27", "\u0939\u093f"]
+
+
+def random_texts(n, seed):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randrange(1, 25))) for _ in range(n)]
 
 ADVERSARIAL = [
     "Hello world, it's the GNU General Public License   v3!",
@@ -60,7 +76,8 @@ ADVERSARIAL = [
     "def f(x):\n    return x ** 2  # square\n\nclass A:\n\tpass\r\n",
     "if (a != b && c <= d) { printf(\"%d\\n\", a[i++]); } // done\n",
     "<s> starts</s> and <s>inside<s>, <|begin_of_text|>hi<|end_of_text|> <tool>x<tool> <mask> y  <mask>  z",
-    "<0x41> <unk> <bos> <eos>", "\ufffd replacement \U00010348 gothic \U0001D11E music",
+    "<0x41> <unk> <bos> <eos>",
+    "\u4e2dA \u4e2dWORLD \u02b0Z! a\u0301B\u0301C \u01c5a \u01c5A\u02b0 'sup 'Sup 'LLama x'\u017fup it'Sup they'LL ABC's XYZ'LL", "\ufffd replacement \U00010348 gothic \U0001D11E music",
 ]
 
 
@@ -130,20 +147,8 @@ def build_styles(work, texts):
     s["decoder"] = json.loads(decoders.Metaspace("\u2581", "always", split=True).__getstate__())
     out["sp-split"] = s
 
-    l3 = Tokenizer(models.BPE(ignore_merges=True))
-    l3.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LLAMA3), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
-    l3.decoder = decoders.ByteLevel()
-    specials = ["<|begin_of_text|>", "<|end_of_text|>"] + [f"<|reserved_special_token_{i}|>" for i in range(4)]
-    l3.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=3000, min_frequency=2, special_tokens=specials, show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    l3.post_processor = processors.Sequence([
-        processors.ByteLevel(trim_offsets=False),
-        processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[
-            ("<|begin_of_text|>", l3.token_to_id("<|begin_of_text|>"))])])
-    out["llama3"] = json.loads(l3.to_str())
+    out["llama3"] = regex_bytelevel(texts, LLAMA3)
+    out["o200k"] = regex_bytelevel(texts, O200K)
 
     g2 = tokenizers.ByteLevelBPETokenizer()
     g2.train_from_iterator(texts, vocab_size=3000, min_frequency=2, special_tokens=["<|endoftext|>"],
@@ -158,6 +163,24 @@ def build_styles(work, texts):
         paths[name] = os.path.join(d, "tokenizer.json")
         write(paths[name], doc)
     return paths
+
+
+def regex_bytelevel(texts, pattern):
+    """tiktoken-style: Split(regex, Isolated) + ByteLevel(use_regex=false), ignore_merges, BOS template."""
+    l3 = Tokenizer(models.BPE(ignore_merges=True))
+    l3.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
+    l3.decoder = decoders.ByteLevel()
+    specials = ["<|begin_of_text|>", "<|end_of_text|>"] + [f"<|reserved_special_token_{i}|>" for i in range(4)]
+    l3.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=3000, min_frequency=2, special_tokens=specials, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    l3.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[
+            ("<|begin_of_text|>", l3.token_to_id("<|begin_of_text|>"))])])
+    return json.loads(l3.to_str())
 
 
 def zaya_encode(zaya, tok, path, extra):
@@ -201,6 +224,28 @@ def check_style(zaya, name, tok_path, texts, work):
                 bad += 1
                 print(f"{name} {label}: DECODE MISMATCH on {t[:40]!r}: zaya {zd[:60]!r} hf {hd[:60]!r}")
     print(f"{name}: {2 * len(texts) - bad}/{2 * len(texts)} encodings identical ({nchars} chars)")
+    if name in ("llama3", "o200k", "gpt2"):
+        bad += check_pre_tokens(zaya, name, tok_path, texts, work)
+    return bad
+
+
+def check_pre_tokens(zaya, name, tok_path, texts, work):
+    """The regex scanners split exactly as HF's regex (ids alone would hide boundary differences
+    that no merge crosses)."""
+    pre = Tokenizer.from_file(tok_path).pre_tokenizer
+    tpath = os.path.join(work, "text.txt")
+    bad = 0
+    for t in texts:
+        with open(tpath, "wb") as f:
+            f.write(t.encode("utf-8"))
+        r = subprocess.run([zaya, "tokenizer", "encode", "-t", tok_path, "--pre-tokens", tpath],
+                           capture_output=True, text=True)
+        got = [int(x) for x in r.stdout.split()]
+        want = [len(t[a:b].encode("utf-8")) for _, (a, b) in pre.pre_tokenize_str(t)]
+        if r.returncode != 0 or got != want:
+            bad += 1
+            print(f"{name}: PRE-TOKEN MISMATCH on {t[:40]!r}: zaya {got[:12]} hf {want[:12]} {r.stderr}")
+    print(f"{name}: {len(texts) - bad}/{len(texts)} pre-tokenizations identical")
     return bad
 
 
@@ -218,7 +263,7 @@ def check_invalid_utf8(zaya, name, tok_path, work):
         print(f"{name}: invalid UTF-8: ids out of range")
         return 1
     back = zaya_decode(zaya, tok_path, ids)
-    exact = name in ("gemma", "llama3", "gpt2")
+    exact = name in ("gemma", "llama3", "o200k", "gpt2")
     if exact and back != data.replace("\u2581".encode(), b" "):
         print(f"{name}: invalid UTF-8 does not round-trip ({len(back)} of {len(data)} bytes)")
         return 1
@@ -240,7 +285,7 @@ def main():
         corpus.extend(open(f, "rb").read().decode("utf-8", "replace").splitlines())
     corpus.extend(ADVERSARIAL * 20)
     paths = build_styles(args.work, corpus)
-    texts = ADVERSARIAL + sample_texts(files, 12, 99)
+    texts = ADVERSARIAL + sample_texts(files, 12, 99) + random_texts(60, 5)
     print(f"tokenizers {tokenizers.__version__}; {len(corpus)} training lines; {len(texts)} test texts")
     bad = 0
     for name, p in paths.items():

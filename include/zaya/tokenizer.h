@@ -76,6 +76,11 @@ zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const
                                                 int32_t **ids, size_t *n, size_t *cap);
 void zaya_tokenizer_encoder_free(zaya_tokenizer_encoder *e);
 
+/* Byte lengths of the pre-tokens of text[0..len) under the file's regex pre-tokenizer alone (GPT-2
+ * ByteLevel, Llama-3 or o200k Split; no added tokens, no normalizer), as a malloc'd array. Other
+ * pre-tokenizers give ZAYA_EUNSUPPORTED. */
+zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n);
+
 /* 1 when decode(encode(bytes)) == bytes for every input (byte-level vocabularies without whitespace-
  * stripping added tokens); normalizers, byte fallback to unk etc. make it 0. */
 int zaya_tokenizer_is_byte_exact(const zaya_tokenizer *t);

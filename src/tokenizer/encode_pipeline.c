@@ -73,8 +73,10 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
 
 static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
                                 size_t *cap) {
+    size_t (*next)(const uint8_t *, size_t, size_t) =
+        e->t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
     for (size_t i = 0; i < len;) {
-        size_t end = zaya_pretok_next_llama3(s, len, i);
+        size_t end = next(s, len, i);
         ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, end - i));
         *n += zaya_tok_encode_word(e, s + i, end - i, *ids + *n);
         i = end;
@@ -228,5 +230,23 @@ zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s
         memcpy(*ids + *n, t->tpl_post, (size_t)t->n_tpl_post * sizeof **ids);
         *n += (size_t)t->n_tpl_post;
     }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n) {
+    size_t (*next)(const uint8_t *, size_t, size_t) = NULL;
+    if (t->pre_kind == ZAYA_PRE_BYTELEVEL && t->use_regex) next = zaya_pretok_next;
+    else if (t->pre_kind == ZAYA_PRE_SPLIT) next = t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
+    if (!next) return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
+    size_t *out = malloc((len + 1) * sizeof *out), k = 0;
+    if (!out) return zaya_error_set(ZAYA_ENOMEM, "pre-tokens: out of memory");
+    const uint8_t *s = (const uint8_t *)text;
+    for (size_t i = 0; i < len;) {
+        size_t end = next(s, len, i);
+        out[k++] = end - i;
+        i = end;
+    }
+    *lens = out;
+    *n = k;
     return ZAYA_OK;
 }

@@ -133,3 +133,79 @@ size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
     if (end == n || last == i) return end;
     return last;
 }
+
+/* ---- o200k (GPT-4o):
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with the backtracking of the first two alternatives written out. ---- */
+
+static inline int case_at(const uint8_t *s, size_t n, size_t i, int *len) {
+    if (s[i] < 0x80) {
+        *len = 1;
+        return zaya_unicode_case(s[i]);
+    }
+    uint32_t cp;
+    *len = zaya_utf8_decode(s + i, n - i, &cp);
+    return zaya_unicode_case(cp);
+}
+
+static size_t run_case(const uint8_t *s, size_t n, size_t j, int mask) {
+    int len;
+    while (j < n && (case_at(s, n, j, &len) & mask)) j += (size_t)len;
+    return j;
+}
+
+#define NO_MATCH SIZE_MAX
+
+/* Alternative 1 (UP* LOW+) or 2 (UP+ LOW*) from j, then the optional contraction. */
+static size_t o200k_word(const uint8_t *s, size_t n, size_t j, int alt) {
+    int len;
+    size_t u_end = run_case(s, n, j, ZAYA_CASE_UP), e;
+    if (alt == 1) {
+        if (u_end < n && (case_at(s, n, u_end, &len) & ZAYA_CASE_LOW)) {
+            e = run_case(s, n, u_end, ZAYA_CASE_LOW);
+        } else { /* UP* gives back characters until one of them can be the LOW+ */
+            size_t k = NO_MATCH, kl = 0;
+            for (size_t p = j; p < u_end; p += (size_t)len)
+                if (case_at(s, n, p, &len) & ZAYA_CASE_LOW) k = p, kl = (size_t)len;
+            if (k == NO_MATCH) return NO_MATCH;
+            e = k + kl;
+        }
+    } else {
+        if (u_end == j) return NO_MATCH;
+        e = run_case(s, n, u_end, ZAYA_CASE_LOW);
+    }
+    return e < n ? e + contraction_ci(s, n, e) : e;
+}
+
+size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
+    int len, len2;
+    int c = char_at(s, n, i, &len);
+    int prefix = !is_nl(s[i]) && c != ZAYA_CHAR_LETTER && c != ZAYA_CHAR_NUMBER;
+    for (int alt = 1; alt <= 2; alt++) {
+        size_t r;
+        if (prefix && i + (size_t)len < n && (r = o200k_word(s, n, i + (size_t)len, alt)) != NO_MATCH) return r;
+        if ((r = o200k_word(s, n, i, alt)) != NO_MATCH) return r;
+    }
+    if (c == ZAYA_CHAR_NUMBER) {
+        size_t j = i;
+        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
+        return j;
+    }
+    size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
+    if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
+        j = run_of_other(s, n, j);
+        while (j < n && (is_nl(s[j]) || s[j] == '/')) j++;
+        return j;
+    }
+    size_t end = i, last = i, nl_end = 0;
+    while (end < n && char_at(s, n, end, &len2) == ZAYA_CHAR_SPACE) {
+        last = end;
+        if (is_nl(s[end])) nl_end = end + 1;
+        end += (size_t)len2;
+    }
+    if (nl_end) return nl_end;
+    if (end == n || last == i) return end;
+    return last;
+}

@@ -21,7 +21,7 @@ typedef enum zaya_tok_pre_kind {
     ZAYA_PRE_SPLIT,      /* Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] */
     ZAYA_PRE_METASPACE,  /* Metaspace */
 } zaya_tok_pre_kind;
-typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1 } zaya_tok_split_pattern;
+typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K } zaya_tok_split_pattern;
 typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
 
 /* Normalizer steps (Sequence flattened): Replace(String) and Prepend. */

@@ -599,6 +599,23 @@ static void check_family(const char *name, const char *text, int flags, const in
     zaya_tokenizer_free(t);
 }
 
+/* Pre-token byte lengths of the regex scanners, as HF's pre_tokenize_str. */
+static void check_pretokens(const char *name, const char *text, const size_t *want, size_t nwant) {
+    const char *dir = getenv("ZAYA_TEST_DATA");
+    char p[1024];
+    snprintf(p, sizeof p, "%s/fixtures/tokenizer/%s.json", dir ? dir : "tests", name);
+    zaya_tokenizer *t = NULL;
+    CHECK(zaya_tokenizer_load(p, &t) == ZAYA_OK, "%s loads: %s", name, zaya_error_message());
+    if (!t) return;
+    size_t *lens = NULL, n = 0;
+    CHECK(zaya_tokenizer_pretokenize(t, text, strlen(text), &lens, &n) == ZAYA_OK, "%s pre-tokenizes", name);
+    int same = n == nwant;
+    for (size_t i = 0; same && i < n; i++) same = lens[i] == want[i];
+    CHECK(same, "%s: %zu pre-tokens as HF (want %zu)", name, n, nwant);
+    free(lens);
+    zaya_tokenizer_free(t);
+}
+
 static void test_families(void) {
     const int A = ZAYA_ENCODE_ADD_SPECIAL | ZAYA_ENCODE_PARSE_SPECIAL;
     const char *hello = "Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80";
@@ -614,6 +631,14 @@ static void test_families(void) {
     check_family("sp-metaspace", "<s>hi <mask> x<tool>  y", 0, ms0, sizeof ms0 / sizeof *ms0, "<s>hi <mask> x<tool>y");
     static const int32_t l3[] = {0, 720, 226, 799, 314, 226, 310, 320, 226, 563, 507, 124, 111, 271, 252, 228};
     check_family("llama3", hello, A, l3, sizeof l3 / sizeof *l3, "<|begin_of_text|>Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80");
+    /* Case changes, the long s of a contraction, titlecase + modifier letters, digits and '/'. */
+    const char *cases = "HelloWORLDfoo \xe4\xb8\xad" "A x'\xc5\xbfup \xc7\x85" "A\xca\xb0 12345/\n\n  a";
+    static const size_t o2_pre[] = {5, 8, 4, 1, 5, 2, 6, 1, 3, 2, 3, 1, 2};
+    check_pretokens("o200k", cases, o2_pre, sizeof o2_pre / sizeof *o2_pre);
+    static const size_t l3_pre[] = {13, 5, 2, 3, 2, 6, 1, 3, 2, 3, 1, 2};
+    check_pretokens("llama3", cases, l3_pre, sizeof l3_pre / sizeof *l3_pre);
+    static const int32_t o2[] = {758, 759, 75, 84, 84, 382, 38, 708, 288, 747, 226, 320, 330, 20, 269, 226, 293};
+    check_family("o200k", cases, 0, o2, sizeof o2 / sizeof *o2, cases);
     check_family("llama3", hello, 0, l3 + 1, sizeof l3 / sizeof *l3 - 1, "Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80");
 }
 

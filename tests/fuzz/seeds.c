@@ -198,7 +198,7 @@ static void fixtures(const char *src) {
         copy(p, "arch_config", name);
         if (!strncmp(*h, "zaya", 4)) copy(p, "model_config", name);
     }
-    static const char *const toks[] = {"sp-legacy", "sp-metaspace", "llama3", NULL};
+    static const char *const toks[] = {"sp-legacy", "sp-metaspace", "llama3", "o200k", NULL};
     for (const char *const *k = toks; *k; k++) { /* tokenizer.json families written by HF tokenizers */
         snprintf(p, sizeof p, "%s/tests/fixtures/tokenizer/%s.json", src, *k);
         snprintf(name, sizeof name, "fixture-%s.json", *k);

@@ -276,6 +276,7 @@ def main():
     ap.add_argument("--zaya", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--bench", action="store_true", help="also measure zaya vs HF MB/s on every style")
+    ap.add_argument("--only", action="append", help="check only these styles (repeatable; default: all)")
     args = ap.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
@@ -285,6 +286,8 @@ def main():
         corpus.extend(open(f, "rb").read().decode("utf-8", "replace").splitlines())
     corpus.extend(ADVERSARIAL * 20)
     paths = build_styles(args.work, corpus)
+    if args.only:
+        paths = {k: v for k, v in paths.items() if k in args.only}
     texts = ADVERSARIAL + sample_texts(files, 12, 99) + random_texts(60, 5)
     print(f"tokenizers {tokenizers.__version__}; {len(corpus)} training lines; {len(texts)} test texts")
     bad = 0

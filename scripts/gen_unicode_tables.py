@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Generates src/tokenizer/unicode_tables.c: sorted code-point ranges for the classes the GPT-2
-pre-tokenizer pattern needs (\\p{L}, \\p{N}, \\s), from Python's unicodedata.
+"""Generates src/tokenizer/unicode_tables.c: sorted code-point ranges for the classes the
+pre-tokenizer patterns need (\\p{L}, \\p{N}, \\s; for the o200k pattern also \\p{Lu}|\\p{Lt}, \\p{Ll},
+\\p{Lm}|\\p{Lo} and \\p{M}), from Python's unicodedata.
 
 \\s follows the Unicode White_Space property (what the regex engines behind HF `tokenizers` use).
 Python's str.isspace() also accepts U+001C..U+001F (bidi class B/S), which White_Space does not, so
@@ -36,6 +37,10 @@ def is_space(cp):
     return chr(cp).isspace() and not (0x1C <= cp <= 0x1F)
 
 
+def cats(*names):
+    return lambda cp: unicodedata.category(chr(cp)) in names
+
+
 def emit(name, rs):
     print(f"const zaya_unicode_range {name}[] = {{")
     line = "   "
@@ -56,3 +61,7 @@ print('#include "tokenizer/unicode.h"\n')
 emit("zaya_unicode_letters", ranges(is_letter))
 emit("zaya_unicode_numbers", ranges(is_number))
 emit("zaya_unicode_spaces", ranges(is_space))
+emit("zaya_unicode_upper", ranges(cats("Lu", "Lt")))
+emit("zaya_unicode_lower", ranges(cats("Ll")))
+emit("zaya_unicode_lmlo", ranges(cats("Lm", "Lo")))
+emit("zaya_unicode_marks", ranges(cats("Mn", "Mc", "Me")))

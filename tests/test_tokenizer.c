@@ -524,7 +524,20 @@ static void test_malformed(void) {
     snprintf(norm, sizeof norm, "%s", minimal_json("", "", ""));
     char *nn = strstr(norm, "\"normalizer\":null");
     memcpy(nn, "\"normalizer\":   1", 17);
-    expect_reject("normalizer.json", norm, ZAYA_EUNSUPPORTED, "normalizer: only null");
+    expect_reject("normalizer.json", norm, ZAYA_EFORMAT, "normalizer: expected an object");
+    snprintf(norm, sizeof norm, "%s", minimal_json("", "", ""));
+    nn = strstr(norm, "\"normalizer\":null");
+    char nfkc[65600];
+    snprintf(nfkc, sizeof nfkc, "%.*s\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\","
+             "\"prepend\":\"x\"},{\"type\":\"NFKC\"}]}%s", (int)(nn - norm), norm, nn + 17);
+    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'NFKC' is not supported");
+    char split[65600];
+    char *pt = strstr(norm, "\"pre_tokenizer\":{");
+    char *pe = strstr(pt, "},") + 1;
+    snprintf(split, sizeof split, "%.*s\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+             "\"pattern\":{\"Regex\":\"\\\\w+\"},\"behavior\":\"Isolated\",\"invert\":false},{\"type\":\"ByteLevel\","
+             "\"use_regex\":false}]}%s", (int)(pt - norm), norm, pe);
+    expect_reject("split.json", split, ZAYA_EUNSUPPORTED, "pre_tokenizer.pretokenizers[0].pattern.Regex: unsupported pattern");
     char pre[65536];
     snprintf(pre, sizeof pre, "%s", minimal_json("", "", ""));
     char *ap = strstr(pre, "\"add_prefix_space\":false");
@@ -562,6 +575,73 @@ static void test_bad_train_opts(void) {
     }
 }
 
+/* The tokenizer.json families of tests/fixtures/tokenizer (written by HF tokenizers 0.23.3); the
+ * expected ids and text are HF's (tests/tokenizer_families.py checks many more texts). */
+static void check_family(const char *name, const char *text, int flags, const int32_t *want, size_t nwant,
+                         const char *want_text) {
+    const char *dir = getenv("ZAYA_TEST_DATA");
+    char p[1024];
+    snprintf(p, sizeof p, "%s/fixtures/tokenizer/%s.json", dir ? dir : "tests", name);
+    zaya_tokenizer *t = NULL;
+    CHECK(zaya_tokenizer_load(p, &t) == ZAYA_OK, "%s loads: %s", name, zaya_error_message());
+    if (!t) return;
+    int32_t *ids = NULL;
+    size_t n = 0, cap = 0, len = 0;
+    char *dec = NULL;
+    CHECK(zaya_tokenizer_encode_flags(t, text, strlen(text), flags, &ids, &n, &cap) == ZAYA_OK, "%s encodes", name);
+    int same = n == nwant;
+    for (size_t i = 0; same && i < n; i++) same = ids[i] == want[i];
+    CHECK(same, "%s: '%s' flags %d: %zu ids as HF (want %zu)", name, text, flags, n, nwant);
+    CHECK(zaya_tokenizer_decode(t, ids, n, &dec, &len) == ZAYA_OK && len == strlen(want_text) && !memcmp(dec, want_text, len),
+          "%s: decode gives '%s' (want '%s')", name, dec ? dec : "", want_text);
+    free(dec);
+    free(ids);
+    zaya_tokenizer_free(t);
+}
+
+/* Pre-token byte lengths of the regex scanners, as HF's pre_tokenize_str. */
+static void check_pretokens(const char *name, const char *text, const size_t *want, size_t nwant) {
+    const char *dir = getenv("ZAYA_TEST_DATA");
+    char p[1024];
+    snprintf(p, sizeof p, "%s/fixtures/tokenizer/%s.json", dir ? dir : "tests", name);
+    zaya_tokenizer *t = NULL;
+    CHECK(zaya_tokenizer_load(p, &t) == ZAYA_OK, "%s loads: %s", name, zaya_error_message());
+    if (!t) return;
+    size_t *lens = NULL, n = 0;
+    CHECK(zaya_tokenizer_pretokenize(t, text, strlen(text), &lens, &n) == ZAYA_OK, "%s pre-tokenizes", name);
+    int same = n == nwant;
+    for (size_t i = 0; same && i < n; i++) same = lens[i] == want[i];
+    CHECK(same, "%s: %zu pre-tokens as HF (want %zu)", name, n, nwant);
+    free(lens);
+    zaya_tokenizer_free(t);
+}
+
+static void test_families(void) {
+    const int A = ZAYA_ENCODE_ADD_SPECIAL | ZAYA_ENCODE_PARSE_SPECIAL;
+    const char *hello = "Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80";
+    static const int32_t leg[] = {1, 416, 298, 315, 322, 322, 325, 416, 416, 333, 325, 328, 322, 314, 271, 329, 416, 281,
+                                  282, 283, 284, 285, 416, 431, 425, 453};
+    check_family("sp-legacy", hello, A, leg, sizeof leg / sizeof *leg, "<s> Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80");
+    static const int32_t leg2[] = {1, 1, 416, 318, 319, 416, 292, 323, 311, 329, 321, 294, 416, 334, 292, 330, 325, 325,
+                                   322, 294, 416, 416, 335};
+    check_family("sp-legacy", "<s>hi <mask> x<tool>  y", A, leg2, sizeof leg2 / sizeof *leg2, "<s><s> hi <mask> x<tool>  y");
+    static const int32_t ms[] = {1, 318, 319, 454, 416, 334, 455, 335}; /* <mask> lstrip, <tool> rstrip */
+    check_family("sp-metaspace", "<s>hi <mask> x<tool>  y", A, ms, sizeof ms / sizeof *ms, "<s>hi<mask> x<tool>y");
+    static const int32_t ms0[] = {416, 292, 329, 294, 318, 319, 416, 292, 323, 311, 329, 321, 294, 416, 334, 455, 335};
+    check_family("sp-metaspace", "<s>hi <mask> x<tool>  y", 0, ms0, sizeof ms0 / sizeof *ms0, "<s>hi <mask> x<tool>y");
+    static const int32_t l3[] = {0, 720, 226, 799, 314, 226, 310, 320, 226, 563, 507, 124, 111, 271, 252, 228};
+    check_family("llama3", hello, A, l3, sizeof l3 / sizeof *l3, "<|begin_of_text|>Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80");
+    /* Case changes, the long s of a contraction, titlecase + modifier letters, digits and '/'. */
+    const char *cases = "HelloWORLDfoo \xe4\xb8\xad" "A x'\xc5\xbfup \xc7\x85" "A\xca\xb0 12345/\n\n  a";
+    static const size_t o2_pre[] = {5, 8, 4, 1, 5, 2, 6, 1, 3, 2, 3, 1, 2};
+    check_pretokens("o200k", cases, o2_pre, sizeof o2_pre / sizeof *o2_pre);
+    static const size_t l3_pre[] = {13, 5, 2, 3, 2, 6, 1, 3, 2, 3, 1, 2};
+    check_pretokens("llama3", cases, l3_pre, sizeof l3_pre / sizeof *l3_pre);
+    static const int32_t o2[] = {758, 759, 75, 84, 84, 382, 38, 708, 288, 747, 226, 320, 330, 20, 269, 226, 293};
+    check_family("o200k", cases, 0, o2, sizeof o2 / sizeof *o2, cases);
+    check_family("llama3", hello, 0, l3 + 1, sizeof l3 / sizeof *l3 - 1, "Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80");
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -579,6 +659,7 @@ int main(void) {
         zaya_tokenizer_free(t);
     }
     test_malformed();
+    test_families();
     test_bad_train_opts();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -1,7 +1,9 @@
-/* Byte-level BPE tokenizer, stored as a Hugging Face `tokenizer.json` (model type "BPE", byte-level
- * pre-tokenizer and decoder), so files written here open in HF `tokenizers` and GPT-2-style
- * byte-level BPE files load here. Encoding any byte string and decoding the ids gives back exactly
- * the same bytes. */
+/* BPE tokenizers stored as Hugging Face `tokenizer.json`. zaya trains and writes GPT-2-style byte-level
+ * BPE (encoding any byte string and decoding the ids gives back exactly the same bytes) and reads the
+ * common families with the same ids as HF `tokenizers`: byte-level BPE (GPT-2), SentencePiece-style
+ * BPE with byte fallback, Metaspace and normalizers (Llama-2, Gemma), tiktoken-style regex
+ * pre-tokenizers (Llama-3), added tokens and TemplateProcessing. docs/tokenizer.md lists the
+ * supported pieces; anything else is a load error naming its JSON path. */
 #ifndef ZAYA_TOKENIZER_H
 #define ZAYA_TOKENIZER_H
 
@@ -49,8 +51,19 @@ int32_t zaya_tokenizer_special_id(const zaya_tokenizer *t, const char *which);
  * Special-token strings in the text are encoded as ordinary bytes (never injected). */
 zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
                                   size_t *cap);
-/* Decodes ids into a malloc'd byte string (*text, *len; NUL-terminated for convenience). Special
- * tokens decode to their strings; ids out of range are an error naming the position. */
+/* Encoding flags. ADD_SPECIAL: apply the post-processor template (BOS/EOS), as HF's
+ * add_special_tokens=True. PARSE_SPECIAL: special-token text in the input becomes the special id, as
+ * HF by default; without it special tokens are encoded as ordinary text (HF's
+ * encode_special_tokens=True), so data can never inject them. Non-special added tokens are always
+ * split out, as HF does. */
+enum { ZAYA_ENCODE_ADD_SPECIAL = 1, ZAYA_ENCODE_PARSE_SPECIAL = 2 };
+zaya_status zaya_tokenizer_encode_flags(const zaya_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
+                                        size_t *n, size_t *cap);
+
+/* Decodes ids into a malloc'd byte string (*text, *len; NUL-terminated for convenience) through the
+ * file's decoder, as HF decode(ids, skip_special_tokens=False). Special tokens decode to their
+ * strings; ids out of range are an error naming the position. Where HF would print U+FFFD for byte
+ * tokens that are not valid UTF-8, zaya gives the raw bytes. */
 zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len);
 
 /* An encoder keeps scratch buffers and (with use_cache) a cache of word -> ids (about 11 MiB) across
@@ -59,7 +72,18 @@ typedef struct zaya_tokenizer_encoder zaya_tokenizer_encoder;
 zaya_status zaya_tokenizer_encoder_init(const zaya_tokenizer *t, int use_cache, zaya_tokenizer_encoder **out);
 zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,
                                           size_t *n, size_t *cap);
+zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const char *text, size_t len, int flags,
+                                                int32_t **ids, size_t *n, size_t *cap);
 void zaya_tokenizer_encoder_free(zaya_tokenizer_encoder *e);
+
+/* Byte lengths of the pre-tokens of text[0..len) under the file's regex pre-tokenizer alone (GPT-2
+ * ByteLevel, Llama-3 or o200k Split; no added tokens, no normalizer), as a malloc'd array. Other
+ * pre-tokenizers give ZAYA_EUNSUPPORTED. */
+zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n);
+
+/* 1 when decode(encode(bytes)) == bytes for every input (byte-level vocabularies without whitespace-
+ * stripping added tokens); normalizers, byte fallback to unk etc. make it 0. */
+int zaya_tokenizer_is_byte_exact(const zaya_tokenizer *t);
 
 /* Number of merges (the BPE model's rank table). */
 int64_t zaya_tokenizer_merge_count(const zaya_tokenizer *t);

@@ -1,4 +1,4 @@
-/* `zaya tokenizer train|encode|decode|bench`: byte-level BPE stored as HF tokenizer.json. */
+/* `zaya tokenizer train|encode|decode|bench`: BPE tokenizers stored as HF tokenizer.json. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -85,15 +85,21 @@ int zaya_cmd_tokenizer_train(int argc, char **argv) {
 
 int zaya_cmd_tokenizer_encode(int argc, char **argv) {
     const char *tok_path = NULL, *text = NULL;
-    int count_only = 0;
+    int count_only = 0, add_special = 0, parse_special = 0, pre_tokens = 0;
     zaya_flag flags[] = {
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json to use (required)"},
         {"text", 0, ZAYA_FLAG_STRING, &text, "STR", "text to encode (default: read FILE)"},
+        {"add-special", 0, ZAYA_FLAG_BOOL, &add_special, NULL,
+         "add the post_processor template's BOS/EOS ids (HF add_special_tokens; default: off)"},
+        {"parse-special", 0, ZAYA_FLAG_BOOL, &parse_special, NULL,
+         "special-token text in the input becomes its id, as HF by default (default: off, encoded as text)"},
+        {"pre-tokens", 0, ZAYA_FLAG_BOOL, &pre_tokens, NULL,
+         "print the byte lengths of the regex pre-tokenizer's pieces instead of ids (default: off)"},
         {"count-only", 0, ZAYA_FLAG_BOOL, &count_only, NULL, "print only the token count and throughput (default: off)"},
     };
     zaya_cmd_spec spec = {"tokenizer encode", "encode text to token ids", "[options] (--text STR | FILE)",
                           "Prints the ids separated by spaces. Inputs of 1 MB or more also report encoding MB/s on\n"
-                          "stderr. Special-token text in the input is encoded as ordinary bytes.",
+                          "stderr. Special-token text in the input is encoded as ordinary text unless --parse-special.",
                           flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
@@ -110,10 +116,21 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
         zaya_tokenizer_free(t);
         return fail("encode");
     }
+    if (pre_tokens) {
+        size_t *lens = NULL, np = 0;
+        zaya_status ps = zaya_tokenizer_pretokenize(t, text ? text : data, len, &lens, &np);
+        for (size_t i = 0; ps == ZAYA_OK && i < np; i++) printf(i ? " %zu" : "%zu", lens[i]);
+        if (ps == ZAYA_OK) printf("\n");
+        free(lens);
+        free(data);
+        zaya_tokenizer_free(t);
+        return ps == ZAYA_OK ? 0 : fail("encode");
+    }
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
     double t0 = zaya_now_s();
-    zaya_status s = zaya_tokenizer_encode(t, text ? text : data, len, &ids, &n, &cap);
+    int eflags = (add_special ? ZAYA_ENCODE_ADD_SPECIAL : 0) | (parse_special ? ZAYA_ENCODE_PARSE_SPECIAL : 0);
+    zaya_status s = zaya_tokenizer_encode_flags(t, text ? text : data, len, eflags, &ids, &n, &cap);
     double dt = zaya_now_s() - t0;
     if (s == ZAYA_OK) {
         if (count_only) {

@@ -3,39 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/encoder_internal.h"
 #include "tokenizer/pretokenize.h"
-#include "tokenizer/tokenizer_internal.h"
-
-#define CACHE_SLOTS (1u << 17)
-#define CACHE_MAX_WORD 48
-#define CACHE_BYTES (4u << 20)
-#define CACHE_IDS (1u << 20)
-
-typedef struct cache_slot {
-    uint64_t hash;
-    uint32_t byte_off, id_off;
-    uint16_t len, n_ids; /* len 0 = empty */
-} cache_slot;
-
-typedef struct symbol {
-    int32_t id, prev, next;
-} symbol;
-
-typedef struct heap_item {
-    int32_t rank, left, a, b;
-} heap_item;
-
-struct zaya_tokenizer_encoder {
-    const zaya_tokenizer *t;
-    cache_slot *slots;
-    uint8_t *cache_bytes;
-    int32_t *cache_ids;
-    uint32_t bytes_used, ids_used, n_cached;
-    symbol *syms;
-    heap_item *heap;
-    size_t work_cap; /* symbols capacity; the heap holds at most 3 per symbol (n-1 + 2 per merge) */
-    int use_cache;
-};
+#include "tokenizer/unicode.h"
 
 zaya_status zaya_tokenizer_encoder_init(const zaya_tokenizer *t, int use_cache, zaya_tokenizer_encoder **out) {
     zaya_tokenizer_encoder *e = calloc(1, sizeof *e);
@@ -105,28 +75,30 @@ static void push_pair(const zaya_tokenizer *t, heap_item *h, size_t *nh, const s
     if (r >= 0) heap_push(h, nh, (heap_item){r, left, s[left].id, s[right].id});
 }
 
-/* BPE on one word of n >= 2 bytes; writes at most n ids to out and returns the count. */
-static size_t bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+static void ensure_work(zaya_tokenizer_encoder *e, size_t n) {
+    if (n <= e->work_cap) return;
+    size_t cap = e->work_cap;
+    while (cap < n) cap *= 2;
+    symbol *s = realloc(e->syms, cap * sizeof *s);
+    if (s) e->syms = s;
+    heap_item *h = realloc(e->heap, 3 * cap * sizeof *h);
+    if (h) e->heap = h;
+    ZAYA_ASSERT(s && h); /* out of memory on a huge pre-token: nothing sensible to recover */
+    e->work_cap = cap;
+}
+
+/* Merges the m symbols in e->syms (ids set, linked in order) by rank; writes the ids to out. */
+static size_t merge_symbols(zaya_tokenizer_encoder *e, size_t m, int32_t *out) {
     const zaya_tokenizer *t = e->t;
-    if (t->ignore_merges) {
-        int32_t id = zaya_tok_lookup(t, w, n);
-        if (id >= 0) { out[0] = id; return 1; }
-    }
-    if (n > e->work_cap) {
-        size_t cap = e->work_cap;
-        while (cap < n) cap *= 2;
-        symbol *s = realloc(e->syms, cap * sizeof *s);
-        if (s) e->syms = s;
-        heap_item *h = realloc(e->heap, 3 * cap * sizeof *h);
-        if (h) e->heap = h;
-        ZAYA_ASSERT(s && h); /* out of memory on a huge pre-token: nothing sensible to recover */
-        e->work_cap = cap;
-    }
+    if (m == 0) return 0;
     symbol *s = e->syms;
     heap_item *h = e->heap;
     size_t nh = 0;
-    for (size_t i = 0; i < n; i++) s[i] = (symbol){t->byte_id[w[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1};
-    for (size_t i = 0; i + 1 < n; i++) push_pair(t, h, &nh, s, (int32_t)i);
+    for (size_t i = 0; i < m; i++) {
+        s[i].prev = (int32_t)i - 1;
+        s[i].next = i + 1 < m ? (int32_t)i + 1 : -1;
+    }
+    for (size_t i = 0; i + 1 < m; i++) push_pair(t, h, &nh, s, (int32_t)i);
     while (nh) {
         heap_item it = heap_pop(h, &nh);
         int32_t left = it.left, right = s[left].next;
@@ -144,12 +116,67 @@ static size_t bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, in
     return k;
 }
 
-static size_t encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
-    if (n == 1) {
+/* BPE on one word of n >= 2 bytes (byte-level vocabulary); writes at most n ids to out. */
+static size_t bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    const zaya_tokenizer *t = e->t;
+    if (t->ignore_merges) {
+        int32_t id = zaya_tok_lookup(t, w, n);
+        if (id >= 0) { out[0] = id; return 1; }
+    }
+    ensure_work(e, n);
+    for (size_t i = 0; i < n; i++) e->syms[i].id = t->byte_id[w[i]];
+    return merge_symbols(e, n, out);
+}
+
+/* BPE on one word of a raw (SentencePiece-style) vocabulary, as HF's BPE::merge_word: each character
+ * is its token, else its "<0xNN>" byte tokens (byte_fallback), else unk (fused when fuse_unk), else
+ * dropped. Bytes that are not valid UTF-8 count as one-byte characters (so they fall back to bytes). */
+static size_t raw_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    const zaya_tokenizer *t = e->t;
+    if (t->ignore_merges) {
+        int32_t id = zaya_tok_lookup(t, w, n);
+        if (id >= 0) { out[0] = id; return 1; }
+    }
+    ensure_work(e, n);
+    symbol *s = e->syms;
+    size_t m = 0;
+    int unk_pending = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int len = w[i] < 0x80 ? 1 : zaya_utf8_decode(w + i, n - i, &cp);
+        int32_t id = len == 1 ? t->char1_id[w[i]] : zaya_tok_lookup(t, w + i, (size_t)len);
+        if (id >= 0) {
+            if (unk_pending) s[m++].id = t->unk_id;
+            unk_pending = 0;
+            s[m++].id = id;
+        } else {
+            int all = t->byte_fallback;
+            for (int k = 0; all && k < len; k++) all = t->fallback_id[w[i + k]] >= 0;
+            if (all) {
+                /* As HF: a pending unk is not flushed before the byte tokens. */
+                for (int k = 0; k < len; k++) s[m++].id = t->fallback_id[w[i + k]];
+            } else if (t->unk_id >= 0) {
+                if (unk_pending && !t->fuse_unk) s[m++].id = t->unk_id;
+                unk_pending = 1;
+            }
+        }
+        i += (size_t)len;
+    }
+    if (unk_pending) s[m++].id = t->unk_id;
+    return merge_symbols(e, m, out);
+}
+
+static size_t model_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    return e->t->vocab_raw ? raw_word(e, w, n, out) : bpe_word(e, w, n, out);
+}
+
+size_t zaya_tok_encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+    if (n == 0) return 0;
+    if (n == 1 && !e->t->vocab_raw) {
         out[0] = e->t->byte_id[w[0]];
         return 1;
     }
-    if (n > CACHE_MAX_WORD || !e->use_cache) return bpe_word(e, w, n, out);
+    if (n > CACHE_MAX_WORD || !e->use_cache) return model_word(e, w, n, out);
     uint64_t hash = zaya_tok_hash_bytes(w, n);
     uint32_t i = (uint32_t)hash & (CACHE_SLOTS - 1);
     for (int probe = 0; probe < 8; probe++, i = (i + 1) & (CACHE_SLOTS - 1)) {
@@ -160,7 +187,7 @@ static size_t encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n,
             return c->n_ids;
         }
     }
-    size_t k = bpe_word(e, w, n, out);
+    size_t k = model_word(e, w, n, out);
     /* Insert while there is room; once the arenas fill, later words are simply not cached. */
     if (e->slots[i].len == 0 && e->bytes_used + n <= CACHE_BYTES && e->ids_used + k <= CACHE_IDS &&
         e->n_cached < CACHE_SLOTS / 2) {
@@ -174,33 +201,56 @@ static size_t encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n,
     return k;
 }
 
-zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,
-                                          size_t *n, size_t *cap) {
-    const uint8_t *s = (const uint8_t *)text;
+zaya_status zaya_tok_ids_reserve(int32_t **ids, size_t *n, size_t *cap, size_t more) {
+    if (*n + more <= *cap) return ZAYA_OK;
+    size_t c = *cap ? *cap : 1024;
+    while (c < *n + more) c *= 2;
+    int32_t *p = realloc(*ids, c * sizeof *p);
+    if (!p) return zaya_error_set(ZAYA_ENOMEM, "encode: cannot grow the id array to %zu ids", c);
+    *ids = p;
+    *cap = c;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tok_encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
+                                  size_t *cap) {
     size_t i = 0;
     while (i < len) {
         size_t end = e->t->use_regex ? zaya_pretok_next(s, len, i) : len;
-        size_t wn = end - i;
-        if (*n + wn > *cap) {
-            size_t c = *cap ? *cap : 1024;
-            while (c < *n + wn) c *= 2;
-            int32_t *p = realloc(*ids, c * sizeof *p);
-            if (!p) return zaya_error_set(ZAYA_ENOMEM, "encode: cannot grow the id array to %zu ids", c);
-            *ids = p;
-            *cap = c;
-        }
-        *n += encode_word(e, s + i, wn, *ids + *n);
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, end - i));
+        *n += zaya_tok_encode_word(e, s + i, end - i, *ids + *n);
         i = end;
     }
     return ZAYA_OK;
 }
 
+zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const char *text, size_t len, int flags,
+                                                int32_t **ids, size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    const uint8_t *s = (const uint8_t *)text;
+    /* GPT-2 byte-level with nothing to split out: the plain loop. */
+    if (t->pre_kind == ZAYA_PRE_BYTELEVEL && !t->n_norm && !t->n_plain_added &&
+        !(flags & (ZAYA_ENCODE_PARSE_SPECIAL | ZAYA_ENCODE_ADD_SPECIAL)))
+        return zaya_tok_encode_words(e, s, len, ids, n, cap);
+    return zaya_tok_encode_pipeline(e, s, len, flags, ids, n, cap);
+}
+
+zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,
+                                          size_t *n, size_t *cap) {
+    return zaya_tokenizer_encoder_encode_flags(e, text, len, 0, ids, n, cap);
+}
+
 zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, size_t len, int32_t **ids, size_t *n,
                                   size_t *cap) {
+    return zaya_tokenizer_encode_flags(t, text, len, 0, ids, n, cap);
+}
+
+zaya_status zaya_tokenizer_encode_flags(const zaya_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
+                                        size_t *n, size_t *cap) {
     zaya_tokenizer_encoder *e;
     /* The word cache pays off only on inputs long enough to repeat words many times. */
     ZAYA_TRY(zaya_tokenizer_encoder_init(t, len >= (64u << 10), &e));
-    zaya_status st = zaya_tokenizer_encoder_encode(e, text, len, ids, n, cap);
+    zaya_status st = zaya_tokenizer_encoder_encode_flags(e, text, len, flags, ids, n, cap);
     zaya_tokenizer_encoder_free(e);
     return st;
 }

@@ -416,9 +416,12 @@ static zaya_status build_tokenizer(trainer *tr, const special *sp, int nsp, cons
     t->merge_a = ma, t->merge_b = mb, t->merge_id = mid;
     t->n_merges = nm;
     t->use_regex = 1;
+    t->pre_kind = ZAYA_PRE_BYTELEVEL;
+    t->has_decoder = 1;
     int32_t *roles[3] = {&t->bos, &t->eos, &t->pad};
     for (int r = 0; r < 3; r++) *roles[r] = role_idx[r] >= 0 ? (int32_t)tr->tokens.n + role_idx[r] : -1;
     s = zaya_tok_build_maps(t);
+    if (s == ZAYA_OK) s = zaya_tok_build_tries(t);
     if (s != ZAYA_OK) {
         zaya_tokenizer_free(t);
         return s;

@@ -76,3 +76,136 @@ size_t zaya_pretok_next(const uint8_t *s, size_t n, size_t i) {
     if (end == n || last == i) return end;
     return last;
 }
+
+/* ---- Llama-3 / cl100k: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ ---- */
+
+static inline int is_nl(uint8_t c) { return c == '\r' || c == '\n'; }
+
+/* Case-insensitive contraction after an apostrophe at i; 0 when none. Unicode case folding makes
+ * U+017F (long s) match 's' as well. */
+static size_t contraction_ci(const uint8_t *s, size_t n, size_t i) {
+    if (s[i] != '\'' || i + 1 >= n) return 0;
+    uint8_t a = s[i + 1];
+    if (a == 0xC5 && i + 2 < n && s[i + 2] == 0xBF) return 3; /* 'ſ */
+    a = (a >= 'A' && a <= 'Z') ? (uint8_t)(a | 0x20) : a;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if (i + 2 < n) {
+        uint8_t b = s[i + 2];
+        b = (b >= 'A' && b <= 'Z') ? (uint8_t)(b | 0x20) : b;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    }
+    return 0;
+}
+
+size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
+    size_t k = contraction_ci(s, n, i);
+    if (k) return i + k;
+    int len, len2;
+    int c = char_at(s, n, i, &len);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (c == ZAYA_CHAR_LETTER) return run_of(s, n, i, ZAYA_CHAR_LETTER);
+    if (c != ZAYA_CHAR_NUMBER && !is_nl(s[i]) && i + (size_t)len < n &&
+        char_at(s, n, i + (size_t)len, &len2) == ZAYA_CHAR_LETTER)
+        return run_of(s, n, i + (size_t)len, ZAYA_CHAR_LETTER);
+    /* \p{N}{1,3} */
+    if (c == ZAYA_CHAR_NUMBER) {
+        size_t j = i;
+        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
+        return j;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+    size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
+    if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
+        j = run_of_other(s, n, j);
+        while (j < n && is_nl(s[j])) j++;
+        return j;
+    }
+    /* Whitespace at i. \s*[\r\n]+: up to the last newline of the run; \s+(?!\S): all of it at the end of
+     * the text, else all but its last character; \s+: a lone one. */
+    size_t end = i, last = i, nl_end = 0;
+    while (end < n && char_at(s, n, end, &len2) == ZAYA_CHAR_SPACE) {
+        last = end;
+        if (is_nl(s[end])) nl_end = end + 1;
+        end += (size_t)len2;
+    }
+    if (nl_end) return nl_end;
+    if (end == n || last == i) return end;
+    return last;
+}
+
+/* ---- o200k (GPT-4o):
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
+ *   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * with the backtracking of the first two alternatives written out. ---- */
+
+static inline int case_at(const uint8_t *s, size_t n, size_t i, int *len) {
+    if (s[i] < 0x80) {
+        *len = 1;
+        return zaya_unicode_case(s[i]);
+    }
+    uint32_t cp;
+    *len = zaya_utf8_decode(s + i, n - i, &cp);
+    return zaya_unicode_case(cp);
+}
+
+static size_t run_case(const uint8_t *s, size_t n, size_t j, int mask) {
+    int len;
+    while (j < n && (case_at(s, n, j, &len) & mask)) j += (size_t)len;
+    return j;
+}
+
+#define NO_MATCH SIZE_MAX
+
+/* Alternative 1 (UP* LOW+) or 2 (UP+ LOW*) from j, then the optional contraction. */
+static size_t o200k_word(const uint8_t *s, size_t n, size_t j, int alt) {
+    int len;
+    size_t u_end = run_case(s, n, j, ZAYA_CASE_UP), e;
+    if (alt == 1) {
+        if (u_end < n && (case_at(s, n, u_end, &len) & ZAYA_CASE_LOW)) {
+            e = run_case(s, n, u_end, ZAYA_CASE_LOW);
+        } else { /* UP* gives back characters until one of them can be the LOW+ */
+            size_t k = NO_MATCH, kl = 0;
+            for (size_t p = j; p < u_end; p += (size_t)len)
+                if (case_at(s, n, p, &len) & ZAYA_CASE_LOW) k = p, kl = (size_t)len;
+            if (k == NO_MATCH) return NO_MATCH;
+            e = k + kl;
+        }
+    } else {
+        if (u_end == j) return NO_MATCH;
+        e = run_case(s, n, u_end, ZAYA_CASE_LOW);
+    }
+    return e < n ? e + contraction_ci(s, n, e) : e;
+}
+
+size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
+    int len, len2;
+    int c = char_at(s, n, i, &len);
+    int prefix = !is_nl(s[i]) && c != ZAYA_CHAR_LETTER && c != ZAYA_CHAR_NUMBER;
+    for (int alt = 1; alt <= 2; alt++) {
+        size_t r;
+        if (prefix && i + (size_t)len < n && (r = o200k_word(s, n, i + (size_t)len, alt)) != NO_MATCH) return r;
+        if ((r = o200k_word(s, n, i, alt)) != NO_MATCH) return r;
+    }
+    if (c == ZAYA_CHAR_NUMBER) {
+        size_t j = i;
+        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
+        return j;
+    }
+    size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
+    if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
+        j = run_of_other(s, n, j);
+        while (j < n && (is_nl(s[j]) || s[j] == '/')) j++;
+        return j;
+    }
+    size_t end = i, last = i, nl_end = 0;
+    while (end < n && char_at(s, n, end, &len2) == ZAYA_CHAR_SPACE) {
+        last = end;
+        if (is_nl(s[end])) nl_end = end + 1;
+        end += (size_t)len2;
+    }
+    if (nl_end) return nl_end;
+    if (end == n || last == i) return end;
+    return last;
+}

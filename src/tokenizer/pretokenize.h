@@ -15,4 +15,14 @@
 /* Returns the end of the pre-token that starts at i (i < n); the next one starts there. */
 size_t zaya_pretok_next(const uint8_t *s, size_t n, size_t i);
 
+/* The same for the Llama-3 / GPT-4 (cl100k) pattern
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (Split with behavior Isolated), with invalid UTF-8 bytes as "other" characters as above. */
+size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i);
+
+/* The same for the o200k (GPT-4o) pattern (ZAYA_O200K_PATTERN in tokenizer_json_pipeline.c): words
+ * split at case changes with an optional trailing contraction, digits in threes, punctuation runs
+ * with trailing newlines or '/', whitespace as above. */
+size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i);
+
 #endif

@@ -19,8 +19,8 @@ zaya_status zaya_tok_alloc(zaya_tokenizer *t, int32_t n, uint64_t bytes) {
     if (!t->tok_bytes || !t->tok_off || !t->tok_len || !t->in_model || !t->added_idx)
         return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate %d tokens", n);
     for (int32_t i = 0; i < n; i++) t->added_idx[i] = -1;
-    for (int b = 0; b < 256; b++) t->byte_id[b] = -1;
-    t->bos = t->eos = t->pad = -1;
+    for (int b = 0; b < 256; b++) t->byte_id[b] = t->fallback_id[b] = t->char1_id[b] = -1;
+    t->bos = t->eos = t->pad = t->unk_id = -1;
     return ZAYA_OK;
 }
 
@@ -89,6 +89,7 @@ void zaya_tokenizer_free(zaya_tokenizer *t) {
     free(t->pmap_key);
     free(t->pmap_rank);
     free(t->added);
+    zaya_tok_free_pipeline(t);
     free(t);
 }
 
@@ -108,6 +109,161 @@ const char *zaya_tok_role_name(const zaya_tokenizer *t, int32_t id) {
     return NULL;
 }
 
+/* A list of token strings in one arena, the unit HF's decoders work on (decode_chain). */
+typedef struct tok_list {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t *off, *sz;
+    size_t n, ncap;
+} tok_list;
+
+static void tl_free(tok_list *l) {
+    free(l->buf);
+    free(l->off);
+    free(l->sz);
+    memset(l, 0, sizeof *l);
+}
+
+/* Appends bytes to the current (last) token, or starts a new one when `fresh`. */
+static int tl_put(tok_list *l, const uint8_t *p, size_t n, int fresh) {
+    if (l->len + n + 1 > l->cap) {
+        size_t c = l->cap ? l->cap : 256;
+        while (c < l->len + n + 1) c *= 2;
+        uint8_t *b = realloc(l->buf, c);
+        if (!b) return 0;
+        l->buf = b, l->cap = c;
+    }
+    if (fresh || l->n == 0) {
+        if (l->n == l->ncap) {
+            size_t c = l->ncap ? 2 * l->ncap : 64;
+            size_t *o = realloc(l->off, c * sizeof *o);
+            if (o) l->off = o;
+            size_t *z = realloc(l->sz, c * sizeof *z);
+            if (z) l->sz = z;
+            if (!o || !z) return 0;
+            l->ncap = c;
+        }
+        l->off[l->n] = l->len;
+        l->sz[l->n++] = 0;
+    }
+    if (n) memcpy(l->buf + l->len, p, n);
+    l->len += n;
+    l->sz[l->n - 1] += n;
+    return 1;
+}
+
+static int valid_utf8(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = zaya_utf8_decode(p + i, n - i, &cp);
+        if (cp == UINT32_MAX) return 0;
+        i += (size_t)k;
+    }
+    return 1;
+}
+
+static int hex_val(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* "<0xNN>" (as Rust's u8::from_str_radix on the two characters, which also takes "+N"). */
+static int byte_token(const uint8_t *p, size_t n) {
+    if (n != 6 || memcmp(p, "<0x", 3) || p[5] != '>') return -1;
+    int a = hex_val(p[3]), b = hex_val(p[4]);
+    if (p[3] == '+' && b >= 0) return b;
+    return a >= 0 && b >= 0 ? a * 16 + b : -1;
+}
+
+/* One decoder step from `in` to `out` (HF decode_chain of that decoder). */
+static int dec_step(const zaya_tok_dec *d, const tok_list *in, tok_list *out) {
+    if (d->kind == ZAYA_DEC_FUSE) {
+        if (!tl_put(out, NULL, 0, 1)) return 0;
+        for (size_t i = 0; i < in->n; i++)
+            if (!tl_put(out, in->buf + in->off[i], in->sz[i], 0)) return 0;
+        return 1;
+    }
+    if (d->kind == ZAYA_DEC_BYTEFALLBACK) {
+        uint8_t *grp = malloc(in->n + 1);
+        size_t g = 0;
+        int ok = grp != NULL;
+        for (size_t i = 0; ok && i <= in->n; i++) {
+            int b = i < in->n ? byte_token(in->buf + in->off[i], in->sz[i]) : -1;
+            if (b >= 0) {
+                grp[g++] = (uint8_t)b;
+                continue;
+            }
+            if (g) { /* valid UTF-8: one token; else one token per byte (HF: U+FFFD each, zaya: the byte) */
+                int valid = valid_utf8(grp, g);
+                for (size_t k = 0; ok && k < (valid ? 1 : g); k++) ok = tl_put(out, valid ? grp : grp + k, valid ? g : 1, 1);
+                g = 0;
+            }
+            if (ok && i < in->n) ok = tl_put(out, in->buf + in->off[i], in->sz[i], 1);
+        }
+        free(grp);
+        return ok;
+    }
+    for (size_t i = 0; i < in->n; i++) {
+        const uint8_t *p = in->buf + in->off[i];
+        size_t n = in->sz[i];
+        if (!tl_put(out, NULL, 0, 1)) return 0;
+        if (d->kind == ZAYA_DEC_STRIP) {
+            size_t cl = (size_t)d->ch_len, a = 0, b = n;
+            for (int k = 0; k < d->start && a + cl <= b && !memcmp(p + a, d->ch, cl); k++) a += cl;
+            for (int k = 0; k < d->stop && b >= a + cl && !memcmp(p + b - cl, d->ch, cl); k++) b -= cl;
+            if (!tl_put(out, p + a, b - a, 0)) return 0;
+            continue;
+        }
+        const uint8_t *from = d->kind == ZAYA_DEC_REPLACE ? (const uint8_t *)d->from : d->ch;
+        size_t fl = d->kind == ZAYA_DEC_REPLACE ? d->from_len : (size_t)d->ch_len;
+        const uint8_t *to = d->kind == ZAYA_DEC_REPLACE ? (const uint8_t *)d->to : (const uint8_t *)" ";
+        size_t tl = d->kind == ZAYA_DEC_REPLACE ? d->to_len : 1;
+        if (d->kind == ZAYA_DEC_METASPACE && i == 0 && d->prepend != ZAYA_PREPEND_NEVER) tl = 0;
+        for (size_t j = 0; j < n;) {
+            if (j + fl <= n && !memcmp(p + j, from, fl)) {
+                if (!tl_put(out, to, tl, 0)) return 0;
+                j += fl;
+            } else {
+                if (!tl_put(out, p + j, 1, 0)) return 0;
+                j++;
+            }
+        }
+    }
+    return 1;
+}
+
+static zaya_status decode_chain(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
+    tok_list a = {0}, b = {0};
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++) ok = tl_put(&a, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]], 1);
+    for (int k = 0; ok && k < t->n_dec; k++) {
+        b.len = b.n = 0;
+        ok = dec_step(&t->dec[k], &a, &b);
+        tok_list tmp = a;
+        a = b;
+        b = tmp;
+    }
+    /* No decoder: HF joins the tokens with spaces. */
+    size_t total = a.len + (t->has_decoder || a.n == 0 ? 0 : a.n - 1);
+    char *out = ok ? malloc(total + 1) : NULL;
+    if (out) {
+        size_t o = 0;
+        for (size_t i = 0; i < a.n; i++) {
+            if (i && !t->has_decoder) out[o++] = ' ';
+            memcpy(out + o, a.buf + a.off[i], a.sz[i]);
+            o += a.sz[i];
+        }
+        out[o] = '\0';
+        *text = out;
+        *len = o;
+    }
+    tl_free(&a);
+    tl_free(&b);
+    return out ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "decode: out of memory");
+}
+
 zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -116,6 +272,7 @@ zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, s
                                   t->n_vocab);
         total += t->tok_len[ids[i]];
     }
+    if (!zaya_tok_plain_decode(t)) return decode_chain(t, ids, n, text, len);
     char *out = malloc(total + 1);
     if (!out) return zaya_error_set(ZAYA_ENOMEM, "decode: cannot allocate %zu bytes", total + 1);
     size_t o = 0;
@@ -127,6 +284,13 @@ zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, s
     *text = out;
     *len = o;
     return ZAYA_OK;
+}
+
+int zaya_tokenizer_is_byte_exact(const zaya_tokenizer *t) {
+    if (t->vocab_raw || t->n_norm) return 0;
+    for (int32_t a = 0; a < t->n_added; a++)
+        if (t->added[a].lstrip || t->added[a].rstrip) return 0;
+    return 1;
 }
 
 int64_t zaya_bytelevel_decode(const char *s, uint8_t *out) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zaya/json.h"
 #include "zaya/tokenizer.h"
 
 /* Added tokens (HF "added_tokens"): their content is raw text, not byte-level characters. */
@@ -12,6 +13,50 @@ typedef struct zaya_added_token {
     int32_t id;
     uint8_t special, single_word, lstrip, rstrip, normalized;
 } zaya_added_token;
+
+/* The pipeline pieces of a tokenizer.json beyond plain byte-level BPE (docs/tokenizer.md lists them). */
+typedef enum zaya_tok_pre_kind {
+    ZAYA_PRE_NONE = 0,   /* null: each piece between added tokens is one word */
+    ZAYA_PRE_BYTELEVEL,  /* ByteLevel (use_regex: the GPT-2 pattern) */
+    ZAYA_PRE_SPLIT,      /* Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] */
+    ZAYA_PRE_METASPACE,  /* Metaspace */
+} zaya_tok_pre_kind;
+typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K } zaya_tok_split_pattern;
+typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
+
+/* Normalizer steps (Sequence flattened): Replace(String) and Prepend. */
+typedef enum zaya_tok_norm_kind { ZAYA_NORM_REPLACE = 1, ZAYA_NORM_PREPEND } zaya_tok_norm_kind;
+typedef struct zaya_tok_norm {
+    int kind;
+    char *from, *to; /* Replace: from -> to; Prepend: to */
+    size_t from_len, to_len;
+} zaya_tok_norm;
+
+/* Decoder steps (Sequence flattened), applied to the list of token strings like HF's decode_chain. */
+typedef enum zaya_tok_dec_kind {
+    ZAYA_DEC_REPLACE = 1, ZAYA_DEC_BYTEFALLBACK, ZAYA_DEC_FUSE, ZAYA_DEC_STRIP, ZAYA_DEC_METASPACE
+} zaya_tok_dec_kind;
+typedef struct zaya_tok_dec {
+    int kind;
+    char *from, *to; /* Replace */
+    size_t from_len, to_len;
+    uint8_t ch[4];   /* Strip content / Metaspace replacement (one character, UTF-8) */
+    int ch_len;
+    int start, stop; /* Strip */
+    int prepend;     /* Metaspace: zaya_tok_prepend */
+} zaya_tok_dec;
+
+/* Byte trie over added-token contents, for leftmost-longest matching (HF's AddedVocabulary). Edges
+ * (node, byte) -> child live in one open-addressing table; term[node] = added index + 1 or 0. */
+typedef struct zaya_tok_trie {
+    uint64_t *edge_key;
+    int32_t *edge_child; /* 0 = empty slot (the root is node 0 and never a child) */
+    uint64_t edge_mask;
+    int32_t *term;
+    int32_t n_nodes;
+    uint8_t first[256];  /* bytes that start some token */
+    int any;
+} zaya_tok_trie;
 
 struct zaya_tokenizer {
     int32_t n_vocab; /* ids are 0..n_vocab-1 */
@@ -38,6 +83,27 @@ struct zaya_tokenizer {
     zaya_added_token *added;
     int32_t bos, eos, pad;
     int use_regex, ignore_merges;
+
+    /* Beyond GPT-2 byte-level BPE. vocab_raw: model.vocab keys are the token text itself (UTF-8,
+     * SentencePiece style) rather than GPT-2 byte-level characters. */
+    int vocab_raw;
+    int pre_kind, split_pattern;
+    uint8_t ms_rep[4];  /* Metaspace replacement character (UTF-8) */
+    int ms_rep_len, ms_prepend, ms_split;
+    int n_norm, n_dec, has_decoder;
+    zaya_tok_norm *norm;
+    zaya_tok_dec *dec;
+    int byte_fallback, fuse_unk;
+    int32_t unk_id;        /* -1: none */
+    int32_t fallback_id[256]; /* id of "<0xNN>" or -1 */
+    int32_t char1_id[256]; /* id of the one-byte model token, or -1 (raw vocabularies) */
+    /* Added tokens split out of the text: raw (normalized=false) and normalized (normalized=true, by
+     * their normalized content). */
+    zaya_tok_trie trie_raw, trie_norm;
+    /* TemplateProcessing "single": ids before and after $A. */
+    int32_t *tpl_pre, *tpl_post;
+    int n_tpl_pre, n_tpl_post, has_template;
+    int n_plain_added; /* added tokens with special=false (always split out of the text, as HF does) */
 };
 
 uint64_t zaya_tok_hash_bytes(const uint8_t *s, size_t n);
@@ -71,5 +137,20 @@ char *zaya_bytelevel_encode(const uint8_t *s, size_t n);
 /* Allocates the per-id arrays for n ids and `bytes` arena bytes (zeroed; added_idx = -1). */
 zaya_status zaya_tok_alloc(zaya_tokenizer *t, int32_t n, uint64_t bytes);
 const char *zaya_tok_role_name(const zaya_tokenizer *t, int32_t id);
+
+/* Pipeline (tokenizer_json_pipeline.c): reads normalizer, pre_tokenizer, decoder, post_processor and
+ * the model flags; errors name the JSON path of what is not supported. */
+zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t);
+zaya_status zaya_tok_read_template(const cJSON *root, zaya_tokenizer *t);
+/* Builds the added-token tries once ids and the normalizer are known. */
+zaya_status zaya_tok_build_tries(zaya_tokenizer *t);
+void zaya_tok_free_pipeline(zaya_tokenizer *t);
+/* Applies the normalizer to s[0..n): a malloc'd result in *out / *out_len (n bytes or more). */
+zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t n, uint8_t **out, size_t *out_len);
+/* Leftmost-longest added-token match in s[0..n) starting at or after `from`: returns the added index
+ * and sets *at / *len, or -1. */
+int32_t zaya_tok_trie_find(const zaya_tok_trie *tr, const uint8_t *s, size_t n, size_t from, size_t *at, size_t *len);
+/* 1 when the decoder is plain concatenation of the token bytes (GPT-2 byte-level). */
+static inline int zaya_tok_plain_decode(const zaya_tokenizer *t) { return !t->vocab_raw; }
 
 #endif

@@ -1,6 +1,7 @@
-/* Hugging Face tokenizer.json reader and writer for byte-level BPE. The reader validates every entry
- * (ids unique and dense, merges over known tokens, merged tokens present, all 256 byte tokens) and
- * rejects pipeline pieces it cannot reproduce exactly (normalizers, prefix spaces, dropout, ...). */
+/* Hugging Face tokenizer.json reader (BPE models: byte-level or raw SentencePiece-style vocabularies)
+ * and writer (byte-level BPE). The reader validates every entry (ids unique and dense, merges over
+ * known tokens, merged tokens present, all 256 byte tokens for byte-level vocabularies); the pipeline
+ * pieces are read by tokenizer_json_pipeline.c, which rejects what zaya cannot reproduce exactly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,20 +12,6 @@
 #include "zaya/json.h"
 #include "zaya/log.h"
 
-static int json_is_null_or_absent(const cJSON *obj, const char *key) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return !it || cJSON_IsNull(it);
-}
-
-/* Unsupported unless absent, null, false, 0 or "". */
-static zaya_status require_unset(const cJSON *obj, const char *where, const char *key) {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!it || cJSON_IsNull(it) || cJSON_IsFalse(it)) return ZAYA_OK;
-    if (cJSON_IsNumber(it) && it->valuedouble == 0.0) return ZAYA_OK;
-    if (cJSON_IsString(it) && it->valuestring[0] == '\0') return ZAYA_OK;
-    return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.%s: only null is supported by zaya's byte-level BPE", where, key);
-}
-
 static zaya_status check_type(const cJSON *obj, const char *where, const char *want) {
     const char *type = NULL;
     zaya_status s = zaya_json_get_str(obj, "type", &type, 1);
@@ -34,31 +21,10 @@ static zaya_status check_type(const cJSON *obj, const char *where, const char *w
     return ZAYA_OK;
 }
 
-static zaya_status check_pipeline(const cJSON *root, zaya_tokenizer *t) {
-    if (!json_is_null_or_absent(root, "normalizer"))
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "normalizer: only null is supported (byte-exact round trips)");
-    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    if (!cJSON_IsObject(pre)) return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer: missing; expected {\"type\": \"ByteLevel\", ...}");
-    ZAYA_TRY(check_type(pre, "pre_tokenizer", "ByteLevel"));
-    ZAYA_TRY(require_unset(pre, "pre_tokenizer", "add_prefix_space"));
-    t->use_regex = 1;
-    zaya_status s = zaya_json_get_bool(pre, "use_regex", &t->use_regex, 0);
-    if (s != ZAYA_OK) return zaya_error_context(s, "pre_tokenizer");
-    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-    if (dec && !cJSON_IsNull(dec)) ZAYA_TRY(check_type(dec, "decoder", "ByteLevel"));
-    return ZAYA_OK;
-}
-
-static zaya_status check_model(const cJSON *model, zaya_tokenizer *t) {
+static zaya_status check_model(const cJSON *model) {
     if (!cJSON_IsObject(model)) return zaya_error_set(ZAYA_EFORMAT, "model: missing or not an object");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
     if (type) ZAYA_TRY(check_type(model, "model", "BPE"));
-    ZAYA_TRY(require_unset(model, "model", "dropout"));
-    ZAYA_TRY(require_unset(model, "model", "continuing_subword_prefix"));
-    ZAYA_TRY(require_unset(model, "model", "end_of_word_suffix"));
-    ZAYA_TRY(require_unset(model, "model", "byte_fallback"));
-    zaya_status s = zaya_json_get_bool(model, "ignore_merges", &t->ignore_merges, 0);
-    if (s != ZAYA_OK) return zaya_error_context(s, "model");
     return ZAYA_OK;
 }
 
@@ -125,12 +91,11 @@ static zaya_status read_added(const cJSON *root, zaya_tokenizer *t, added_map *m
         if (s == ZAYA_OK) s = zaya_json_get_bool(a, "normalized", &normalized, 0);
         if (s == ZAYA_OK && id < 0) s = zaya_error_set(ZAYA_ERANGE, "id %d is negative", id);
         if (s == ZAYA_OK && !content[0]) s = zaya_error_set(ZAYA_EFORMAT, "content is empty");
+        if (s == ZAYA_OK && single) s = zaya_error_set(ZAYA_EUNSUPPORTED, "single_word: true is not supported");
         if (s != ZAYA_OK) return zaya_error_context(s, "added_tokens[%d]", i);
         *x = (zaya_added_token){id, (uint8_t)special, (uint8_t)single, (uint8_t)lstrip, (uint8_t)rstrip, (uint8_t)normalized};
         m->content[i] = content;
-        if (!special)
-            ZAYA_WARN("added_tokens[%d] \"%s\" is not special: HF would split it out of input text, zaya encodes its bytes",
-                      i, content);
+        if (!special) t->n_plain_added++;
     }
     t->n_added = n;
     return added_map_build(m, n);
@@ -147,7 +112,7 @@ static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_toke
     uint64_t bytes = 0;
     int extra = t->n_added;
     for (const cJSON *v = vocab->child; v; v = v->next) {
-        bytes += strlen(v->string);
+        bytes += strlen(v->string) + 1;
         int a = find_added(am, v->string);
         if (a >= 0 && !added_in_vocab[a]) {
             added_in_vocab[a] = 1;
@@ -186,14 +151,21 @@ static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_toke
         owner[id] = v->string;
         int a = find_added(am, v->string);
         int64_t len;
-        if (a >= 0) {
+        if (t->vocab_raw && a < 0) {
+            /* cJSON strings end at NUL: the key "\u0000" arrives empty, and means that one byte. */
+            len = (int64_t)strlen(v->string);
+            if (len == 0) t->tok_bytes[off] = 0, len = 1;
+            else memcpy(t->tok_bytes + off, v->string, (size_t)len);
+        } else if (a >= 0) {
             if (t->added[a].id != id) {
                 s = zaya_error_set(ZAYA_EFORMAT, "added_tokens[%d] \"%s\" has id %d but model.vocab says %d", a, v->string,
                                    t->added[a].id, id);
                 break;
             }
+            /* cJSON strings end at NUL: the key "\u0000" arrives empty, and means that one byte. */
             len = (int64_t)strlen(v->string);
-            memcpy(t->tok_bytes + off, v->string, (size_t)len);
+            if (len == 0) t->tok_bytes[off] = 0, len = 1;
+            else memcpy(t->tok_bytes + off, v->string, (size_t)len);
             t->added_idx[id] = a;
         } else {
             len = zaya_bytelevel_decode(v->string, t->tok_bytes + off);
@@ -233,7 +205,7 @@ static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_toke
     if (s != ZAYA_OK) return s;
     s = zaya_tok_build_maps(t); /* merges not read yet: only the vocab map */
     if (s != ZAYA_OK) return zaya_error_context(s, "model.vocab");
-    for (int b = 0; b < 256; b++)
+    for (int b = 0; !t->vocab_raw && b < 256; b++)
         if (t->byte_id[b] < 0) {
             char *name = zaya_bytelevel_encode((const uint8_t *)&(uint8_t){(uint8_t)b}, 1);
             s = zaya_error_set(ZAYA_EFORMAT, "model.vocab: missing the byte token \"%s\" for byte 0x%02X", name ? name : "?", b);
@@ -245,6 +217,11 @@ static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_toke
 
 static zaya_status merge_side(const zaya_tokenizer *t, const char *tok, int i, int32_t *id) {
     size_t n = strlen(tok);
+    if (t->vocab_raw) {
+        *id = zaya_tok_lookup(t, n ? (const uint8_t *)tok : (const uint8_t *)"", n ? n : 1); /* "\u0000" */
+        if (*id < 0) return zaya_error_set(ZAYA_EFORMAT, "model.merges[%d]: unknown token \"%s\"", i, tok);
+        return ZAYA_OK;
+    }
     uint8_t *buf = malloc(n + 1);
     if (!buf) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
     int64_t len = zaya_bytelevel_decode(tok, buf);
@@ -256,7 +233,7 @@ static zaya_status merge_side(const zaya_tokenizer *t, const char *tok, int i, i
 
 static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    if (!arr || cJSON_IsNull(arr)) return ZAYA_OK;
+    if (!arr || cJSON_IsNull(arr)) return zaya_tok_build_maps(t);
     if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "model.merges: expected an array");
     int n = cJSON_GetArraySize(arr);
     t->merge_a = malloc(((size_t)n + 1) * sizeof(int32_t));
@@ -316,6 +293,26 @@ static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
     return zaya_tok_build_maps(t);
 }
 
+/* unk_token, the "<0xNN>" byte-fallback tokens and the one-byte tokens of a raw vocabulary. */
+static zaya_status resolve_model_ids(const cJSON *model, zaya_tokenizer *t) {
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    if (unk && !cJSON_IsNull(unk)) {
+        if (!cJSON_IsString(unk)) return zaya_error_set(ZAYA_EFORMAT, "model.unk_token: expected a string or null");
+        t->unk_id = zaya_tok_lookup(t, (const uint8_t *)unk->valuestring, strlen(unk->valuestring));
+        if (t->unk_id < 0 && t->vocab_raw)
+            return zaya_error_set(ZAYA_EFORMAT, "model.unk_token: \"%s\" is not in model.vocab", unk->valuestring);
+    }
+    if (!t->vocab_raw) return ZAYA_OK;
+    for (int b = 0; b < 256; b++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", b);
+        t->fallback_id[b] = zaya_tok_lookup(t, (const uint8_t *)name, 6);
+        uint8_t c = (uint8_t)b;
+        t->char1_id[b] = zaya_tok_lookup(t, &c, 1);
+    }
+    return ZAYA_OK;
+}
+
 /* Roles: HF keeps them in tokenizer_config.json next to tokenizer.json (bos_token, eos_token,
  * pad_token as strings or {"content": ...}); without it, guess from common special-token names. */
 static int32_t role_from_config(const cJSON *cfg, const char *key, const zaya_tokenizer *t, const added_map *am) {
@@ -366,12 +363,15 @@ zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out) {
     zaya_status s = t ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "out of memory");
     if (s == ZAYA_OK && !cJSON_IsObject(root)) s = zaya_error_set(ZAYA_EFORMAT, "top level is not a JSON object");
     const cJSON *model = s == ZAYA_OK ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
-    if (s == ZAYA_OK) s = check_pipeline(root, t);
-    if (s == ZAYA_OK) s = check_model(model, t);
+    if (s == ZAYA_OK) s = check_model(model);
+    if (s == ZAYA_OK) s = zaya_tok_read_pipeline(root, t);
     added_map am = {0};
     if (s == ZAYA_OK) s = read_added(root, t, &am);
     if (s == ZAYA_OK) s = read_vocab(&am, model, t);
     if (s == ZAYA_OK) s = read_merges(model, t);
+    if (s == ZAYA_OK) s = resolve_model_ids(model, t);
+    if (s == ZAYA_OK) s = zaya_tok_read_template(root, t);
+    if (s == ZAYA_OK) s = zaya_tok_build_tries(t);
     if (s == ZAYA_OK) assign_roles(path, &am, t);
     added_map_free(&am);
     cJSON_Delete(root);
@@ -507,6 +507,9 @@ static zaya_status save_roles(const zaya_tokenizer *t, const char *path) {
 
 zaya_status zaya_tokenizer_save(const zaya_tokenizer *t, const char *path) {
     cJSON *root = NULL;
+    if (t->vocab_raw || t->n_norm || t->pre_kind != ZAYA_PRE_BYTELEVEL || t->has_template)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "saving tokenizer '%s': zaya writes GPT-2 byte-level BPE only (copy the "
+                              "original tokenizer.json instead)", path);
     ZAYA_TRY(build_json(t, &root));
     zaya_status s = zaya_json_write_file(path, root, 1);
     cJSON_Delete(root);

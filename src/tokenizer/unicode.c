@@ -57,6 +57,16 @@ zaya_char_class zaya_unicode_class(uint32_t cp) {
     return ZAYA_CHAR_OTHER;
 }
 
+int zaya_unicode_case(uint32_t cp) {
+    if (cp == UINT32_MAX) return 0;
+    if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? ZAYA_CASE_UP : (cp >= 'a' && cp <= 'z') ? ZAYA_CASE_LOW : 0;
+    if (in_ranges(zaya_unicode_upper, zaya_unicode_upper_count, cp)) return ZAYA_CASE_UP;
+    if (in_ranges(zaya_unicode_lower, zaya_unicode_lower_count, cp)) return ZAYA_CASE_LOW;
+    if (in_ranges(zaya_unicode_lmlo, zaya_unicode_lmlo_count, cp)) return ZAYA_CASE_UP | ZAYA_CASE_LOW;
+    if (in_ranges(zaya_unicode_marks, zaya_unicode_marks_count, cp)) return ZAYA_CASE_UP | ZAYA_CASE_LOW | ZAYA_CASE_MARK;
+    return 0;
+}
+
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) map to
  * themselves; the other 68 bytes map, in byte order, to U+0100, U+0101, ... so that every byte has a
  * visible, non-space character. */

@@ -25,6 +25,13 @@ int zaya_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp);
 int zaya_utf8_encode(uint32_t cp, uint8_t *out);
 zaya_char_class zaya_unicode_class(uint32_t cp);
 
+/* Letter case classes of the o200k pattern: UP for [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], LOW for
+ * [\p{Ll}\p{Lm}\p{Lo}\p{M}] (Lm, Lo and marks are both), MARK for \p{M}; 0 for anything else. */
+enum { ZAYA_CASE_UP = 1, ZAYA_CASE_LOW = 2, ZAYA_CASE_MARK = 4 };
+extern const zaya_unicode_range zaya_unicode_upper[], zaya_unicode_lower[], zaya_unicode_lmlo[], zaya_unicode_marks[];
+extern const int zaya_unicode_upper_count, zaya_unicode_lower_count, zaya_unicode_lmlo_count, zaya_unicode_marks_count;
+int zaya_unicode_case(uint32_t cp);
+
 /* GPT-2 byte-level alphabet: byte b <-> code point zaya_byte_to_cp[b]. */
 extern const uint16_t zaya_byte_to_cp[256];
 /* Byte for a code point of the alphabet, or -1. */

@@ -1,7 +1,7 @@
 /* Writes the seed corpora of the fuzz harnesses: zaya_fuzz_seeds OUT_DIR [SOURCE_DIR]. Every seed is
  * produced by zaya's own writers (config presets, the built-in run file, the checkpoint, shard,
  * safetensors and tokenizer writers, the heartbeat channel); SOURCE_DIR adds the repository's HF
- * config and machine-profile fixtures. OUT_DIR/<harness>/ holds the seeds of each harness. */
+ * config, tokenizer.json and machine-profile fixtures. OUT_DIR/<harness>/ holds the seeds of each harness. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +197,12 @@ static void fixtures(const char *src) {
         snprintf(name, sizeof name, "fixture-%s.json", *h);
         copy(p, "arch_config", name);
         if (!strncmp(*h, "zaya", 4)) copy(p, "model_config", name);
+    }
+    static const char *const toks[] = {"sp-legacy", "sp-metaspace", "llama3", "o200k", NULL};
+    for (const char *const *k = toks; *k; k++) { /* tokenizer.json families written by HF tokenizers */
+        snprintf(p, sizeof p, "%s/tests/fixtures/tokenizer/%s.json", src, *k);
+        snprintf(name, sizeof name, "fixture-%s.json", *k);
+        copy(p, "tokenizer_json", name);
     }
     snprintf(p, sizeof p, "%s/tests/fixtures/size/profile-host.json", src);
     copy(p, "hw_profile", "profile-host.json"); /* written by `zaya bench all` */

@@ -1,0 +1,252 @@
+/* The encoding pipeline around the BPE model, in HF `tokenizers` order: added tokens with
+ * normalized=false are split out of the raw text; each remaining piece is normalized; added tokens with
+ * normalized=true are split out of the normalized piece; the rest is pre-tokenized (ByteLevel, Split
+ * regex + ByteLevel, Metaspace or none) and each word goes through the model; the template adds
+ * BOS/EOS around the whole. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/encoder_internal.h"
+#include "tokenizer/pretokenize.h"
+#include "tokenizer/unicode.h"
+
+/* ---- normalizer ---- */
+
+/* Replaces every non-overlapping occurrence of from (left to right) by to. */
+static zaya_status replace_all(const uint8_t *s, size_t n, const char *from, size_t fl, const char *to, size_t tl,
+                               uint8_t **out, size_t *out_len) {
+    size_t count = 0;
+    for (size_t i = 0; i + fl <= n;) {
+        if (!memcmp(s + i, from, fl)) count++, i += fl;
+        else i++;
+    }
+    size_t total = n - count * fl + count * tl;
+    uint8_t *o = malloc(total + 1);
+    if (!o) return zaya_error_set(ZAYA_ENOMEM, "normalizer: cannot allocate %zu bytes", total + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + fl <= n && !memcmp(s + i, from, fl)) {
+            memcpy(o + k, to, tl);
+            k += tl, i += fl;
+        } else {
+            o[k++] = s[i++];
+        }
+    }
+    *out = o;
+    *out_len = k;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t n, uint8_t **out, size_t *out_len) {
+    uint8_t *cur = malloc(n + 1);
+    if (!cur) return zaya_error_set(ZAYA_ENOMEM, "normalizer: cannot allocate %zu bytes", n + 1);
+    memcpy(cur, s, n);
+    size_t len = n;
+    for (int i = 0; i < t->n_norm; i++) {
+        const zaya_tok_norm *st = &t->norm[i];
+        uint8_t *next = NULL;
+        size_t nl = 0;
+        zaya_status r;
+        if (st->kind == ZAYA_NORM_REPLACE) {
+            r = replace_all(cur, len, st->from, st->from_len, st->to, st->to_len, &next, &nl);
+        } else { /* Prepend: only to a non-empty string */
+            if (len == 0) continue;
+            next = malloc(len + st->to_len + 1);
+            r = next ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "normalizer: out of memory");
+            if (next) {
+                memcpy(next, st->to, st->to_len);
+                memcpy(next + st->to_len, cur, len);
+                nl = len + st->to_len;
+            }
+        }
+        free(cur);
+        if (r != ZAYA_OK) return r;
+        cur = next;
+        len = nl;
+    }
+    *out = cur;
+    *out_len = len;
+    return ZAYA_OK;
+}
+
+/* ---- pre-tokenizers ---- */
+
+static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
+                                size_t *cap) {
+    size_t (*next)(const uint8_t *, size_t, size_t) =
+        e->t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
+    for (size_t i = 0; i < len;) {
+        size_t end = next(s, len, i);
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, end - i));
+        *n += zaya_tok_encode_word(e, s + i, end - i, *ids + *n);
+        i = end;
+    }
+    return ZAYA_OK;
+}
+
+/* Metaspace: spaces become the replacement, which is prepended per prepend_scheme ("first": only to
+ * the piece at the start of the input); with split, each replacement starts a new word. */
+static zaya_status encode_metaspace(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start,
+                                    int32_t **ids, size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    const char *rep = (const char *)t->ms_rep;
+    size_t rl = (size_t)t->ms_rep_len;
+    uint8_t *w;
+    size_t wl;
+    ZAYA_TRY(replace_all(s, len, " ", 1, rep, rl, &w, &wl));
+    int prepend = t->ms_prepend == ZAYA_PREPEND_ALWAYS || (t->ms_prepend == ZAYA_PREPEND_FIRST && at_start);
+    if (prepend && wl > 0 && !(wl >= rl && !memcmp(w, rep, rl))) {
+        uint8_t *p = malloc(wl + rl + 1);
+        if (!p) {
+            free(w);
+            return zaya_error_set(ZAYA_ENOMEM, "encode: out of memory");
+        }
+        memcpy(p, rep, rl);
+        memcpy(p + rl, w, wl);
+        free(w);
+        w = p;
+        wl += rl;
+    }
+    zaya_status st = ZAYA_OK;
+    for (size_t i = 0; st == ZAYA_OK && i < wl;) {
+        size_t end = wl;
+        if (t->ms_split) /* MergedWithNext: the next word starts at the next replacement */
+            for (end = i + (i + rl <= wl && !memcmp(w + i, rep, rl) ? rl : 1); end < wl; end++)
+                if (end + rl <= wl && !memcmp(w + end, rep, rl)) break;
+        st = zaya_tok_ids_reserve(ids, n, cap, end - i);
+        if (st == ZAYA_OK) *n += zaya_tok_encode_word(e, w + i, end - i, *ids + *n);
+        i = end;
+    }
+    free(w);
+    return st;
+}
+
+/* Pre-tokenizes normalized text and encodes each word. */
+static zaya_status encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start, int32_t **ids,
+                                size_t *n, size_t *cap) {
+    if (len == 0) return ZAYA_OK;
+    switch (e->t->pre_kind) {
+    case ZAYA_PRE_BYTELEVEL: return zaya_tok_encode_words(e, s, len, ids, n, cap);
+    case ZAYA_PRE_SPLIT: return encode_split(e, s, len, ids, n, cap);
+    case ZAYA_PRE_METASPACE: return encode_metaspace(e, s, len, at_start, ids, n, cap);
+    default:
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, len));
+        *n += zaya_tok_encode_word(e, s, len, *ids + *n);
+        return ZAYA_OK;
+    }
+}
+
+/* ---- added tokens ---- */
+
+static int is_space_at(const uint8_t *s, size_t n, size_t i, int *len) {
+    uint32_t cp;
+    *len = zaya_utf8_decode(s + i, n - i, &cp);
+    return zaya_unicode_class(cp) == ZAYA_CHAR_SPACE;
+}
+
+/* Start of the whitespace run that ends at `end` (HF lstrip: \s*$). */
+static size_t spaces_before(const uint8_t *s, size_t n, size_t end, size_t floor) {
+    size_t i = end;
+    while (i > floor) {
+        size_t j = i - 1;
+        while (j > floor && (s[j] & 0xC0) == 0x80 && i - j < 4) j--;
+        int len;
+        if (!is_space_at(s, n, j, &len) || j + (size_t)len != i) break;
+        i = j;
+    }
+    return i;
+}
+
+static size_t spaces_after(const uint8_t *s, size_t n, size_t i) {
+    int len;
+    while (i < n && is_space_at(s, n, i, &len)) i += (size_t)len;
+    return i;
+}
+
+typedef zaya_status (*gap_fn)(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start, int32_t **ids,
+                              size_t *n, size_t *cap);
+
+/* Splits s on the tokens of trie (HF find_matches): matches become their ids, the gaps go to fn.
+ * Special tokens are skipped (left in the text) without PARSE_SPECIAL. */
+static zaya_status split_added(zaya_tokenizer_encoder *e, const zaya_tok_trie *tr, const uint8_t *s, size_t len,
+                               int at_start, int flags, gap_fn fn, int32_t **ids, size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    size_t gap = 0, from = 0, at, ml;
+    int32_t a;
+    while ((a = zaya_tok_trie_find(tr, s, len, from, &at, &ml)) >= 0) {
+        const zaya_added_token *x = &t->added[a];
+        size_t start = at, stop = at + ml;
+        from = stop;
+        if (x->special && !(flags & ZAYA_ENCODE_PARSE_SPECIAL)) continue;
+        if (x->lstrip) start = spaces_before(s, len, start, gap);
+        if (x->rstrip) stop = spaces_after(s, len, stop);
+        if (start > gap) ZAYA_TRY(fn(e, s + gap, start - gap, at_start && gap == 0, ids, n, cap));
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, 1));
+        (*ids)[(*n)++] = x->id;
+        gap = from = stop;
+    }
+    if (len > gap) ZAYA_TRY(fn(e, s + gap, len - gap, at_start && gap == 0, ids, n, cap));
+    return ZAYA_OK;
+}
+
+/* A piece between raw added tokens: normalize, split normalized added tokens, encode the rest. */
+static zaya_status encode_piece(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start, int flags,
+                                int32_t **ids, size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    uint8_t *norm = NULL;
+    size_t nl = len;
+    if (t->n_norm) ZAYA_TRY(zaya_tok_normalize(t, s, len, &norm, &nl));
+    const uint8_t *p = norm ? norm : s;
+    zaya_status st = t->trie_norm.any ? split_added(e, &t->trie_norm, p, nl, at_start, flags, encode_words, ids, n, cap)
+                                      : encode_words(e, p, nl, at_start, ids, n, cap);
+    free(norm);
+    return st;
+}
+
+static zaya_status piece_plain(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start, int32_t **ids,
+                               size_t *n, size_t *cap) {
+    return encode_piece(e, s, len, at_start, 0, ids, n, cap);
+}
+
+static zaya_status piece_parse(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start, int32_t **ids,
+                               size_t *n, size_t *cap) {
+    return encode_piece(e, s, len, at_start, ZAYA_ENCODE_PARSE_SPECIAL, ids, n, cap);
+}
+
+zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int flags, int32_t **ids,
+                                     size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    int add = (flags & ZAYA_ENCODE_ADD_SPECIAL) && t->has_template;
+    if (add) {
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, (size_t)t->n_tpl_pre));
+        memcpy(*ids + *n, t->tpl_pre, (size_t)t->n_tpl_pre * sizeof **ids);
+        *n += (size_t)t->n_tpl_pre;
+    }
+    gap_fn fn = (flags & ZAYA_ENCODE_PARSE_SPECIAL) ? piece_parse : piece_plain;
+    if (t->trie_raw.any) ZAYA_TRY(split_added(e, &t->trie_raw, s, len, 1, flags, fn, ids, n, cap));
+    else ZAYA_TRY(fn(e, s, len, 1, ids, n, cap));
+    if (add) {
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, (size_t)t->n_tpl_post));
+        memcpy(*ids + *n, t->tpl_post, (size_t)t->n_tpl_post * sizeof **ids);
+        *n += (size_t)t->n_tpl_post;
+    }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n) {
+    size_t (*next)(const uint8_t *, size_t, size_t) = NULL;
+    if (t->pre_kind == ZAYA_PRE_BYTELEVEL && t->use_regex) next = zaya_pretok_next;
+    else if (t->pre_kind == ZAYA_PRE_SPLIT) next = t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
+    if (!next) return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
+    size_t *out = malloc((len + 1) * sizeof *out), k = 0;
+    if (!out) return zaya_error_set(ZAYA_ENOMEM, "pre-tokens: out of memory");
+    const uint8_t *s = (const uint8_t *)text;
+    for (size_t i = 0; i < len;) {
+        size_t end = next(s, len, i);
+        out[k++] = end - i;
+        i = end;
+    }
+    *lens = out;
+    *n = k;
+    return ZAYA_OK;
+}

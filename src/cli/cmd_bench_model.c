@@ -243,13 +243,12 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     int want[2] = {!strcmp(dtype_s, "f32") || !strcmp(dtype_s, "both"), !strcmp(dtype_s, "bf16") || !strcmp(dtype_s, "both")};
     if (!want[0] && !want[1]) return zaya_flags_usage_error(&spec, "--dtype: unknown dtype '%s' (f32, bf16 or both)", dtype_s);
     if (zaya_config_resolve(config, &mb.cfg) != ZAYA_OK) {
-        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
+        zaya_cli_error(mb.name, NULL);
         return 1;
     }
     if (T > mb.cfg.max_position_embeddings) {
-        fprintf(stderr, "zaya %s: error: --seq %lld exceeds max_position_embeddings %lld of %s\n", mb.name, (long long)T,
-                (long long)mb.cfg.max_position_embeddings, config);
-        return 1;
+        return zaya_cli_error(mb.name, "--seq %lld exceeds max_position_embeddings %lld of %s", (long long)T,
+                              (long long)mb.cfg.max_position_embeddings, config);
     }
     mb.B = B, mb.T = T, mb.reps = reps, mb.warmup = 1;
     mb.threads = zaya_threads_init(threads);
@@ -287,7 +286,7 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         if (tr.ok) res[nres++] = tr;
     }
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
+        zaya_cli_error(mb.name, NULL);
         return 1;
     }
     zaya_progress_finish(&prog, NULL);
@@ -344,7 +343,7 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     if (st == ZAYA_OK) st = zaya_write_file_atomic(path, csv, strlen(csv));
     cJSON_Delete(root);
     if (st != ZAYA_OK) {
-        fprintf(stderr, "zaya %s: error: %s\n", mb.name, zaya_error_message());
+        zaya_cli_error(mb.name, NULL);
         return 1;
     }
     printf("# results written to %s (%s)\n", outdir, train ? "train.json, train.csv" : "model.json, model.csv");

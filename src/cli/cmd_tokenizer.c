@@ -11,11 +11,6 @@
 #include "zaya/timer.h"
 #include "zaya/tokenizer.h"
 
-static int fail(const char *cmd) {
-    fprintf(stderr, "zaya tokenizer %s: error: %s\n", cmd, zaya_error_message());
-    return 1;
-}
-
 /* ---- train ---- */
 
 int zaya_cmd_tokenizer_train(int argc, char **argv) {
@@ -47,12 +42,12 @@ int zaya_cmd_tokenizer_train(int argc, char **argv) {
     zaya_tokenizer *t;
     zaya_bpe_train_stats st;
     if (zaya_tokenizer_train_with_stats((const char *const *)args.pos, args.npos, &opts, &t, &st) != ZAYA_OK)
-        return fail("train");
+        return zaya_cli_error("tokenizer train", NULL);
     char path[4096];
     if (zaya_mkdir_p(outdir) != ZAYA_OK || zaya_path_join(path, sizeof path, outdir, "tokenizer.json") != ZAYA_OK ||
         zaya_tokenizer_save(t, path) != ZAYA_OK) {
         zaya_tokenizer_free(t);
-        return fail("train");
+        return zaya_cli_error("tokenizer train", NULL);
     }
     double secs = st.seconds_count + st.seconds_merge;
     printf("input            %.2f MB (%" PRId64 " pre-tokens, %" PRId64 " unique)\n", st.bytes / 1e6, st.pretokens,
@@ -76,7 +71,7 @@ int zaya_cmd_tokenizer_train(int argc, char **argv) {
     if (s == ZAYA_OK) s = zaya_json_write_file(path, j, 1);
     cJSON_Delete(j);
     zaya_tokenizer_free(t);
-    if (s != ZAYA_OK) return fail("train");
+    if (s != ZAYA_OK) return zaya_cli_error("tokenizer train", NULL);
     printf("wrote            %s/tokenizer.json\n", outdir);
     return 0;
 }
@@ -107,14 +102,14 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
     if (!tok_path) return zaya_flags_usage_error(&spec, "--tokenizer is required");
     if ((text != NULL) == (args.npos == 1) || args.npos > 1) return zaya_flags_usage_error(&spec, "give either --text STR or one FILE");
     zaya_tokenizer *t;
-    if (zaya_tokenizer_load(tok_path, &t) != ZAYA_OK) return fail("encode");
+    if (zaya_tokenizer_load(tok_path, &t) != ZAYA_OK) return zaya_cli_error("tokenizer encode", NULL);
     char *data = NULL;
     size_t len;
     if (text) {
         len = strlen(text);
     } else if (zaya_read_file(args.pos[0], &data, &len) != ZAYA_OK) {
         zaya_tokenizer_free(t);
-        return fail("encode");
+        return zaya_cli_error("tokenizer encode", NULL);
     }
     if (pre_tokens) {
         size_t *lens = NULL, np = 0;
@@ -124,7 +119,7 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
         free(lens);
         free(data);
         zaya_tokenizer_free(t);
-        return ps == ZAYA_OK ? 0 : fail("encode");
+        return ps == ZAYA_OK ? 0 : zaya_cli_error("tokenizer encode", NULL);
     }
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
@@ -146,7 +141,7 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
     free(ids);
     free(data);
     zaya_tokenizer_free(t);
-    return s == ZAYA_OK ? 0 : fail("encode");
+    return s == ZAYA_OK ? 0 : zaya_cli_error("tokenizer encode", NULL);
 }
 
 /* ---- decode ---- */
@@ -219,12 +214,12 @@ int zaya_cmd_tokenizer_decode(int argc, char **argv) {
     }
     if (s != ZAYA_OK) {
         free(ids);
-        return fail("decode");
+        return zaya_cli_error("tokenizer decode", NULL);
     }
     zaya_tokenizer *t;
     if (zaya_tokenizer_load(tok_path, &t) != ZAYA_OK) {
         free(ids);
-        return fail("decode");
+        return zaya_cli_error("tokenizer decode", NULL);
     }
     char *text;
     size_t len;
@@ -235,5 +230,5 @@ int zaya_cmd_tokenizer_decode(int argc, char **argv) {
     }
     free(ids);
     zaya_tokenizer_free(t);
-    return s == ZAYA_OK ? 0 : fail("decode");
+    return s == ZAYA_OK ? 0 : zaya_cli_error("tokenizer decode", NULL);
 }

@@ -12,6 +12,7 @@
 #include "tokenizer/corpus.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/proc.h"
 #include "zaya/timer.h"
 #include "zaya/tokenizer.h"
 
@@ -70,21 +71,6 @@ static const char hf_script[] =
     "print(json.dumps({'seconds': best, 'cpu_seconds': cpu, 'tokens': len(ids), 'version': tokenizers.__version__,\n"
     "                  'valid_utf8': valid}))\n";
 
-static void shell_quote(char *out, size_t cap, const char *s) {
-    size_t o = 0;
-    if (o < cap - 1) out[o++] = '\'';
-    for (; *s && o + 5 < cap; s++) {
-        if (*s == '\'') {
-            memcpy(out + o, "'\\''", 4);
-            o += 4;
-        } else {
-            out[o++] = *s;
-        }
-    }
-    if (o < cap - 1) out[o++] = '\'';
-    out[o] = '\0';
-}
-
 typedef struct hf_result {
     int ok;
     double seconds, cpu_seconds;
@@ -96,7 +82,7 @@ typedef struct hf_result {
 
 static void run_hf(const char *python, const char *tok_path, const char *outdir, const buffer *in, const int64_t *cuts,
                    size_t ndocs, int repeat, const int32_t *ids, size_t n, hf_result *r) {
-    char script[4096], text[4096], idsf[4096], cutsf[4096], cmd[32768], q[6][4200];
+    char script[4096], text[4096], idsf[4096], cutsf[4096];
     memset(r, 0, sizeof *r);
     if (zaya_path_join(script, sizeof script, outdir, "hf_bench.py") != ZAYA_OK ||
         zaya_path_join(text, sizeof text, outdir, "bench_input.tmp") != ZAYA_OK ||
@@ -108,20 +94,16 @@ static void run_hf(const char *python, const char *tok_path, const char *outdir,
         fprintf(stderr, "zaya tokenizer bench: warning: cannot prepare the HF run: %s\n", zaya_error_message());
         return;
     }
-    shell_quote(q[0], sizeof q[0], python);
-    shell_quote(q[1], sizeof q[1], script);
-    shell_quote(q[2], sizeof q[2], tok_path);
-    shell_quote(q[3], sizeof q[3], text);
-    shell_quote(q[4], sizeof q[4], cutsf);
-    shell_quote(q[5], sizeof q[5], idsf);
-    snprintf(cmd, sizeof cmd, "TOKENIZERS_PARALLELISM=false %s %s %s %s %s %s %d", q[0], q[1], q[2], q[3], q[4], q[5],
-             repeat);
-    FILE *p = popen(cmd, "r");
-    char line[1024] = "";
-    if (p) {
-        if (!fgets(line, sizeof line, p)) line[0] = '\0';
-        int st = pclose(p);
-        if (st != 0) line[0] = '\0';
+    char srep[16];
+    snprintf(srep, sizeof srep, "%d", repeat);
+    char *argv[] = {(char *)python, script, (char *)tok_path, text, cutsf, idsf, srep, NULL};
+    const char *env[] = {"TOKENIZERS_PARALLELISM=false", NULL};
+    zaya_proc_opts po = {.env = env};
+    zaya_proc_result pr;
+    char *outp = NULL, line[1024] = "";
+    if (zaya_proc_capture(argv, &po, sizeof line - 1, &outp, NULL, &pr) == ZAYA_OK) {
+        if (zaya_proc_ok(&pr)) snprintf(line, sizeof line, "%.*s", (int)strcspn(outp, "\n"), outp);
+        free(outp);
     }
     cJSON *j = line[0] ? cJSON_Parse(line) : NULL;
     if (j) {
@@ -185,8 +167,7 @@ int zaya_cmd_tokenizer_bench(int argc, char **argv) {
 
     zaya_tokenizer *t;
     if (zaya_tokenizer_load(tok_path, &t) != ZAYA_OK) {
-        fprintf(stderr, "zaya tokenizer bench: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("tokenizer bench", NULL);
     }
     buffer in = {0};
     zaya_status s = zaya_corpus_walk((const char *const *)args.pos, args.npos, max_bytes, append, &in, NULL);
@@ -222,7 +203,7 @@ int zaya_cmd_tokenizer_bench(int argc, char **argv) {
         if (dc < best_cpu) best_cpu = dc;
     }
     if (s != ZAYA_OK) {
-        fprintf(stderr, "zaya tokenizer bench: error: %s\n", zaya_error_message());
+        zaya_cli_error("tokenizer bench", NULL);
         free(in.data), free(ids), free(cuts), zaya_tokenizer_free(t);
         return 1;
     }
@@ -269,8 +250,7 @@ int zaya_cmd_tokenizer_bench(int argc, char **argv) {
     cJSON_Delete(j);
     free(in.data), free(ids), free(cuts), zaya_tokenizer_free(t);
     if (s != ZAYA_OK) {
-        fprintf(stderr, "zaya tokenizer bench: error: %s\n", zaya_error_message());
-        return 1;
+        return zaya_cli_error("tokenizer bench", NULL);
     }
     printf("results in %s/bench.json\n", outdir);
     return 0;

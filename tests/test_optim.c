@@ -11,6 +11,7 @@
 #include "zaya/balance.h"
 #include "zaya/kernels.h"
 #include "zaya/optim.h"
+#include "zaya/train.h"
 #include "zaya/rng.h"
 #include "zaya/spike.h"
 #include "zaya/threads.h"
@@ -588,6 +589,76 @@ static void test_balancer_collapse(void) {
     CHECK(sign.mean_max <= 1.5 / E, "sign rule: mean max share %.3f", sign.mean_max);
 }
 
+/* Refinement on one batch (balancing in the forward): tokens come in two kinds, and within a kind the
+ * margin between its two experts is clustered within +-1e-4 while the scores' spread is ~1e-2 (a
+ * common shift per token). A controller step of lr * spread flips a whole cluster at once (bang-bang);
+ * the refinement's halving steps close in on the balance point. Also checked step by step against a
+ * double reference of the rule. */
+static void test_balancer_refine(void) {
+    enum { E = 4, E1 = 5, NTOK = 2048 };
+    fx_table f;
+    memset(&f, 0, sizeof f);
+    fx_add(&f, "model.layers.0.mlp.gate.balancing_biases", ZAYA_OPT_NONE, 1, E1, 0, 0, 0);
+    float *probs = th_alloc(NTOK * E1);
+    for (int64_t i = 0; i < NTOK; i++) {
+        float *p = probs + i * E1;
+        const int kind = (int)(i & 1); /* experts 0/1 or 2/3 */
+        const double u = 0.02 * (zaya_rng_uniform_at(31, 1, (uint64_t)i) - 0.5);
+        const double d = 2e-4 * (zaya_rng_uniform_at(31, 2, (uint64_t)i) - 0.5) + 3e-5;
+        for (int e = 0; e < E1; e++) p[e] = 0.05f;
+        p[2 * kind] = (float)(0.4 + u + d);
+        p[2 * kind + 1] = (float)(0.4 + u);
+    }
+    double psum[E];
+    const double sigma = sqrt(spread_sum(probs, NTOK, E, psum) / ((double)NTOK * E));
+    double max_share[2];
+    for (int mode = 0; mode < 2; mode++) { /* 0: controller updates only; 1: one update, then refinement steps */
+        zaya_balancer_config cfg;
+        zaya_balancer_config_default(&cfg);
+        zaya_balancer b;
+        CHECK(zaya_balancer_init(&b, f.t, f.n, &cfg) == ZAYA_OK, "init");
+        float *params = th_alloc(f.nfloats);
+        float *bias = params + f.t[0].offset;
+        bias[E] = -1.0f;
+        double ref[E] = {0}, rstep[E] = {0}, rsign[E] = {0};
+        int64_t cnt[E1];
+        int exact = 1;
+        const int iters = ZAYA_TRAIN_BALANCE_ITERS_FORWARD; /* the trainer's default in the forward */
+        for (int k = 0; k < iters; k++) {
+            zaya_top1_biased_count(cnt, probs, bias, NTOK, E1);
+            if (mode == 0 || k == 0) {
+                zaya_balancer_update_layer(&b, 0, cnt, sigma, params, k + 1);
+                if (mode == 1) {
+                    zaya_balancer_refine_begin(&b, cfg.lr * sigma);
+                    for (int e = 0; e < E; e++) ref[e] = bias[e], rstep[e] = cfg.lr * sigma, rsign[e] = 0;
+                }
+                continue;
+            }
+            zaya_balancer_refine_layer(&b, 0, cnt, params);
+            for (int e = 0; e < E; e++) { /* the rule in double */
+                double g = (double)cnt[e] / NTOK - 1.0 / E, sg = (g > 0) - (g < 0);
+                if (sg * rsign[e] < 0) rstep[e] *= 0.5;
+                else if (sg * rsign[e] > 0) rstep[e] *= 1.5;
+                ref[e] = (float)(ref[e] - rstep[e] * sg);
+                rsign[e] = sg;
+                exact &= bias[e] == (float)ref[e];
+            }
+        }
+        if (mode == 1) CHECK(exact, "refinement steps differ from the double reference");
+        zaya_top1_biased_count(cnt, probs, bias, NTOK, E1);
+        zaya_load_stats st;
+        zaya_load_stats_compute(cnt, E, &st);
+        max_share[mode] = st.max_share;
+        zaya_balancer_free(&b);
+        free(params);
+    }
+    printf("clustered margins (E=4, ideal 0.25): max share after %d controller updates %.3f, after 1 + %d refinement steps %.3f\n",
+           ZAYA_TRAIN_BALANCE_ITERS_FORWARD, max_share[0], ZAYA_TRAIN_BALANCE_ITERS_FORWARD - 1, max_share[1]);
+    CHECK(max_share[0] > 0.35, "the controller alone is expected to bang-bang here (%.3f)", max_share[0]);
+    CHECK(max_share[1] <= 0.3, "refinement: max share %.3f (> 0.3)", max_share[1]);
+    free(probs);
+}
+
 static void test_balancer(void) {
     const int E = 8, L = 2;
     const int64_t ntok = 2048;
@@ -772,6 +843,7 @@ int main(void) {
     test_grad_norm();
     test_state();
     test_balancer();
+    test_balancer_refine();
     test_balancer_collapse();
     test_spike();
     return th_finish("test_optim");

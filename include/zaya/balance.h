@@ -96,6 +96,8 @@ typedef struct zaya_balancer {
     float *mean_f32;      /* [layers * E * 2]: score_mean as (hi, lo) floats for checkpoints */
     int drift_ready;      /* score_mean holds a previous batch */
     zaya_load_stats *stats; /* [layers]: of the counts given to the last update */
+    double *refine_step;  /* [E] per-expert step of the refinement in progress */
+    int *refine_sign;     /* [E] sign of each expert's load error at its previous iteration */
 } zaya_balancer;
 
 /* Finds the balancing-bias buffers in the tensor table (one per layer, E + 1 entries). */
@@ -120,6 +122,14 @@ void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double 
 /* One update of layer l alone from its counts[E + 1] and step unit sigma, as the t-th update of its
  * moments (Adam's bias correction; b->steps is left to the caller). Fills b->stats[l]. */
 void zaya_balancer_update_layer(zaya_balancer *b, int layer, const int64_t *counts, double sigma, float *params, int64_t t);
+/* Refinement on one batch (balancing in the forward, after the controller's update): per expert a sign
+ * step b_e -= s_e sign(p_e - 1/E), s_e halved when the expert's load error changes sign since the
+ * previous iteration (the balance point lies between) and grown 1.5x while it keeps it, from s_e =
+ * step0. Selection is a step function of the biases: when many tokens' top-1/top-2 margins cluster, a
+ * step of the score spread moves all of them at once and the controller alone oscillates (bang-bang);
+ * the shrinking steps close in on the balance point of this batch. Not state of the run. */
+void zaya_balancer_refine_begin(zaya_balancer *b, double step0);
+void zaya_balancer_refine_layer(zaya_balancer *b, int layer, const int64_t *counts, float *params);
 /* Drift compensation, after the step's updates: psums[layers * E] (zaya_model.route_psum summed over
  * the global batch) gives each expert's batch-mean score; its change since the previous call is
  * subtracted from the bias (times cfg.drift). counts gives the token totals. */

@@ -96,7 +96,10 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
     b->v = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
     b->score_mean = zaya_calloc((size_t)layers * (size_t)E, sizeof(double));
     b->mean_f32 = zaya_calloc((size_t)layers * (size_t)E * 2, sizeof(float));
-    if (!b->bias_offset || !b->stats || !b->m || !b->v || !b->score_mean || !b->mean_f32) {
+    b->refine_step = zaya_calloc((size_t)E, sizeof(double));
+    b->refine_sign = zaya_calloc((size_t)E, sizeof(int));
+    if (!b->bias_offset || !b->stats || !b->m || !b->v || !b->score_mean || !b->mean_f32 || !b->refine_step ||
+        !b->refine_sign) {
         zaya_balancer_free(b);
         return zaya_error_set(ZAYA_ENOMEM, "balancer: cannot allocate state for %d layers", layers);
     }
@@ -112,6 +115,8 @@ void zaya_balancer_free(zaya_balancer *b) {
     zaya_free(b->v);
     zaya_free(b->score_mean);
     zaya_free(b->mean_f32);
+    zaya_free(b->refine_step);
+    zaya_free(b->refine_sign);
     memset(b, 0, sizeof *b);
 }
 
@@ -141,6 +146,29 @@ void zaya_balancer_update_layer(zaya_balancer *b, int l, const int64_t *cnt, dou
         v[e] = (float)vj;
         double d = c->rule == ZAYA_BALANCE_SIGN ? (g > 0) - (g < 0) : (mj / bc1) / (sqrt(vj / bc2) + c->eps);
         bias[e] = (float)(bias[e] - step * d);
+    }
+}
+
+void zaya_balancer_refine_begin(zaya_balancer *b, double step0) {
+    for (int e = 0; e < b->num_experts; e++) {
+        b->refine_step[e] = step0;
+        b->refine_sign[e] = 0;
+    }
+}
+
+void zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, float *params) {
+    const int E = b->num_experts;
+    int64_t tokens = 0;
+    for (int e = 0; e <= E; e++) tokens += cnt[e];
+    if (tokens == 0) return;
+    float *bias = params + b->bias_offset[l];
+    for (int e = 0; e < E; e++) { /* the skip class stays fixed */
+        const double g = (double)cnt[e] / (double)tokens - 1.0 / E;
+        const int sg = (g > 0) - (g < 0);
+        if (sg * b->refine_sign[e] < 0) b->refine_step[e] *= 0.5; /* crossed the balance point: narrow in */
+        else if (sg * b->refine_sign[e] > 0) b->refine_step[e] *= 1.5;
+        bias[e] = (float)((double)bias[e] - b->refine_step[e] * sg);
+        b->refine_sign[e] = sg;
     }
 }
 

@@ -84,6 +84,7 @@ typedef struct zaya_trainer {
     /* balancing in the forward (ZAYA_BALANCE_FORWARD): the balancer's update count when the step
      * began, the micro-batch in flight, and the first error of a hook (checked after the forward) */
     double *bal_scratch;   /* [E + 2] the hook's all-reduce */
+    int bal_iters;         /* opts->balance_iters resolved for the mode */
     int64_t bal_t0;
     double bal_wait_s;     /* seconds in the hook's all-reduces this step (world > 1) */
     int64_t bal_mb;

@@ -36,7 +36,7 @@ void zaya_train_opts_default(zaya_train_opts *o) {
     o->balance_rule = ZAYA_BALANCE_ADAM;
     o->balance_units = ZAYA_BALANCE_SPREAD;
     o->balance_mode = ZAYA_BALANCE_FORWARD;
-    o->balance_iters = 8;
+    o->balance_iters = 0; /* the mode's default: ZAYA_TRAIN_BALANCE_ITERS_FORWARD or _STEP */
     o->eval_every = 100;
     o->eval_batches = 4;
     o->log_every = 10;
@@ -147,6 +147,8 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
     bc.drift = o->balance_drift;
     bc.units = (zaya_balance_units)o->balance_units;
     ZAYA_TRY(zaya_balancer_init(&t->balancer, t->model.tensors, t->model.ntensors, &bc));
+    t->bal_iters = o->balance_iters > 0 ? o->balance_iters
+                   : o->balance_mode == ZAYA_BALANCE_FORWARD ? ZAYA_TRAIN_BALANCE_ITERS_FORWARD : ZAYA_TRAIN_BALANCE_ITERS_STEP;
     zaya_spike_config sc;
     zaya_spike_config_default(&sc);
     if (o->spike_z > 0) sc.threshold = o->spike_z;
@@ -248,12 +250,19 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     /* first the shift of the batch-mean scores since the previous batch (drift compensation), then
      * the controller on what is left */
     if (s == ZAYA_OK) zaya_balancer_follow_drift_layer(&t->balancer, l, sp + 2, sp[1], m->params);
-    const int K = t->opts->balance_iters;
+    /* ZAYA1's controller update (Adam, the run's state), then balance_iters - 1 refinement steps on
+     * this batch, each from the selection the current biases make */
+    const int K = t->bal_iters;
     for (int k = 0; k < K && s == ZAYA_OK; k++) {
         zaya_model_route_count_layer(m, l, cnt);
         s = zaya_dp_allreduce_counts(&t->dp, cnt, (int)E1);
-        if (s == ZAYA_OK)
-            zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb * K + k + 1);
+        if (s != ZAYA_OK) break;
+        if (k == 0) {
+            zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb + 1);
+            zaya_balancer_refine_begin(&t->balancer, t->balancer.cfg.lr * sigma);
+        } else {
+            zaya_balancer_refine_layer(&t->balancer, l, cnt, m->params);
+        }
     }
     if (t->world > 1) {
         zaya_hb_section(ZAYA_FT_FORWARD, t->step);
@@ -339,7 +348,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     }
     sm->lr = si->lr * t->opts->lr_scale * zaya_ft_lr_factor(t);
     if (in_forward) /* the biases moved inside the forwards, skipped step or not (selection reads the f32 biases) */
-        t->balancer.steps = t->bal_t0 + t->accum * t->opts->balance_iters;
+        t->balancer.steps = t->bal_t0 + t->accum;
     if (!sm->skipped) {
         zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
@@ -353,7 +362,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
             zaya_balancer_update(&t->balancer, t->route_counts, t->route_sigma, m->params);
             /* Further controller iterations on this step's own scores: recount the selection with the
              * new biases and update again, so that an overshoot is seen at once instead of a step later. */
-            for (int k = 1; k < t->opts->balance_iters; k++) {
+            for (int k = 1; k < t->bal_iters; k++) {
                 zaya_model_route_recount(m, t->recount);
                 ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
                 zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);

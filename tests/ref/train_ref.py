@@ -63,6 +63,7 @@ def main(d):
     in_forward = meta.get("balance_mode") == "forward"
     K = meta.get("balance_iters", 1)
     step_no = [0]
+    hook_margin = [1e9]  # smallest top-1/top-2 gap any selection inside the hook saw
 
     def adam_bias(l, counts, step, t, bb):
         g = counts[:E] / counts.sum() - 1.0 / E
@@ -83,9 +84,22 @@ def main(d):
             if step_no[0] > 0:
                 bb[:E] -= torch.tensor(meta["balance_drift"] * (now - drift_ref[l]))
             drift_ref[l] = now
+            # the controller's update, then K - 1 refinement steps: per-expert sign steps, halved when the
+            # expert's load error changes sign, grown 1.5x while it keeps it
+            st, prev = np.full(E, step), np.zeros(E)
             for k in range(K):
-                choice = (probs + bb).argmax(-1).flatten().numpy()
-                adam_bias(l, np.bincount(choice, minlength=E + 1), step, step_no[0] * K + k + 1, bb)
+                biased = probs + bb
+                top2 = biased.topk(2, -1).values
+                hook_margin[0] = min(hook_margin[0], float((top2[..., 0] - top2[..., 1]).min()))
+                choice = biased.argmax(-1).flatten().numpy()
+                counts = np.bincount(choice, minlength=E + 1)
+                if k == 0:
+                    adam_bias(l, counts, step, step_no[0] + 1, bb)
+                    continue
+                sg = np.sign(counts[:E] / counts.sum() - 1.0 / E)
+                st = np.where(prev * sg < 0, st * 0.5, np.where(prev * sg > 0, st * 1.5, st))
+                bb[:E] -= torch.tensor(st * sg)
+                prev = sg
 
     if in_forward:
         model.route_hook = route_hook
@@ -101,7 +115,7 @@ def main(d):
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
         loss.backward()
         losses.append(loss.item())
-        margin = min(margin, info["min_margin"])
+        margin = min(margin, info["min_margin"], hook_margin[0])
         norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in trainable))
         scale = min(1.0, meta["clip"] / (norm + 1e-6))
         with torch.no_grad():

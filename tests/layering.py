@@ -45,6 +45,13 @@ def main(root):
     for h in sorted(os.listdir(os.path.join(root, 'include', 'zaya'))):
         if h.endswith('.h') and h[:-2] not in owner:
             errors.append('include/zaya/%s: no layer assigned (add it to tests/layering.py)' % h)
+    # every source of src/ belongs to a layer folder (a file elsewhere would be built by no target)
+    for dirpath, _, files in os.walk(os.path.join(root, 'src')):
+        rel = os.path.relpath(dirpath, os.path.join(root, 'src'))
+        for name in files:
+            if name.endswith(('.c', '.h')) and (rel == '.' or rel.split(os.sep)[0] not in layers or os.sep in rel):
+                errors.append('src/%s: not in a layer folder (src/<layer>/, one of: %s)' %
+                              (os.path.normpath(os.path.join(rel, name)), ' '.join(layers)))
     inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
     for layer in layers:
         d = os.path.join(root, 'src', layer)

@@ -98,27 +98,19 @@ static size_t contraction_ci(const uint8_t *s, size_t n, size_t i) {
     return 0;
 }
 
-size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
-    size_t k = contraction_ci(s, n, i);
-    if (k) return i + k;
-    int len, len2;
-    int c = char_at(s, n, i, &len);
-    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
-    if (c == ZAYA_CHAR_LETTER) return run_of(s, n, i, ZAYA_CHAR_LETTER);
-    if (c != ZAYA_CHAR_NUMBER && !is_nl(s[i]) && i + (size_t)len < n &&
-        char_at(s, n, i + (size_t)len, &len2) == ZAYA_CHAR_LETTER)
-        return run_of(s, n, i + (size_t)len, ZAYA_CHAR_LETTER);
-    /* \p{N}{1,3} */
+/* The alternatives both regex families end with, at i whose class is c: \p{N}{1,3} |
+ *  ?[^\s\p{L}\p{N}]+[\r\n]* (o200k: [\r\n/]*, `slash`) | \s*[\r\n]+ | \s+(?!\S) | \s+. */
+static size_t regex_tail(const uint8_t *s, size_t n, size_t i, int c, int slash) {
+    int len2;
     if (c == ZAYA_CHAR_NUMBER) {
         size_t j = i;
         for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
         return j;
     }
-    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
     size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
     if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
         j = run_of_other(s, n, j);
-        while (j < n && is_nl(s[j])) j++;
+        while (j < n && (is_nl(s[j]) || (slash && s[j] == '/'))) j++;
         return j;
     }
     /* Whitespace at i. \s*[\r\n]+: up to the last newline of the run; \s+(?!\S): all of it at the end of
@@ -132,6 +124,19 @@ size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
     if (nl_end) return nl_end;
     if (end == n || last == i) return end;
     return last;
+}
+
+size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
+    size_t k = contraction_ci(s, n, i);
+    if (k) return i + k;
+    int len, len2;
+    int c = char_at(s, n, i, &len);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    if (c == ZAYA_CHAR_LETTER) return run_of(s, n, i, ZAYA_CHAR_LETTER);
+    if (c != ZAYA_CHAR_NUMBER && !is_nl(s[i]) && i + (size_t)len < n &&
+        char_at(s, n, i + (size_t)len, &len2) == ZAYA_CHAR_LETTER)
+        return run_of(s, n, i + (size_t)len, ZAYA_CHAR_LETTER);
+    return regex_tail(s, n, i, c, 0);
 }
 
 /* ---- o200k (GPT-4o):
@@ -180,7 +185,7 @@ static size_t o200k_word(const uint8_t *s, size_t n, size_t j, int alt) {
 }
 
 size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
-    int len, len2;
+    int len;
     int c = char_at(s, n, i, &len);
     int prefix = !is_nl(s[i]) && c != ZAYA_CHAR_LETTER && c != ZAYA_CHAR_NUMBER;
     for (int alt = 1; alt <= 2; alt++) {
@@ -188,24 +193,5 @@ size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
         if (prefix && i + (size_t)len < n && (r = o200k_word(s, n, i + (size_t)len, alt)) != NO_MATCH) return r;
         if ((r = o200k_word(s, n, i, alt)) != NO_MATCH) return r;
     }
-    if (c == ZAYA_CHAR_NUMBER) {
-        size_t j = i;
-        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
-        return j;
-    }
-    size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
-    if (char_at(s, n, j, &len2) == ZAYA_CHAR_OTHER) {
-        j = run_of_other(s, n, j);
-        while (j < n && (is_nl(s[j]) || s[j] == '/')) j++;
-        return j;
-    }
-    size_t end = i, last = i, nl_end = 0;
-    while (end < n && char_at(s, n, end, &len2) == ZAYA_CHAR_SPACE) {
-        last = end;
-        if (is_nl(s[end])) nl_end = end + 1;
-        end += (size_t)len2;
-    }
-    if (nl_end) return nl_end;
-    if (end == n || last == i) return end;
-    return last;
+    return regex_tail(s, n, i, c, 1);
 }

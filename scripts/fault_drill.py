@@ -442,6 +442,16 @@ class Trial:
             time.sleep(0.003)
         return None
 
+    def start_to_target(self):
+        """Starts the supervised run and waits for a random target step: (sup, rank 0's record), or
+        (sup, None) with a note when the run ended first (it has then been waited for)."""
+        sup = self.start()
+        rec = self.wait_step(sup, self.target_step())
+        if rec is None:
+            sup.wait(TRIAL_TIMEOUT)
+            self.r["note"] = "the run ended before the target step"
+        return sup, rec
+
     def target_step(self, lo=5):
         s = self.rng.randint(lo, STEPS - 4)
         self.r["target"] = s
@@ -503,11 +513,8 @@ class Trial:
 
 def run_signal(tr, sig, detect_re, pick_rank=False):
     """kill9, sigstop, sigterm, kill9-rank, sigstop-rank: a signal to a trainer rank at a random step."""
-    sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step())
+    sup, rec = tr.start_to_target()
     if rec is None:
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "the run ended before the target step"
         return
     pids = tr.rank_pids()
     rank = tr.rng.randrange(tr.ranks) if pick_rank else 0
@@ -685,11 +692,8 @@ def run_diskfull(tr):
         return
     try:
         tr.train_dir = os.path.join(mnt, "train")
-        sup = tr.start()
-        rec = tr.wait_step(sup, tr.target_step())
+        sup, rec = tr.start_to_target()
         if rec is None:
-            sup.wait(TRIAL_TIMEOUT)
-            tr.r["note"] = "the run ended before the target step"
             return
         pids = tr.rank_pids()
         mon = Monitor(tr, pids)
@@ -725,11 +729,8 @@ def run_diskfull(tr):
 def run_sup_signal(tr, sig):
     """kill9-sup, sigterm-sup: a signal to the supervisor itself; its ranks must end with it (kill -9:
     within 2 s; SIGTERM: after a checkpoint, exit 75), and the same command rerun must complete."""
-    sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step())
+    sup, rec = tr.start_to_target()
     if rec is None:
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "the run ended before the target step"
         return
     pids = tr.rank_pids()
     mon = Monitor(tr, pids)
@@ -759,11 +760,8 @@ def run_sup_signal(tr, sig):
 def run_two_sup(tr):
     """A second supervisor with the same -o while the first runs: refused at once naming the holder's
     pid; the first run completes with no incident, bit-exact."""
-    sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step())
+    sup, rec = tr.start_to_target()
     if rec is None:
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "the run ended before the target step"
         return
     mon = Monitor(tr, tr.rank_pids())
     mon.start()
@@ -785,11 +783,8 @@ def run_two_sup(tr):
 
 def run_kill_mpirun(tr):
     """kill -9 of mpirun (2 ranks): no rank of the attempt may be alive when the next one starts."""
-    sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step())
+    sup, rec = tr.start_to_target()
     if rec is None:
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "the run ended before the target step"
         return
     pids = tr.rank_pids()
     mpirun = [c for c in children(sup.p.pid) if "mpirun" in open("/proc/%d/cmdline" % c).read()]

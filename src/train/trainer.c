@@ -283,9 +283,10 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     memset(t->route_stats, 0, sizeof(double) * (size_t)(L * E1));
     double loss_sum = 0;
     const int in_forward = t->opts->balance_mode == ZAYA_BALANCE_FORWARD;
+    /* the controller's step of this step (ramped over balance_warmup steps), in either mode */
+    const double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
+    t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
     if (in_forward) {
-        double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
-        t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
         t->bal_t0 = t->balancer.steps;
         t->bal_status = ZAYA_OK;
         t->bal_wait_s = 0;
@@ -355,8 +356,6 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
         if (!in_forward) {
-            double ramp = t->opts->balance_warmup > 0 ? (double)(t->step + 1) / (double)t->opts->balance_warmup : 1.0;
-            t->balancer.cfg.lr = t->opts->balance_lr * (ramp < 1.0 ? ramp : 1.0);
             /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
             zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);
             zaya_balancer_update(&t->balancer, t->route_counts, t->route_sigma, m->params);

@@ -69,7 +69,7 @@ def zaya_decode(zaya, tok, ids):
     r = subprocess.run([zaya, "tokenizer", "decode", "-t", tok], input=" ".join(map(str, ids)).encode(),
                        capture_output=True)
     if r.returncode != 0:
-        raise RuntimeError(f"zaya tokenizer decode failed: {r.stderr}")
+        raise RuntimeError(f"zaya tokenizer decode failed: {r.stderr.decode(errors='replace')}")
     return r.stdout
 
 

@@ -37,7 +37,7 @@ try:
 except ImportError:
     print("tokenizer_families: the `tokenizers` package is not installed for", sys.executable, "(run scripts/setup.sh)")
     sys.exit(77)
-from tokenizer_compat import corpus_files, sample_texts  # noqa: E402
+from tokenizer_compat import corpus_files, sample_texts, zaya_decode  # noqa: E402
 
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -188,14 +188,6 @@ def zaya_encode(zaya, tok, path, extra):
     if r.returncode != 0:
         raise RuntimeError(f"zaya tokenizer encode failed: {r.stderr}")
     return [int(x) for x in r.stdout.split()]
-
-
-def zaya_decode(zaya, tok, ids):
-    r = subprocess.run([zaya, "tokenizer", "decode", "-t", tok], input=" ".join(map(str, ids)).encode(),
-                       capture_output=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"zaya tokenizer decode failed: {r.stderr.decode(errors='replace')}")
-    return r.stdout
 
 
 def check_style(zaya, name, tok_path, texts, work):

@@ -104,4 +104,11 @@ grep -q "model-r00000.safetensors" "$D/err" && grep -q "checksum" "$D/err" || fa
 "$ZAYA" ckpt reshape "$D/ck2" -o "$D/x" > /dev/null 2>&1; [ $? -eq 2 ] || fail "missing --world-size is a usage error"
 "$ZAYA" ckpt export-hf "$D/ck2" -o "$D/x" --dtype f64 > /dev/null 2>&1; [ $? -eq 2 ] || fail "bad --dtype is a usage error"
 "$ZAYA" ckpt import-hf "$D/ck" -o "$D/x" > /dev/null 2> "$D/err"; [ $? -eq 1 ] || fail "importing a non-HF dir"
+# the random init exported without a checkpoint (its values: test_infer_weights)
+"$ZAYA" ckpt export-hf -c zaya1-tiny --random-init 3 -o "$D/hf_rand" --shard-size 4M > "$D/out" || fail "export-hf --random-init"
+grep -q "^exported [0-9]* shards (bf16)" "$D/out" || fail "random export report: $(cat "$D/out")"
+"$ZAYA" ckpt export-hf -c zaya1-tiny -o "$D/x" > /dev/null 2> "$D/err"; [ $? -eq 2 ] || fail "--config without --random-init is a usage error"
+grep -q "go together" "$D/err" || fail "--config alone message: $(cat "$D/err")"
+"$ZAYA" ckpt export-hf "$D/ck" -c zaya1-tiny --random-init 3 -o "$D/x" > /dev/null 2>&1; [ $? -eq 2 ] || fail "checkpoint and --random-init together"
+"$ZAYA" ckpt export-hf -c nosuch --random-init 3 -o "$D/x" > /dev/null 2>&1; [ $? -eq 1 ] || fail "unknown preset exit code"
 echo "ckpt_cli: OK"

@@ -287,6 +287,54 @@ static void test_bytes_read(const zaya_config *c) {
     zaya_infer_weights_free(&w);
 }
 
+/* An HF directory exported from the random init (streamed, several shards, f32 and bf16) holds the
+ * random store's values bit for bit; the bf16 one is used in place from its shards. Bad requests
+ * write nothing. */
+static void test_export_random(const zaya_config *c) {
+    zaya_infer_weights r[2];
+    const zaya_dtype dts[2] = {ZAYA_DTYPE_F32, ZAYA_DTYPE_BF16};
+    const zaya_st_dtype sts[2] = {ZAYA_ST_F32, ZAYA_ST_BF16};
+    for (int k = 0; k < 2; k++) {
+        CHECK(zaya_infer_weights_random(&r[k], c, dts[k], 11) == ZAYA_OK, "random store");
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/hf_random_%d", g_root, k);
+        zaya_hf_export_opts xo = {sts[k], 3000, NULL};
+        int nshards = 0;
+        CHECK(zaya_ckpt_export_hf_random(c, 11, dir, &xo, &nshards) == ZAYA_OK && nshards > 2,
+              "random export (%d shards): %s", nshards, zaya_error_message());
+        zaya_infer_weights w;
+        CHECK(zaya_infer_weights_load(&w, dir, dts[k], 1) == ZAYA_OK, "load export: %s", zaya_error_message());
+        if (!w.data) continue;
+        int64_t bad = 0;
+        for (int i = 0; i < w.ntensors; i++) {
+            const zaya_tensor_info *t = &w.tensors[i];
+            if (zaya_infer_is_matrix(t) || k == 0) {
+                const int64_t esz = zaya_infer_is_matrix(t) && k == 1 ? 2 : 4;
+                bad += memcmp(w.data[i], r[k].data[i], (size_t)(t->numel * esz)) != 0;
+                continue;
+            }
+            const float *a = w.data[i], *b = r[k].data[i]; /* vectors: stored bf16, read back as f32 */
+            for (int64_t j = 0; j < t->numel; j++)
+                if (a[j] != zaya_bf16_to_f32(zaya_f32_to_bf16(b[j]))) {
+                    bad++;
+                    break;
+                }
+        }
+        CHECK(bad == 0, "%s export: %lld tensors differ from the random store", k ? "bf16" : "f32", (long long)bad);
+        CHECK(k == 0 || w.mapped_bytes == w.matrix_bytes, "bf16 export used in place (%lld of %lld bytes mapped)",
+              (long long)w.mapped_bytes, (long long)w.matrix_bytes);
+        zaya_infer_weights_free(&w);
+        zaya_infer_weights_free(&r[k]);
+    }
+    zaya_config bad = *c;
+    bad.num_experts = 0;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/hf_random_bad", g_root);
+    CHECK(zaya_ckpt_export_hf_random(&bad, 1, dir, NULL, NULL) == ZAYA_EINVAL && strstr(zaya_error_message(), "num_experts"),
+          "invalid config refused naming the key: %s", zaya_error_message());
+    CHECK(access(dir, F_OK) != 0, "nothing written for an invalid config");
+}
+
 int main(void) {
     zaya_log_set_level(ZAYA_LOG_ERROR);
     snprintf(g_root, sizeof g_root, "/tmp/zaya_test_infer_weights_%d", (int)getpid());
@@ -295,6 +343,7 @@ int main(void) {
     test_sources_and_parity(&c);
     test_view(&c);
     test_bytes_read(&c);
+    test_export_random(&c);
     char cmd[320];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_root);
     if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_root);

@@ -253,6 +253,10 @@ typedef struct zaya_hf_export_opts {
     const char *tokenizer; /* tokenizer.json to copy (NULL: none) */
 } zaya_hf_export_opts;
 zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards);
+/* The same layout from the deterministic random init of cfg (zaya_model_init_weights' values for
+ * `seed`), generated tensor by tensor in pieces: an 8B model is written in a few MiB of memory. */
+zaya_status zaya_ckpt_export_hf_random(const struct zaya_config *cfg, uint64_t seed, const char *out_dir,
+                                       const zaya_hf_export_opts *o, int *nshards);
 typedef struct zaya_hf_import_opts {
     int skip_mode; /* -1: "zaya_skip_mode" of config.json, zero when absent; else a zaya_skip_mode that overrides it */
 } zaya_hf_import_opts;

@@ -80,6 +80,13 @@ zaya_status zaya_st_writer_meta(zaya_st_writer *w, const char *key, const char *
  * written; src must stay valid until finish. Conversions: F32 -> BF16; otherwise dtypes must match. */
 zaya_status zaya_st_writer_add(zaya_st_writer *w, const char *name, zaya_st_dtype dtype, int ndim,
                                const int64_t *shape, const void *src, zaya_st_dtype src_dtype);
+/* Produces count f32 values of a tensor starting at element `start` into dst (count <= 2^20). */
+typedef zaya_status (*zaya_st_fill_fn)(void *ctx, int64_t start, int64_t count, float *dst);
+/* Declares a tensor stored as `dtype` (F32 or BF16) whose values are produced piece by piece by
+ * fill(ctx, ...) when the file is written: nothing of the tensor is held in memory beyond one piece.
+ * ctx must stay valid until finish; an error of fill fails finish (the partial file is removed). */
+zaya_status zaya_st_writer_add_source(zaya_st_writer *w, const char *name, zaya_st_dtype dtype, int ndim,
+                                      const int64_t *shape, zaya_st_fill_fn fill, void *ctx);
 /* Writes header and data, fsyncs, renames (atomic mode), frees w. checksums[i] (optional) receives
  * the xxh3-64 of tensor i's stored bytes, offsets[i] (optional) its absolute file offset, both in
  * the order of add. *bytes (optional): file size. On failure the partial file is removed. */

@@ -380,22 +380,47 @@ static zaya_status copy_file(const char *src, const char *dst) {
     return s;
 }
 
-zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards_out) {
+/* Where exported values come from: a checkpoint's tensors, or the deterministic random init. */
+typedef struct export_source {
+    const zaya_config *cfg;
+    zaya_ckpt *ckpt;  /* NULL: random */
+    uint64_t seed;
+} export_source;
+
+typedef struct export_item {
+    const export_source *src;
+    const zaya_tensor_info *t;
+    int index;
+} export_item;
+
+static zaya_status export_fill(void *ctx, int64_t start, int64_t count, float *dst) {
+    const export_item *it = ctx;
+    if (it->src->ckpt) return zaya_ckpt_read_f32(it->src->ckpt, it->t->name, start, count, dst);
+    zaya_model_init_tensor(it->src->cfg, it->t, it->index, it->src->seed, start, count, dst);
+    return ZAYA_OK;
+}
+
+/* Shards in layout order, each tensor streamed from its source in pieces (memory: one piece). */
+static zaya_status export_model(const export_source *src, const char *out_dir, const zaya_hf_export_opts *o,
+                                int *nshards_out) {
     zaya_hf_export_opts opt = o ? *o : (zaya_hf_export_opts){ZAYA_ST_F32, 0, NULL};
     if (opt.shard_bytes <= 0) opt.shard_bytes = 5ll << 30;
     if (opt.dtype != ZAYA_ST_F32 && opt.dtype != ZAYA_ST_BF16) return zaya_error_set(ZAYA_EINVAL, "export dtype must be f32 or bf16");
-    zaya_ckpt *c;
-    ZAYA_TRY(zaya_ckpt_open_latest(&c, ckpt, 1));
-    zaya_config cfg;
-    const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
-    zaya_status s = sec ? zaya_config_from_json(sec, &cfg) : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    const zaya_config *cfg = src->cfg;
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;
-    if (s == ZAYA_OK) s = zaya_layout_build_public(&cfg, &t, &n, &nf);
+    zaya_status s = zaya_layout_build_public(cfg, &t, &n, &nf);
+    for (int i = 0; i < n && s == ZAYA_OK && src->ckpt; i++) { /* every tensor present before anything is written */
+        const zaya_ckpt_entry *e = zaya_ckpt_find(src->ckpt, t[i].name);
+        if (!e || e->numel != t[i].numel)
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' missing or of another size than its config says",
+                               src->ckpt->dir, t[i].name);
+    }
     if (s == ZAYA_OK) s = zaya_mkdir_p(out_dir);
-    /* group tensors into shards in layout order */
     int *shard_of = s == ZAYA_OK ? calloc((size_t)n, sizeof *shard_of) : NULL;
+    export_item *items = s == ZAYA_OK ? calloc((size_t)n, sizeof *items) : NULL;
+    if (s == ZAYA_OK && (!shard_of || !items)) s = zaya_error_set(ZAYA_ENOMEM, "export table");
     int nshards = 0;
     int64_t total = 0;
     if (s == ZAYA_OK) {
@@ -410,39 +435,27 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
             shard_of[i] = nshards - 1;
             cur += b;
             total += b;
+            items[i] = (export_item){src, &t[i], i};
         }
     }
     cJSON *index = cJSON_CreateObject();
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(index, "metadata"), "total_size", (double)total);
     cJSON *wmap = cJSON_AddObjectToObject(index, "weight_map");
     for (int k = 0, i0 = 0; k < nshards && s == ZAYA_OK; k++) {
-        int i1 = i0;
-        int64_t floats = 0;
-        while (i1 < n && shard_of[i1] == k) floats += t[i1++].numel;
-        float *buf = zaya_malloc((size_t)(floats ? floats : 1) * sizeof(float));
         char fname[96], path[1200];
         snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", k + 1, nshards);
         snprintf(path, sizeof path, "%s/%s", out_dir, fname);
         zaya_st_writer *w = NULL;
-        if (!buf) s = zaya_error_set(ZAYA_ENOMEM, "export buffer of %lld floats", (long long)floats);
-        if (s == ZAYA_OK) s = zaya_st_writer_init(&w, path, 1);
+        s = zaya_st_writer_init(&w, path, 1);
         if (s == ZAYA_OK) zaya_st_writer_meta(w, "format", "pt");
-        int64_t at = 0;
-        for (int i = i0; i < i1 && s == ZAYA_OK; i++) {
-            const zaya_ckpt_entry *e = zaya_ckpt_find(c, t[i].name);
-            if (!e || e->numel != t[i].numel) {
-                s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' missing or of another size than its config says", c->dir, t[i].name);
-                break;
-            }
-            s = zaya_ckpt_read_f32(c, t[i].name, 0, t[i].numel, buf + at);
-            if (s == ZAYA_OK) s = zaya_st_writer_add(w, t[i].name, opt.dtype, t[i].ndim, t[i].shape, buf + at, ZAYA_ST_F32);
-            at += t[i].numel;
+        int i = i0;
+        for (; i < n && shard_of[i] == k && s == ZAYA_OK; i++) {
+            s = zaya_st_writer_add_source(w, t[i].name, opt.dtype, t[i].ndim, t[i].shape, export_fill, &items[i]);
             cJSON_AddStringToObject(wmap, t[i].name, fname);
         }
         if (w && s == ZAYA_OK) s = zaya_st_writer_finish(w, NULL, NULL, NULL);
         else zaya_st_writer_abort(w);
-        zaya_free(buf);
-        i0 = i1;
+        i0 = i;
     }
     char path[1200];
     if (s == ZAYA_OK) {
@@ -450,7 +463,7 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
         s = zaya_json_write_file(path, index, 1);
     }
     if (s == ZAYA_OK) {
-        cJSON *cj = zaya_config_to_json(&cfg);
+        cJSON *cj = zaya_config_to_json(cfg);
         cJSON_AddStringToObject(cj, "dtype", opt.dtype == ZAYA_ST_BF16 ? "bfloat16" : "float32");
         snprintf(path, sizeof path, "%s/config.json", out_dir);
         s = zaya_json_write_file(path, cj, 1);
@@ -470,11 +483,32 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
         }
     }
     cJSON_Delete(index);
+    free(items);
     free(shard_of);
     free(t);
-    zaya_ckpt_close(c);
     if (nshards_out) *nshards_out = nshards;
     return s;
+}
+
+zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zaya_hf_export_opts *o, int *nshards_out) {
+    zaya_ckpt *c;
+    ZAYA_TRY(zaya_ckpt_open_latest(&c, ckpt, 1));
+    zaya_config cfg;
+    const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
+    zaya_status s = sec ? zaya_config_from_json(sec, &cfg) : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    if (s == ZAYA_OK) {
+        const export_source src = {&cfg, c, 0};
+        s = export_model(&src, out_dir, o, nshards_out);
+    }
+    zaya_ckpt_close(c);
+    return s;
+}
+
+zaya_status zaya_ckpt_export_hf_random(const zaya_config *cfg, uint64_t seed, const char *out_dir,
+                                       const zaya_hf_export_opts *o, int *nshards_out) {
+    ZAYA_TRY(zaya_config_validate(cfg));
+    const export_source src = {cfg, NULL, seed};
+    return export_model(&src, out_dir, o, nshards_out);
 }
 
 zaya_status zaya_ckpt_import_hf(const char *hf_dir_path, const char *out_root, const zaya_hf_import_opts *o,

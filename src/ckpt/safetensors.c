@@ -337,6 +337,8 @@ typedef struct st_item {
     int64_t shape[ZAYA_ST_MAX_DIMS];
     int64_t numel;
     const void *src;
+    zaya_st_fill_fn fill; /* when set, the values come from fill(ctx) instead of src */
+    void *ctx;
 } st_item;
 
 struct zaya_st_writer {
@@ -406,6 +408,18 @@ zaya_status zaya_st_writer_add(zaya_st_writer *w, const char *name, zaya_st_dtyp
     return ZAYA_OK;
 }
 
+zaya_status zaya_st_writer_add_source(zaya_st_writer *w, const char *name, zaya_st_dtype dtype, int ndim,
+                                      const int64_t *shape, zaya_st_fill_fn fill, void *ctx) {
+    if (dtype != ZAYA_ST_F32 && dtype != ZAYA_ST_BF16)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: tensor '%s': a streamed tensor is stored as F32 or BF16, not %s",
+                              w->path, name, dtype_names[dtype]);
+    if (!fill) return zaya_error_set(ZAYA_EINVAL, "%s: tensor '%s': no source", w->path, name);
+    ZAYA_TRY(zaya_st_writer_add(w, name, dtype, ndim, shape, NULL, ZAYA_ST_F32));
+    w->items[w->n - 1].fill = fill;
+    w->items[w->n - 1].ctx = ctx;
+    return ZAYA_OK;
+}
+
 void zaya_st_writer_abort(zaya_st_writer *w) {
     if (!w) return;
     for (int i = 0; i < w->n; i++) free(w->items[i].name);
@@ -416,9 +430,30 @@ void zaya_st_writer_abort(zaya_st_writer *w) {
     free(w);
 }
 
+/* A streamed tensor: pieces of scratch_n values from its source, converted when stored as BF16. */
+static zaya_status write_source(int fd, const char *path, const st_item *it, XXH3_state_t *h, uint16_t *scratch,
+                                float *piece, size_t scratch_n) {
+    for (int64_t i = 0; i < it->numel; i += (int64_t)scratch_n) {
+        size_t len = (size_t)(it->numel - i) < scratch_n ? (size_t)(it->numel - i) : scratch_n;
+        zaya_status s = it->fill(it->ctx, i, (int64_t)len, piece);
+        if (s != ZAYA_OK) return zaya_error_context(s, "%s: tensor '%s'", path, it->name);
+        const void *out = piece;
+        size_t bytes = len * sizeof(float);
+        if (it->dtype == ZAYA_ST_BF16) {
+            zaya_f32_to_bf16_n(scratch, piece, len);
+            out = scratch;
+            bytes = len * 2;
+        }
+        XXH3_64bits_update(h, out, bytes);
+        ZAYA_TRY(zaya_st_write_all(fd, out, bytes, path));
+    }
+    return ZAYA_OK;
+}
+
 static zaya_status write_tensor(int fd, const char *path, const st_item *it, XXH3_state_t *h, uint16_t *scratch,
-                                size_t scratch_n) {
+                                float *piece, size_t scratch_n) {
     XXH3_64bits_reset(h);
+    if (it->fill) return write_source(fd, path, it, h, scratch, piece, scratch_n);
     if (it->dtype == it->src_dtype) {
         size_t bytes = (size_t)it->numel * (size_t)dtype_sizes[it->dtype];
         const char *p = it->src;
@@ -466,9 +501,12 @@ zaya_status zaya_st_writer_finish(zaya_st_writer *w, uint64_t *checksums, uint64
     size_t jl = strlen(json), n = (8 + jl + 63) / 64 * 64 - 8;
     uint8_t *head = malloc(8 + n);
     uint16_t *scratch = malloc((1u << 20) * sizeof(uint16_t));
+    int streamed = 0;
+    for (int i = 0; i < w->n; i++) streamed |= w->items[i].fill != NULL;
+    float *piece = streamed ? malloc((1u << 20) * sizeof(float)) : NULL;
     XXH3_state_t *h = XXH3_createState();
     int fd = -1;
-    if (!head || !scratch || !h) {
+    if (!head || !scratch || !h || (streamed && !piece)) {
         s = zaya_error_set(ZAYA_ENOMEM, "safetensors writer buffers");
         goto done;
     }
@@ -483,7 +521,7 @@ zaya_status zaya_st_writer_finish(zaya_st_writer *w, uint64_t *checksums, uint64
     s = zaya_st_write_all(fd, head, 8 + n, w->tmp);
     uint64_t pos = 8 + n;
     for (int i = 0; i < w->n && s == ZAYA_OK; i++) {
-        s = write_tensor(fd, w->tmp, &w->items[i], h, scratch, 1u << 20);
+        s = write_tensor(fd, w->tmp, &w->items[i], h, scratch, piece, 1u << 20);
         if (checksums) checksums[i] = XXH3_64bits_digest(h);
         if (offsets) offsets[i] = pos;
         pos += (uint64_t)w->items[i].numel * (uint64_t)dtype_sizes[w->items[i].dtype];
@@ -498,6 +536,7 @@ done:
     if (s != ZAYA_OK) unlink(w->tmp);
     if (h) XXH3_freeState(h);
     free(scratch);
+    free(piece);
     free(head);
     free(json);
     zaya_st_writer_abort(w);

@@ -105,30 +105,40 @@ int zaya_cmd_ckpt_reshape(int argc, char **argv) {
 }
 
 int zaya_cmd_ckpt_export_hf(int argc, char **argv) {
-    const char *out = NULL, *dtype = "bf16", *tok = NULL;
-    int64_t shard = 5ll << 30;
+    const char *out = NULL, *dtype = "bf16", *tok = NULL, *config = NULL;
+    int64_t shard = 5ll << 30, seed = -1;
     zaya_flag flags[] = {
         {"out", 'o', ZAYA_FLAG_STRING, &out, "DIR", "output directory (required)"},
+        {"config", 'c', ZAYA_FLAG_STRING, &config, "SPEC", "preset or config.json, with --random-init instead of CKPT"},
+        {"random-init", 0, ZAYA_FLAG_I64, &seed, "SEED", "export the deterministic random init for SEED (the weights of --random-init elsewhere)"},
         {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "T", "bf16 or f32 (default: bf16)"},
         {"shard-size", 0, ZAYA_FLAG_BYTES, &shard, "BYTES", "maximum bytes per model-*.safetensors (default: 5G)"},
         {"tokenizer", 0, ZAYA_FLAG_STRING, &tok, "FILE", "tokenizer.json to copy alongside (default: none)"},
     };
     zaya_cmd_spec spec = {"ckpt export-hf", "export a checkpoint's model in the Hugging Face layout (model_type zaya)",
-                          "CKPT -o DIR [options]",
+                          "CKPT -o DIR [options]  |  --config SPEC --random-init SEED -o DIR [options]",
                           "Writes model-0000k-of-0000N.safetensors, model.safetensors.index.json, config.json and, with "
-                          "--tokenizer, tokenizer.json. No lm_head.weight (tied); balancing biases included.",
-                          flags, 4};
+                          "--tokenizer, tokenizer.json. No lm_head.weight (tied); balancing biases included. Tensors "
+                          "are streamed in pieces: memory stays at a few MiB whatever the model's size.",
+                          flags, 6};
     zaya_args a;
     int rc = zaya_flags_parse(&spec, argc, argv, &a);
     if (rc >= 0) return rc;
-    if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
+    const int random = seed >= 0 || config;
+    if (random && (seed < 0 || !config)) return zaya_flags_usage_error(&spec, "--config and --random-init go together");
+    if (random && a.npos) return zaya_flags_usage_error(&spec, "give a checkpoint or --config with --random-init, not both");
+    if (!random && (rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     if (!out) return zaya_flags_usage_error(&spec, "-o DIR is required");
     zaya_hf_export_opts o = {ZAYA_ST_BF16, shard, tok};
     if (!strcmp(dtype, "f32")) o.dtype = ZAYA_ST_F32;
     else if (strcmp(dtype, "bf16")) return zaya_flags_usage_error(&spec, "--dtype must be bf16 or f32, got '%s'", dtype);
     if (shard <= 0) return zaya_flags_usage_error(&spec, "--shard-size must be positive");
     int n = 0;
-    if (zaya_ckpt_export_hf(a.pos[0], out, &o, &n) != ZAYA_OK) return zaya_cli_error("ckpt export-hf", NULL);
+    zaya_config cfg;
+    if (random && zaya_config_resolve(config, &cfg) != ZAYA_OK) return zaya_cli_error("ckpt export-hf", NULL);
+    zaya_status st = random ? zaya_ckpt_export_hf_random(&cfg, (uint64_t)seed, out, &o, &n)
+                            : zaya_ckpt_export_hf(a.pos[0], out, &o, &n);
+    if (st != ZAYA_OK) return zaya_cli_error("ckpt export-hf", NULL);
     printf("exported %d shard%s (%s) to %s\n", n, n == 1 ? "" : "s", dtype, out);
     return 0;
 }

@@ -18,6 +18,11 @@ extern "C" {
 void *zaya_malloc(size_t bytes);              /* aligned; NULL on failure (bytes==0 -> NULL) */
 void *zaya_calloc(size_t count, size_t size); /* aligned, zeroed, overflow-checked */
 void zaya_free(void *p);
+/* For large buffers read in long streams (inference weights): 2 MiB aligned and, where the kernel
+ * offers transparent huge pages on request (madvise mode), backed by them, so the hardware
+ * prefetchers are not stopped at every 4 KiB page and the TLB covers the stream. Freed with
+ * zaya_free. Falls back to zaya_malloc's alignment when huge pages are unavailable. */
+void *zaya_malloc_huge(size_t bytes);
 
 typedef struct zaya_arena {
     char *base;      /* NULL in measure mode */

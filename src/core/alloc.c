@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void *zaya_malloc(size_t bytes) {
     if (bytes == 0) return NULL;
@@ -15,6 +16,18 @@ void *zaya_calloc(size_t count, size_t size) {
     if (size != 0 && count > SIZE_MAX / size) return NULL;
     void *p = zaya_malloc(count * size);
     if (p) memset(p, 0, count * size);
+    return p;
+}
+
+void *zaya_malloc_huge(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return zaya_malloc(bytes);
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    if (rounded < bytes) return NULL;
+    void *p = aligned_alloc(huge, rounded);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without THP the pages stay 4 KiB */
+#endif
     return p;
 }
 

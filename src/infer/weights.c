@@ -92,7 +92,7 @@ zaya_status zaya_infer_weights_alloc(zaya_infer_weights *w, const unsigned char 
         else if (!mapped || !mapped[i]) mb += padded(t->numel * esize(w->dtype));
     }
     w->vec = zaya_malloc((size_t)vb);
-    w->mat = mb ? zaya_malloc((size_t)mb) : NULL;
+    w->mat = mb ? zaya_malloc_huge((size_t)mb) : NULL;
     if (!w->vec || (mb && !w->mat))
         return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the weights (%.1f MiB of matrices in %s, %.1f MiB of "
                               "vectors)", (double)mb / 1048576.0, w->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", (double)vb / 1048576.0);

@@ -389,6 +389,14 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
     zaya_config cfg;
     const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
     zaya_status s = sec ? zaya_config_from_json(sec, &cfg) : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    /* transformers' Zaya has none of the architecture variants: refuse before anything is written */
+    if (s == ZAYA_OK && !zaya_config_is_zaya1(&cfg))
+        s = zaya_error_set(ZAYA_EUNSUPPORTED,
+                           "%s: the model is a zaya architecture variant (zaya_router \"%s\", zaya_mlp \"%s\", "
+                           "zaya_residual_scaling %s) that transformers' Zaya cannot load; only the ZAYA1 defaults "
+                           "(\"zaya\", \"moe\", true) export to the Hugging Face layout",
+                           c->dir, zaya_router_name(cfg.router), zaya_mlp_name(cfg.mlp),
+                           cfg.residual == ZAYA_RESIDUAL_SCALED ? "true" : "false");
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;

@@ -305,7 +305,9 @@ zaya_status zaya_config_validate(const zaya_config *c) {
     AT_MOST(cca_time0, ZAYA_CONFIG_MAX_CONV);
     AT_MOST(cca_time1, ZAYA_CONFIG_MAX_CONV);
     AT_MOST(max_position_embeddings, ZAYA_CONFIG_MAX_POSITIONS);
-    AT_MOST(dense_intermediate_size, ZAYA_CONFIG_MAX_FFN);
+    if (c->dense_intermediate_size > ZAYA_CONFIG_MAX_FFN)
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' must be at most %lld (ZAYA_CONFIG_MAX_FFN), got %lld",
+                              (long long)ZAYA_CONFIG_MAX_FFN, (long long)c->dense_intermediate_size);
     if (c->dense_intermediate_size < 0)
         return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' must be positive, got %lld",
                               (long long)c->dense_intermediate_size);

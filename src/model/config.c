@@ -151,6 +151,9 @@ static zaya_status read_variants(const cJSON *obj, zaya_config *c) {
     const char *router = NULL, *mlp = NULL;
     ZAYA_TRY(zaya_json_get_str(obj, "zaya_router", &router, 0));
     if (router) {
+        if (c->router == ZAYA_ROUTER_NO_EDA && strcmp(router, "zaya_no_eda") != 0)
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_router' (\"%s\") contradicts the legacy key 'zaya_use_eda' (false)",
+                                  router);
         if (!strcmp(router, "zaya")) c->router = ZAYA_ROUTER_ZAYA;
         else if (!strcmp(router, "zaya_no_eda")) c->router = ZAYA_ROUTER_NO_EDA;
         else if (!strcmp(router, "linear")) c->router = ZAYA_ROUTER_LINEAR;
@@ -230,7 +233,7 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
         int eda = 1, mod = 1;
         ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_eda", &eda, 0));
         ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_mod", &mod, 0));
-        if (!eda) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_eda': a router without EDA is not modelled");
+        if (!eda) c->router = ZAYA_ROUTER_NO_EDA; /* the original code's switch for what zaya_router "zaya_no_eda" is */
         if (!mod) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_mod': a router without the skip class is not modelled");
         ZAYA_TRY(zaya_json_get_i64(obj, "moe_router_topk", &topk, 0));
         c->num_experts_per_tok = topk;

@@ -48,7 +48,9 @@ static void check_config(const zaya_config *c, const int64_t *prompt, const int6
     CHECK(zaya_model_init(&m, c, ZAYA_DTYPE_F32) == ZAYA_OK, "init %s", zaya_error_message());
     zaya_model_init_weights(&m, 1);
     th_randomize_model(&m, 7);
-    m.p.layers[1].bal_bias[c->num_experts] = 0.2f; /* make the skip class win for some tokens */
+    const int skips = c->mlp == ZAYA_MLP_MOE && c->router != ZAYA_ROUTER_LINEAR; /* routers with a skip class */
+    if (skips) m.p.layers[1].bal_bias[c->num_experts] = 0.2f; /* make the skip class win for some tokens */
+    zaya_model_sync_weights(&m);
     const int64_t V = c->vocab_size;
     int64_t Tmax = 0;
     for (int s = 0; s < NSEQ; s++) Tmax = total[s] > Tmax ? total[s] : Tmax;
@@ -62,7 +64,7 @@ static void check_config(const zaya_config *c, const int64_t *prompt, const int6
         CHECK(zaya_model_logits(&m, ids[s], NULL, ref[s]) == ZAYA_OK, "reference logits");
         for (int64_t l = 0; l < c->num_hidden_layers; l++) skipped += m.route_counts[l * (c->num_experts + 1) + c->num_experts];
     }
-    CHECK(skipped > 0, "%s: no token took the skip class, the skip mode is untested", label);
+    CHECK(skips ? skipped > 0 : skipped == 0, "%s: %lld tokens took the skip class", label, (long long)skipped);
 
     zaya_infer *e = NULL;
     zaya_infer_opts o = {.max_seqs = NSEQ, .max_len = Tmax, .max_step_tokens = step_cap, .gemv = gemv};
@@ -120,6 +122,23 @@ static void check_config(const zaya_config *c, const int64_t *prompt, const int6
     for (int s = 0; s < NSEQ; s++) free(ref[s]);
     free(lg);
     zaya_model_free(&m);
+}
+
+/* The architecture variants (docs/model.md "Variants") through prefill and decode. */
+static void test_variants(void) {
+    const int64_t prompt[NSEQ] = {1, 2, 5, 9}, total[NSEQ] = {11, 6, 5, 14};
+    for (int v = 0; v < 5; v++) {
+        zaya_config c;
+        small_config(&c, 2, 3, ZAYA_SKIP_IDENTITY, 16);
+        const char *label = "router zaya_no_eda";
+        if (v == 0) c.router = ZAYA_ROUTER_NO_EDA;
+        if (v == 1) c.router = ZAYA_ROUTER_LINEAR, label = "router linear";
+        if (v == 2) c.mlp = ZAYA_MLP_DENSE, c.dense_intermediate_size = 7, label = "mlp dense (width 7)";
+        if (v == 3) c.residual = ZAYA_RESIDUAL_PLAIN, label = "residual scaling off";
+        if (v == 4) c.mlp = ZAYA_MLP_DENSE, c.residual = ZAYA_RESIDUAL_PLAIN, label = "mlp dense, residual scaling off";
+        check_config(&c, prompt, total, 0, 1, label);
+        check_config(&c, prompt, total, 4, 0, label);
+    }
 }
 
 static void test_equivalence(void) {
@@ -197,5 +216,6 @@ int main(void) {
     test_bf16();
     test_plan();
     test_equivalence();
+    test_variants();
     return th_finish("test_infer");
 }

@@ -93,14 +93,15 @@ static void same_routing(zaya_model *m, int32_t *saved, int save, int *same) {
         }
 }
 
-static void test_finite_differences(zaya_skip_mode mode) {
-    zaya_config c;
-    tiny_config(&c);
-    c.skip_mode = mode;
+/* skip_init: the skip class's balancing bias back at its init (-1), so that every expert gets tokens. */
+static void fd_check(const zaya_config *cfg, const char *label, int skip_init) {
+    zaya_config c = *cfg;
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     zaya_model_init_weights(&m, 3);
     th_randomize_model(&m, 5);
+    for (int i = 0; i < m.ntensors && skip_init; i++)
+        if (m.tensors[i].opt == ZAYA_OPT_NONE) m.params[m.tensors[i].offset + m.tensors[i].numel - 1] = -1.0f;
     const int64_t B = 2, T = 7, N = B * T;
     CHECK(zaya_model_plan(&m, B, T) == ZAYA_OK, "plan");
     int32_t ids[14], tg[14];
@@ -128,7 +129,7 @@ static void test_finite_differences(zaya_skip_mode mode) {
             CHECK(gmax == 0.0f, "buffer %s has a gradient", t->name);
             continue;
         }
-        CHECK(gmax > 0.0f, "%s: gradient is identically zero", t->name);
+        CHECK(gmax > 0.0f, "%s: %s: gradient is identically zero", label, t->name);
         /* Sample a few elements of every tensor, including the largest-gradient one. */
         int64_t picks[4] = {0, t->numel / 2, t->numel - 1, 0};
         for (int64_t j = 0; j < t->numel; j++)
@@ -155,12 +156,207 @@ static void test_finite_differences(zaya_skip_mode mode) {
             CHECK(fabs(fd - g) <= tol, "%s[%lld]: analytic %.6g vs finite difference %.6g", t->name, (long long)j, g, fd);
         }
     }
-    printf("finite differences (%s): %d elements checked, %d skipped (routing flip), loss %.5f\n",
-           mode == ZAYA_SKIP_ZERO ? "skip=zero" : "skip=identity", checked, skipped, loss);
+    printf("finite differences (%s): %d elements checked, %d skipped (routing flip), loss %.5f\n", label, checked,
+           skipped, loss);
     CHECK(checked > 3 * m.ntensors, "too few finite-difference checks (%d)", checked);
     free(buf_before);
     free(routing);
     zaya_model_free(&m);
+}
+
+static void test_finite_differences(zaya_skip_mode mode) {
+    zaya_config c;
+    tiny_config(&c);
+    c.skip_mode = mode;
+    fd_check(&c, mode == ZAYA_SKIP_ZERO ? "skip=zero" : "skip=identity", 0);
+}
+
+/* ---- architecture variants (docs/model.md "Variants") ---- */
+
+static void variant_config(zaya_config *c, const char *which) {
+    tiny_config(c);
+    c->num_hidden_layers = 3; /* EDA would cross two block boundaries */
+    if (!strcmp(which, "no_eda")) c->router = ZAYA_ROUTER_NO_EDA;
+    if (!strcmp(which, "linear")) c->router = ZAYA_ROUTER_LINEAR;
+    if (!strcmp(which, "dense")) c->mlp = ZAYA_MLP_DENSE, c->dense_intermediate_size = 13; /* odd width */
+    if (!strcmp(which, "plain")) c->residual = ZAYA_RESIDUAL_PLAIN;
+    if (!strcmp(which, "linear_plain")) c->router = ZAYA_ROUTER_LINEAR, c->residual = ZAYA_RESIDUAL_PLAIN;
+    if (!strcmp(which, "dense_plain"))
+        c->mlp = ZAYA_MLP_DENSE, c->residual = ZAYA_RESIDUAL_PLAIN; /* width = moe_intermediate_size */
+}
+
+static const char *const g_variants[] = {"no_eda", "linear", "dense", "plain", "linear_plain", "dense_plain"};
+#define NVARIANTS (int)(sizeof g_variants / sizeof g_variants[0])
+
+/* Which tensors each variant has (HF names), and none that it lacks. */
+static void test_variant_layouts(void) {
+    for (int v = 0; v < NVARIANTS; v++) {
+        zaya_config c;
+        variant_config(&c, g_variants[v]);
+        zaya_model m;
+        CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "%s: init: %s", g_variants[v], zaya_error_message());
+        int eda = 0, zrouter = 0, lin = 0, experts = 0, dense = 0, scales = 0, bal = 0;
+        for (int i = 0; i < m.ntensors; i++) {
+            const char *n = m.tensors[i].name;
+            eda += strstr(n, "router_states_scale") != NULL;
+            zrouter += strstr(n, "router_mlp.out_proj") != NULL;
+            if (strstr(n, "mlp.gate.weight")) {
+                lin++;
+                CHECK(m.tensors[i].shape[0] == c.num_experts && m.tensors[i].shape[1] == c.hidden_size &&
+                      m.tensors[i].opt == ZAYA_OPT_MUON, "%s: linear router shape", g_variants[v]);
+            }
+            experts += strstr(n, "experts.gate_up_proj") != NULL;
+            if (strstr(n, "mlp.gate_proj.weight") || strstr(n, "mlp.up_proj.weight")) {
+                dense++;
+                CHECK(m.tensors[i].shape[0] == zaya_config_dense_ffn(&c) && m.tensors[i].nmatrix == 1, "%s: dense shape",
+                      g_variants[v]);
+            }
+            if (strstr(n, "mlp.down_proj.weight") && !strstr(n, "gate.")) dense++;
+            scales += strstr(n, "residual_scale.") != NULL;
+            bal += strstr(n, "balancing_biases") != NULL;
+        }
+        const int L = (int)c.num_hidden_layers, moe = c.mlp == ZAYA_MLP_MOE;
+        CHECK(eda == (c.router == ZAYA_ROUTER_ZAYA && moe ? L - 1 : 0), "%s: %d EDA scales", g_variants[v], eda);
+        CHECK(zrouter == (c.router != ZAYA_ROUTER_LINEAR && moe ? L : 0), "%s: %d ZAYA routers", g_variants[v], zrouter);
+        CHECK(lin == (c.router == ZAYA_ROUTER_LINEAR ? L : 0), "%s: %d linear routers", g_variants[v], lin);
+        CHECK(experts == (moe ? L : 0) && bal == (moe ? L : 0), "%s: %d expert tensors, %d bias buffers", g_variants[v],
+              experts, bal);
+        CHECK(dense == (moe ? 0 : 3 * L), "%s: %d dense tensors", g_variants[v], dense);
+        CHECK(scales == (c.residual == ZAYA_RESIDUAL_SCALED ? 8 * L : 0), "%s: %d residual-scale tensors", g_variants[v],
+              scales);
+        zaya_model_free(&m);
+    }
+}
+
+/* Exact parameter counts of zaya1-tiny under each variant, from the shapes (docs/model.md). */
+static void test_variant_counts(void) {
+    const int64_t V = 4096, D = 256, L = 8, E = 4, F = 256, R = 64, qd = 256, kvd = 128, C = qd + kvd, hd = 64;
+    const int64_t attn = D + qd * D + kvd * D + kvd * D + C * 2 + C + C * hd * 2 + C + 2 + D * qd;
+    const int64_t scales = 8 * D, router = R * D + R + R + 2 * (R * R + R) + (E + 1) * R, eda = (L - 1) * R;
+    const int64_t experts = E * 3 * F * D, base = V * D + 2 * D + D + L * (attn + D); /* embedding, affine, norms */
+    struct { const char *mlp, *router; int64_t dense; int scaled; int64_t total, active; } cases[] = {
+        {"moe", "zaya", 0, 1, base + L * (scales + router + experts) + eda, 0},
+        {"moe", "zaya_no_eda", 0, 1, base + L * (scales + router + experts), 0},
+        {"moe", "linear", 0, 1, base + L * (scales + E * D + experts), 0},
+        {"dense", "zaya", F, 1, base + L * (scales + 3 * F * D), 0},
+        {"dense", "zaya", E * F, 1, base + L * (scales + 3 * E * F * D), 0},
+        {"moe", "zaya", 0, 0, base + L * (router + experts) + eda, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char json[512];
+        if (cases[i].dense)
+            snprintf(json, sizeof json, "{\"zaya_mlp\": \"%s\", \"zaya_dense_intermediate_size\": %lld}", cases[i].mlp,
+                     (long long)cases[i].dense);
+        else
+            snprintf(json, sizeof json, "{\"zaya_mlp\": \"%s\", \"zaya_router\": \"%s\", \"zaya_residual_scaling\": %s}",
+                     cases[i].mlp, cases[i].router, cases[i].scaled ? "true" : "false");
+        cJSON *o = NULL;
+        zaya_json_parse(json, "inline", &o);
+        /* the tiny preset's sizes, then the variant keys */
+        zaya_config tiny, c;
+        zaya_config_preset("zaya1-tiny", &tiny);
+        cJSON *base_json = zaya_config_to_json(&tiny);
+        cJSON *it;
+        cJSON_ArrayForEach(it, o) {
+            cJSON_DeleteItemFromObjectCaseSensitive(base_json, it->string);
+            cJSON_AddItemToObject(base_json, it->string, cJSON_Duplicate(it, 1));
+        }
+        CHECK(zaya_config_from_json(base_json, &c) == ZAYA_OK, "%s: %s", json, zaya_error_message());
+        zaya_param_counts pc = zaya_model_count_params(&c);
+        const int64_t inactive = c.mlp == ZAYA_MLP_MOE ? L * (E - 1) * 3 * F * D : 0;
+        CHECK(pc.total == cases[i].total, "%s: total %lld, expected %lld", json, (long long)pc.total,
+              (long long)cases[i].total);
+        CHECK(pc.active_non_embedding == pc.total - V * D - inactive, "%s: active %lld", json,
+              (long long)pc.active_non_embedding);
+        CHECK(pc.buffers == (c.mlp == ZAYA_MLP_MOE ? L * (E + 1) : 0), "%s: buffers %lld", json, (long long)pc.buffers);
+        printf("zaya1-tiny %-90s total %lld, active non-embedding %lld\n", json, (long long)pc.total,
+               (long long)pc.active_non_embedding);
+        /* the config.json round trip keeps the variant */
+        cJSON *back_json = zaya_config_to_json(&c);
+        zaya_config back;
+        CHECK(zaya_config_from_json(back_json, &back) == ZAYA_OK && zaya_config_same_architecture(&back, &c) &&
+                  back.router == c.router && back.mlp == c.mlp && back.residual == c.residual &&
+                  zaya_config_dense_ffn(&back) == zaya_config_dense_ffn(&c),
+              "%s: config.json round trip", json);
+        zaya_config other = c;
+        other.residual = c.residual == ZAYA_RESIDUAL_SCALED ? ZAYA_RESIDUAL_PLAIN : ZAYA_RESIDUAL_SCALED;
+        CHECK(!zaya_config_same_architecture(&other, &c), "%s: residual change is another architecture", json);
+        cJSON_Delete(back_json);
+        cJSON_Delete(base_json);
+        cJSON_Delete(o);
+    }
+}
+
+static void test_variant_finite_differences(void) {
+    for (int v = 0; v < NVARIANTS; v++) {
+        zaya_config c;
+        variant_config(&c, g_variants[v]);
+        fd_check(&c, g_variants[v], 1);
+    }
+}
+
+/* Routing of the linear router never picks the skip column; dense blocks route nothing; 1 and 2 threads
+ * give bit-identical losses and gradients for every variant. */
+static void test_variant_routing_and_threads(void) {
+    for (int v = 0; v < NVARIANTS; v++) {
+        zaya_config c;
+        variant_config(&c, g_variants[v]);
+        const int64_t B = 2, T = 9, N = B * T, E1 = c.num_experts + 1;
+        int32_t ids[18], tg[18];
+        for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 5 + 2) % c.vocab_size), tg[i] = (int32_t)((i * 3 + 1) % c.vocab_size);
+        float *g[2] = {NULL, NULL}, loss[2] = {0, 0};
+        int64_t nf = 0;
+        for (int k = 0; k < 2; k++) {
+            zaya_threads_init(k + 1);
+            zaya_model m;
+            CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+            zaya_model_init_weights(&m, 21);
+            th_randomize_model(&m, 22);
+            /* skip biases high enough that the skip column would win everywhere if it could */
+            for (int i = 0; i < m.ntensors; i++)
+                if (m.tensors[i].opt == ZAYA_OPT_NONE) m.params[m.tensors[i].offset + m.tensors[i].numel - 1] = 5.0f;
+            zaya_model_sync_weights(&m);
+            CHECK(zaya_model_plan(&m, B, T) == ZAYA_OK, "plan");
+            zaya_model_zero_grad(&m);
+            CHECK(zaya_model_forward(&m, ids, tg, 1, &loss[k]) == ZAYA_OK, "forward");
+            zaya_model_backward(&m);
+            int64_t routed = 0, skipped = 0, counts[8];
+            for (int l = 0; l < (int)c.num_hidden_layers; l++) {
+                for (int64_t e = 0; e < E1; e++) {
+                    if (e < E1 - 1) routed += m.route_counts[l * E1 + e];
+                    else skipped += m.route_counts[l * E1 + e];
+                }
+                zaya_model_route_count_layer(&m, l, counts);
+                for (int64_t e = 0; e < E1; e++) CHECK(counts[e] == m.route_counts[l * E1 + e], "%s: recount", g_variants[v]);
+            }
+            if (c.mlp == ZAYA_MLP_DENSE) CHECK(routed == 0 && skipped == 0, "%s: dense blocks routed tokens", g_variants[v]);
+            else if (c.router == ZAYA_ROUTER_LINEAR)
+                CHECK(routed == N * c.num_hidden_layers && skipped == 0, "%s: linear router skipped %lld tokens",
+                      g_variants[v], (long long)skipped);
+            else CHECK(skipped == N * c.num_hidden_layers, "%s: ZAYA router with skip bias 5 skips (%lld)", g_variants[v],
+                       (long long)skipped);
+            nf = m.nfloats;
+            g[k] = malloc(sizeof(float) * (size_t)nf);
+            memcpy(g[k], m.grads, sizeof(float) * (size_t)nf);
+            zaya_model_free(&m);
+        }
+        CHECK(loss[0] == loss[1] && !memcmp(g[0], g[1], sizeof(float) * (size_t)nf),
+              "%s: 1 and 2 threads differ (loss %.9g vs %.9g)", g_variants[v], loss[0], loss[1]);
+        free(g[0]);
+        free(g[1]);
+    }
+    zaya_threads_init(2);
+}
+
+static void test_variant_config_errors(void) {
+    expect_config_error("{\"zaya_router\": \"mlp\"}", "'zaya_router'");
+    expect_config_error("{\"zaya_router\": 3}", "'zaya_router'");
+    expect_config_error("{\"zaya_mlp\": \"ssm\"}", "'zaya_mlp'");
+    expect_config_error("{\"zaya_residual_scaling\": \"yes\"}", "'zaya_residual_scaling'");
+    expect_config_error("{\"zaya_dense_intermediate_size\": 64}", "'zaya_dense_intermediate_size'");
+    expect_config_error("{\"zaya_mlp\": \"dense\", \"zaya_dense_intermediate_size\": 0}", "'zaya_dense_intermediate_size'");
+    expect_config_error("{\"zaya_mlp\": \"dense\", \"zaya_dense_intermediate_size\": 1e12}", "zaya_dense_intermediate_size");
+    expect_config_error("{\"zaya_mlp\": \"dense\", \"zaya_router\": \"linear\"}", "'zaya_router'");
 }
 
 static void test_causality_and_dtypes(void) {
@@ -214,6 +410,11 @@ int main(void) {
     test_config_errors();
     test_finite_differences(ZAYA_SKIP_IDENTITY);
     test_finite_differences(ZAYA_SKIP_ZERO);
+    test_variant_config_errors();
+    test_variant_layouts();
+    test_variant_counts();
+    test_variant_finite_differences();
+    test_variant_routing_and_threads();
     test_causality_and_dtypes();
     return th_finish("test_model");
 }

@@ -827,15 +827,24 @@ static void test_one_reader(void) {
         CHECK(a.max_seq == c.max_position_embeddings && a.cca_time0 == c.cca_time0 && a.router_hidden == c.router_hidden_size,
               "%s: shape fields", specs[i]);
     }
-    /* the same refusals: a legacy list entry too large, a missing legacy width, EDA switched off */
+    /* the legacy EDA switch is zaya_router "zaya_no_eda" (same counts in both readers); the same refusals:
+     * a legacy list entry too large, a missing legacy width */
     cJSON *cfg = load_json("zaya1-8b.json");
     cJSON_ReplaceItemInObject(cfg, "zaya_use_eda", cJSON_CreateFalse());
     zaya_config c;
     zaya_size_arch a;
-    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "zaya_use_eda"), "model: %s",
-          zaya_error_message());
-    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "zaya_use_eda"), "size: %s",
-          zaya_error_message());
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_OK && c.router == ZAYA_ROUTER_NO_EDA, "model: %s", zaya_error_message());
+    CHECK(zaya_size_arch_from_config(cfg, &a) == ZAYA_OK && a.router_eda == 0, "size: %s", zaya_error_message());
+    {
+        zaya_size_params sp;
+        zaya_size_count_params(&a, &sp);
+        zaya_param_counts mp = zaya_model_count_params(&c);
+        CHECK(sp.total == mp.total && mp.total == 8840488784ll - 39 * 256, "no EDA: size %lld vs model %lld",
+              (long long)sp.total, (long long)mp.total);
+    }
+    cJSON_AddItemToObject(cfg, "zaya_router", cJSON_CreateString("zaya"));
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "zaya_use_eda"),
+          "contradicting router keys: %s", zaya_error_message());
     cJSON_Delete(cfg);
     cfg = load_json("zaya1-8b.json");
     cJSON_ReplaceItemInObject(cfg, "ffn_hidden_size", cJSON_Parse("[0, 4096, 0]"));

@@ -2,6 +2,10 @@
 add_test(NAME train_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_cli PROPERTIES LABELS train TIMEOUT 600)
 
+# Architecture variants end to end: train, resume, generate, model info / size, export-hf refusal, bad keys.
+add_test(NAME variants_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/variants_cli.sh $<TARGET_FILE:zaya>)
+set_tests_properties(variants_cli PROPERTIES LABELS train TIMEOUT 600)
+
 # Data parallel under mpirun: 1/2/4 ranks, ZeRO-1 vs all-reduce, determinism.
 add_test(NAME train_dp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_dp.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_dp PROPERTIES LABELS mpi TIMEOUT 900)

@@ -17,6 +17,21 @@ typedef enum zaya_skip_mode {
     ZAYA_SKIP_ZERO = 1,     /* zero (Hugging Face / vLLM inference) */
 } zaya_skip_mode;
 
+/* Architecture variants (zaya extension keys; value 0 is ZAYA1 itself, see docs/model.md "Variants"). */
+typedef enum zaya_router_kind {
+    ZAYA_ROUTER_ZAYA = 0,   /* "zaya": down-projection, EDA, RMSNorm, 3-layer GELU MLP, E + skip classes */
+    ZAYA_ROUTER_NO_EDA = 1, /* "zaya_no_eda": the same without the exponential depth averaging */
+    ZAYA_ROUTER_LINEAR = 2, /* "linear": softmax(W z) over the E experts, no skip class */
+} zaya_router_kind;
+typedef enum zaya_mlp_kind {
+    ZAYA_MLP_MOE = 0,   /* "moe": router + E top-1 SwiGLU experts */
+    ZAYA_MLP_DENSE = 1, /* "dense": one SwiGLU MLP of width zaya_dense_intermediate_size, no router */
+} zaya_mlp_kind;
+typedef enum zaya_residual_kind {
+    ZAYA_RESIDUAL_SCALED = 0, /* zaya_residual_scaling true: (x + b) * s merges */
+    ZAYA_RESIDUAL_PLAIN = 1,  /* false: x' = x + layer output, no residual-scale tensors */
+} zaya_residual_kind;
+
 typedef struct zaya_config {
     char name[64];
     int64_t vocab_size;
@@ -38,6 +53,10 @@ typedef struct zaya_config {
     int tie_word_embeddings;      /* must be true */
     int64_t bos_token_id, eos_token_id, pad_token_id;
     zaya_skip_mode skip_mode;     /* zaya extension key "zaya_skip_mode": "identity" | "zero" */
+    zaya_router_kind router;      /* "zaya_router": "zaya" | "zaya_no_eda" | "linear" */
+    zaya_mlp_kind mlp;            /* "zaya_mlp": "moe" | "dense" */
+    int64_t dense_intermediate_size; /* "zaya_dense_intermediate_size" (dense only; 0 = moe_intermediate_size) */
+    zaya_residual_kind residual;  /* "zaya_residual_scaling": true | false */
 } zaya_config;
 
 /* Upper bounds of the integer keys. They are far above any ZAYA1 configuration (ZAYA1-8B: 40 blocks,
@@ -62,6 +81,23 @@ static inline int64_t zaya_config_rot_dims(const zaya_config *c) {
 }
 static inline int64_t zaya_config_q_dim(const zaya_config *c) { return c->num_attention_heads * c->head_dim; }
 static inline int64_t zaya_config_kv_dim(const zaya_config *c) { return c->num_key_value_heads * c->head_dim; }
+/* Width of the dense MLP (zaya_mlp "dense"). */
+static inline int64_t zaya_config_dense_ffn(const zaya_config *c) {
+    return c->dense_intermediate_size > 0 ? c->dense_intermediate_size : c->moe_intermediate_size;
+}
+/* Whether the blocks route (MoE) and whether the router carries a state between blocks (EDA). */
+static inline int zaya_config_is_moe(const zaya_config *c) { return c->mlp == ZAYA_MLP_MOE; }
+static inline int zaya_config_has_eda(const zaya_config *c) { return c->mlp == ZAYA_MLP_MOE && c->router == ZAYA_ROUTER_ZAYA; }
+/* Router classes scored per token: E experts + the skip class (ZAYA routers) or E (linear). Buffers keep
+ * E + 1 columns in every case (the skip column of a linear router is never selected). */
+static inline int64_t zaya_config_router_classes(const zaya_config *c) {
+    return c->router == ZAYA_ROUTER_LINEAR ? c->num_experts : c->num_experts + 1;
+}
+/* The variant names of config.json ("zaya", "moe", ...). */
+const char *zaya_router_name(zaya_router_kind k);
+const char *zaya_mlp_name(zaya_mlp_kind k);
+/* 1 when every variant key has its ZAYA1 value (what transformers' Zaya represents). */
+int zaya_config_is_zaya1(const zaya_config *c);
 
 /* Names: "zaya1-8b" (published defaults), "zaya1-tiny" (~10M), "zaya1-small" (~100M total). */
 zaya_status zaya_config_preset(const char *name, zaya_config *out);

@@ -35,12 +35,14 @@ typedef struct zaya_infer_layer_w {
     const void *wv_cur, *wv_del;  /* [kv_dim/2, D] each */
     const float *conv0_w, *conv0_b, *conv1_w, *conv1_b, *temp;
     const void *wo;               /* [D, q_dim] */
-    const float *att_hs, *att_hb, *att_rs, *att_rb, *post_norm;
+    const float *att_hs, *att_hb, *att_rs, *att_rb, *post_norm; /* residual scales NULL: plain residual */
     const void *r_down_w;         /* [R, D] */
-    const float *r_down_b, *r_eda, *r_norm; /* r_eda NULL in block 0 */
+    const float *r_down_b, *r_eda, *r_norm; /* r_eda NULL in block 0 and without EDA */
     const void *r_fc1_w, *r_fc2_w, *r_out_w;
+    const void *r_lin_w;          /* [E, D] linear router (zaya_router "linear") */
     const float *r_fc1_b, *r_fc2_b, *bal_bias;
-    const void *gate_up, *down;   /* [E, 2F, D], [E, D, F] */
+    const void *gate_up, *down;   /* [E, 2F, D], [E, D, F]; dense MLP: gate_proj [Fd, D], down_proj [D, Fd] */
+    const void *up;               /* dense MLP: up_proj [Fd, D] */
     const float *mlp_hs, *mlp_hb, *mlp_rs, *mlp_rb;
 } zaya_infer_layer_w;
 

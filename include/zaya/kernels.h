@@ -90,6 +90,11 @@ void zaya_embedding_backward(float *dtable, const float *dy, const int32_t *ids,
 void zaya_top1_biased(int32_t *idx, float *gate, const float *probs, const float *bias, int64_t n, int64_t e);
 /* The same selection, counted: counts[j] = rows that choose class j (counts has e entries). */
 void zaya_top1_biased_count(int64_t *counts, const float *probs, const float *bias, int64_t n, int64_t e);
+/* The same over the first e columns of rows ld apart (ld >= e): a router whose score rows have more
+ * columns than selectable classes (the linear router's unused skip column). */
+void zaya_top1_biased_ld(int32_t *idx, float *gate, const float *probs, int64_t ld, const float *bias, int64_t n,
+                         int64_t e);
+void zaya_top1_biased_count_ld(int64_t *counts, const float *probs, int64_t ld, const float *bias, int64_t n, int64_t e);
 
 /* ---- Softmax cross-entropy over the vocabulary, fused and in place ----
  * logits [n, V] is overwritten with d(loss)/d(logits) * grad_scale (softmax - onehot), row by row, so

@@ -46,17 +46,18 @@ typedef struct zaya_layer_params {
     float *conv1_w, *conv1_b; /* grouped [C, head_dim, k1], [C] */
     float *temp;              /* [kv_heads] */
     float *wo;                /* [D, q_dim] */
-    float *att_hs, *att_hb, *att_rs, *att_rb; /* post_attention_residual_scale */
+    float *att_hs, *att_hb, *att_rs, *att_rb; /* post_attention_residual_scale (NULL: plain residual) */
     float *post_norm;
-    float *r_down_w, *r_down_b; /* [R, D], [R] */
-    float *r_eda;               /* [R], NULL in block 0 */
+    float *r_down_w, *r_down_b; /* [R, D], [R] (ZAYA routers) */
+    float *r_eda;               /* [R], NULL in block 0 and without EDA */
     float *r_norm;              /* [R] */
     float *r_fc1_w, *r_fc1_b, *r_fc2_w, *r_fc2_b; /* [R, R], [R] */
     float *r_out_w;             /* [E+1, R] */
-    float *bal_bias;            /* [E+1] buffer */
-    float *gate_up;             /* [E, 2F, D] */
-    float *down;                /* [E, D, F] */
-    float *mlp_hs, *mlp_hb, *mlp_rs, *mlp_rb; /* post_mlp_residual_scale */
+    float *r_lin_w;             /* [E, D] linear router (zaya_router "linear") */
+    float *bal_bias;            /* [E+1] buffer (MoE only) */
+    float *gate_up;             /* [E, 2F, D]; dense MLP: gate_proj|up_proj [2 Fd, D] */
+    float *down;                /* [E, D, F]; dense MLP: down_proj [D, Fd] */
+    float *mlp_hs, *mlp_hb, *mlp_rs, *mlp_rb; /* post_mlp_residual_scale (NULL: plain residual) */
 } zaya_layer_params;
 
 typedef struct zaya_params {

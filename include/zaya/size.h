@@ -72,6 +72,7 @@ typedef struct zaya_size_arch {
     int64_t mtp_layers;             /* multi-token-prediction modules (deepseek_v3): counted apart */
     /* norms and residual scales */
     int residual_scales;            /* ZAYA: (x+b)*s on both merges + input affine */
+    int input_affine;               /* ZAYA: the input affine (x+b)*s alone (zaya_residual_scaling false keeps it) */
     int norms_per_layer;            /* 2 (pre-attention, pre-MLP); gemma2/3: 4 (also post-attention, post-MLP) */
     int norm_bias;                  /* LayerNorm with a bias vector (phimoe) */
     int lm_head_bias;               /* bias on the untied LM head (phimoe) */

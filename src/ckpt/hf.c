@@ -407,6 +407,14 @@ static zaya_status export_model(const export_source *src, const char *out_dir, c
     if (opt.shard_bytes <= 0) opt.shard_bytes = 5ll << 30;
     if (opt.dtype != ZAYA_ST_F32 && opt.dtype != ZAYA_ST_BF16) return zaya_error_set(ZAYA_EINVAL, "export dtype must be f32 or bf16");
     const zaya_config *cfg = src->cfg;
+    /* transformers' Zaya has none of the architecture variants: refuse before anything is written */
+    if (!zaya_config_is_zaya1(cfg))
+        return zaya_error_set(ZAYA_EUNSUPPORTED,
+                              "the model is a zaya architecture variant (zaya_router \"%s\", zaya_mlp \"%s\", "
+                              "zaya_residual_scaling %s) that transformers' Zaya cannot load; only the ZAYA1 defaults "
+                              "(\"zaya\", \"moe\", true) export to the Hugging Face layout",
+                              zaya_router_name(cfg->router), zaya_mlp_name(cfg->mlp),
+                              cfg->residual == ZAYA_RESIDUAL_SCALED ? "true" : "false");
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;
@@ -499,6 +507,7 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
     if (s == ZAYA_OK) {
         const export_source src = {&cfg, c, 0};
         s = export_model(&src, out_dir, o, nshards_out);
+        if (s != ZAYA_OK) zaya_error_context(s, "%s", c->dir);
     }
     zaya_ckpt_close(c);
     return s;

@@ -31,6 +31,9 @@ static int component_of(const zaya_tensor_info *t) {
     if (t->embedding) return COMP_EMBED;
     if (strstr(t->name, "input_hidden_states")) return COMP_INPUT;
     if (strstr(t->name, "self_attn")) return COMP_ATTN;
+    /* the dense MLP (zaya_mlp "dense") counts as the experts' component */
+    if (strstr(t->name, "mlp.gate_proj") || strstr(t->name, "mlp.up_proj") || strstr(t->name, "mlp.down_proj"))
+        return COMP_EXPERTS;
     if (strstr(t->name, "mlp.gate")) return COMP_ROUTER;
     if (strstr(t->name, "mlp.experts")) return COMP_EXPERTS;
     if (strstr(t->name, "residual_scale")) return COMP_RESID;
@@ -108,6 +111,10 @@ int zaya_cmd_model_info(int argc, char **argv) {
                (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size,
                (long long)c.cca_time0, (long long)c.cca_time1, c.rope_theta, (long long)zaya_config_rot_dims(&c),
                (long long)c.head_dim);
+        if (!zaya_config_is_zaya1(&c))
+            printf("variant: zaya_router \"%s\", zaya_mlp \"%s\" (dense width %lld), zaya_residual_scaling %s\n\n",
+                   zaya_router_name(c.router), zaya_mlp_name(c.mlp), (long long)zaya_config_dense_ffn(&c),
+                   c.residual == ZAYA_RESIDUAL_SCALED ? "true" : "false");
         printf("parameters\n");
         printf("  %-30s %18s\n", "stored in total", with_commas(pc.total, b1, sizeof b1));
         printf("  %-30s %18s\n", "embedding (tied LM head)", with_commas(pc.embedding, b1, sizeof b1));

@@ -17,7 +17,8 @@ static void plan_scratch(zaya_infer *e, zaya_arena *a) {
     const zaya_config *c = &e->w->cfg;
     const int64_t N = e->cap, S = e->S, D = c->hidden_size, hd = c->head_dim;
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd;
-    const int64_t R = c->router_hidden_size, E1 = c->num_experts + 1, F = c->moe_intermediate_size, V = c->vocab_size;
+    const int64_t R = c->router_hidden_size, E1 = c->num_experts + 1, V = c->vocab_size;
+    const int64_t F = c->mlp == ZAYA_MLP_DENSE ? zaya_config_dense_ffn(c) : c->moe_intermediate_size;
 #define F32(p, n) e->p = zaya_arena_floats(a, (size_t)(n))
     e->ids = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
     e->pos = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));

@@ -9,26 +9,48 @@ static void add_bias(float *y, const float *b, int64_t n, int64_t d) {
         for (int64_t j = 0; j < d; j++) y[i * d + j] += b[j];
 }
 
+/* Dense SwiGLU MLP (zaya_mlp "dense"): every row through gate|up, SwiGLU, down; no gate. */
+static void dense(zaya_infer *e, const zaya_infer_layer_w *P, int64_t N) {
+    const zaya_config *c = &e->w->cfg;
+    const int64_t D = c->hidden_size, F = zaya_config_dense_ffn(c);
+    zaya_infer_lin2(e, e->gu, e->z, P->gate_up, F, P->up, F, N, D);
+    zaya_swiglu_forward(e->act, e->gu, N, F);
+    zaya_infer_lin(e, e->mo, e->act, P->down, N, F, D);
+}
+
 void zaya_infer_moe(zaya_infer *e, int l, int64_t N) {
     const zaya_config *c = &e->w->cfg;
     const zaya_infer_layer_w *P = &e->w->layers[l];
     const int64_t D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
     const int64_t F = c->moe_intermediate_size;
 
-    zaya_infer_lin(e, e->r, e->z, P->r_down_w, N, D, R);
-    add_bias(e->r, P->r_down_b, N, R);
-    if (l > 0)
-        for (int64_t i = 0; i < N * R; i++) e->r[i] += P->r_eda[i % R] * e->rprev[i];
-    zaya_rmsnorm_forward(e->rn, e->rstd, e->r, P->r_norm, N, R, (float)c->rms_norm_eps);
-    zaya_infer_lin(e, e->t1, e->rn, P->r_fc1_w, N, R, R);
-    add_bias(e->t1, P->r_fc1_b, N, R);
-    zaya_gelu_forward(e->t2, e->t1, N * R);
-    zaya_infer_lin(e, e->t1, e->t2, P->r_fc2_w, N, R, R);
-    add_bias(e->t1, P->r_fc2_b, N, R);
-    zaya_gelu_forward(e->t2, e->t1, N * R);
-    zaya_infer_lin(e, e->elog, e->t2, P->r_out_w, N, R, E1);
-    zaya_softmax_forward(e->probs, e->elog, N, E1);
-    zaya_top1_biased(e->idx, e->gate, e->probs, P->bal_bias, N, E1);
+    if (c->mlp == ZAYA_MLP_DENSE) {
+        dense(e, P, N);
+        return;
+    }
+    if (c->router == ZAYA_ROUTER_LINEAR) {
+        /* softmax over the E experts in the first E columns; the skip column is never selected */
+        zaya_infer_lin(e, e->elog, e->z, P->r_lin_w, N, D, E);
+        for (int64_t i = 0; i < N; i++) {
+            zaya_softmax_forward(e->probs + i * E1, e->elog + i * E, 1, E);
+            e->probs[i * E1 + E] = 0.0f;
+        }
+    } else {
+        zaya_infer_lin(e, e->r, e->z, P->r_down_w, N, D, R);
+        add_bias(e->r, P->r_down_b, N, R);
+        if (P->r_eda)
+            for (int64_t i = 0; i < N * R; i++) e->r[i] += P->r_eda[i % R] * e->rprev[i];
+        zaya_rmsnorm_forward(e->rn, e->rstd, e->r, P->r_norm, N, R, (float)c->rms_norm_eps);
+        zaya_infer_lin(e, e->t1, e->rn, P->r_fc1_w, N, R, R);
+        add_bias(e->t1, P->r_fc1_b, N, R);
+        zaya_gelu_forward(e->t2, e->t1, N * R);
+        zaya_infer_lin(e, e->t1, e->t2, P->r_fc2_w, N, R, R);
+        add_bias(e->t1, P->r_fc2_b, N, R);
+        zaya_gelu_forward(e->t2, e->t1, N * R);
+        zaya_infer_lin(e, e->elog, e->t2, P->r_out_w, N, R, E1);
+        zaya_softmax_forward(e->probs, e->elog, N, E1);
+    }
+    zaya_top1_biased_ld(e->idx, e->gate, e->probs, E1, P->bal_bias, N, zaya_config_router_classes(c));
 
     /* group rows by expert (token order within an expert) */
     for (int64_t k = 0; k <= E1; k++) e->off[k] = 0;

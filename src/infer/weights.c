@@ -14,6 +14,8 @@ static int64_t esize(zaya_dtype dt) { return dt == ZAYA_DTYPE_BF16 ? 2 : 4; }
 /* Tensor order within a block is the layout's (src/model/layout.c). */
 static void bind(zaya_infer_weights *w) {
     const void **d = w->data;
+    const zaya_config *c = &w->cfg;
+    const int scaled = c->residual == ZAYA_RESIDUAL_SCALED;
     int i = 0;
 #define NEXT_V() ((const float *)d[i++])
 #define NEXT_M() (d[i++])
@@ -22,6 +24,7 @@ static void bind(zaya_infer_weights *w) {
     w->in_bias = NEXT_V();
     for (int l = 0; l < (int)w->cfg.num_hidden_layers; l++) {
         zaya_infer_layer_w *L = &w->layers[l];
+        memset(L, 0, sizeof *L); /* tensors a variant lacks stay NULL */
         L->in_norm = NEXT_V();
         L->wq = NEXT_M();
         L->wk = NEXT_M();
@@ -33,27 +36,41 @@ static void bind(zaya_infer_weights *w) {
         L->conv1_b = NEXT_V();
         L->temp = NEXT_V();
         L->wo = NEXT_M();
-        L->att_hs = NEXT_V();
-        L->att_hb = NEXT_V();
-        L->att_rs = NEXT_V();
-        L->att_rb = NEXT_V();
+        if (scaled) {
+            L->att_hs = NEXT_V();
+            L->att_hb = NEXT_V();
+            L->att_rs = NEXT_V();
+            L->att_rb = NEXT_V();
+        }
         L->post_norm = NEXT_V();
-        L->r_down_w = NEXT_M();
-        L->r_down_b = NEXT_V();
-        L->r_eda = l > 0 ? NEXT_V() : NULL;
-        L->r_norm = NEXT_V();
-        L->r_fc1_w = NEXT_M();
-        L->r_fc1_b = NEXT_V();
-        L->r_fc2_w = NEXT_M();
-        L->r_fc2_b = NEXT_V();
-        L->r_out_w = NEXT_M();
-        L->bal_bias = NEXT_V();
-        L->gate_up = NEXT_M();
-        L->down = NEXT_M();
-        L->mlp_hs = NEXT_V();
-        L->mlp_hb = NEXT_V();
-        L->mlp_rs = NEXT_V();
-        L->mlp_rb = NEXT_V();
+        if (c->mlp == ZAYA_MLP_DENSE) {
+            L->gate_up = NEXT_M(); /* gate_proj, up_proj adjacent (one [2 Fd, D] matrix in the model's block) */
+            L->up = NEXT_M();
+            L->down = NEXT_M();
+        } else {
+            if (c->router == ZAYA_ROUTER_LINEAR) {
+                L->r_lin_w = NEXT_M();
+            } else {
+                L->r_down_w = NEXT_M();
+                L->r_down_b = NEXT_V();
+                L->r_eda = l > 0 && zaya_config_has_eda(c) ? NEXT_V() : NULL;
+                L->r_norm = NEXT_V();
+                L->r_fc1_w = NEXT_M();
+                L->r_fc1_b = NEXT_V();
+                L->r_fc2_w = NEXT_M();
+                L->r_fc2_b = NEXT_V();
+                L->r_out_w = NEXT_M();
+            }
+            L->bal_bias = NEXT_V();
+            L->gate_up = NEXT_M();
+            L->down = NEXT_M();
+        }
+        if (scaled) {
+            L->mlp_hs = NEXT_V();
+            L->mlp_hb = NEXT_V();
+            L->mlp_rs = NEXT_V();
+            L->mlp_rb = NEXT_V();
+        }
     }
     w->final_norm = NEXT_V();
 #undef NEXT_V

@@ -17,18 +17,27 @@ static inline int64_t select_biased(const float *p, const float *bias, int64_t e
     return best;
 }
 
-void zaya_top1_biased(int32_t *idx, float *gate, const float *probs, const float *bias, int64_t n, int64_t e) {
-    ZAYA_ASSERT(e >= 1);
+void zaya_top1_biased_ld(int32_t *idx, float *gate, const float *probs, int64_t ld, const float *bias, int64_t n,
+                         int64_t e) {
+    ZAYA_ASSERT(e >= 1 && ld >= e);
 #pragma omp parallel for schedule(static) if (n * e >= ZAYA_PAR_MIN_WORK)
     for (int64_t r = 0; r < n; r++) {
-        int64_t best = select_biased(probs + r * e, bias, e);
+        int64_t best = select_biased(probs + r * ld, bias, e);
         idx[r] = (int32_t)best;
-        gate[r] = probs[r * e + best];
+        gate[r] = probs[r * ld + best];
     }
 }
 
-void zaya_top1_biased_count(int64_t *counts, const float *probs, const float *bias, int64_t n, int64_t e) {
-    ZAYA_ASSERT(e >= 1);
+void zaya_top1_biased(int32_t *idx, float *gate, const float *probs, const float *bias, int64_t n, int64_t e) {
+    zaya_top1_biased_ld(idx, gate, probs, e, bias, n, e);
+}
+
+void zaya_top1_biased_count_ld(int64_t *counts, const float *probs, int64_t ld, const float *bias, int64_t n, int64_t e) {
+    ZAYA_ASSERT(e >= 1 && ld >= e);
     for (int64_t j = 0; j < e; j++) counts[j] = 0;
-    for (int64_t r = 0; r < n; r++) counts[select_biased(probs + r * e, bias, e)]++;
+    for (int64_t r = 0; r < n; r++) counts[select_biased(probs + r * ld, bias, e)]++;
+}
+
+void zaya_top1_biased_count(int64_t *counts, const float *probs, const float *bias, int64_t n, int64_t e) {
+    zaya_top1_biased_count_ld(counts, probs, e, bias, n, e);
 }

@@ -6,11 +6,18 @@ zaya_model_costs zaya_model_costs_at(const zaya_config *c, int64_t T, int elem_b
     const double D = (double)c->hidden_size, R = (double)c->router_hidden_size, F = (double)c->moe_intermediate_size;
     const double qd = (double)zaya_config_q_dim(c), kvd = (double)zaya_config_kv_dim(c), C = qd + kvd;
     const double E1 = (double)(c->num_experts + 1), L = (double)c->num_hidden_layers, hd = (double)c->head_dim;
+    double router = D * R + 2 * R * R + R * E1;      /* ZAYA router */
+    if (c->router == ZAYA_ROUTER_LINEAR) router = D * (double)c->num_experts;
+    double mlp = 2 * F * D + F * D;                   /* one SwiGLU expert */
+    if (c->mlp == ZAYA_MLP_DENSE) {                   /* the dense SwiGLU MLP, no router */
+        const double Fd = (double)zaya_config_dense_ffn(c);
+        router = 0;
+        mlp = 3 * Fd * D;
+    }
     double per_block = D * C            /* q|k projections */
                        + D * kvd        /* v current|delayed */
                        + qd * D         /* o_proj */
-                       + D * R + 2 * R * R + R * E1 /* router */
-                       + 2 * F * D + F * D;         /* one SwiGLU expert */
+                       + router + mlp;
     k.matmul_flops = 2.0 * (L * per_block + D * (double)c->vocab_size);
     k.conv_flops = 2.0 * L * (C * (double)c->cca_time0 + C * hd * (double)c->cca_time1);
     /* QK^T and PV: 2 * 2 * q_dim multiply-adds per visible key; (T + 1) / 2 keys on average. */

@@ -136,6 +136,52 @@ static zaya_status read_rope(const cJSON *obj, zaya_config *c) {
     return ZAYA_OK;
 }
 
+const char *zaya_router_name(zaya_router_kind k) {
+    return k == ZAYA_ROUTER_LINEAR ? "linear" : k == ZAYA_ROUTER_NO_EDA ? "zaya_no_eda" : "zaya";
+}
+
+const char *zaya_mlp_name(zaya_mlp_kind k) { return k == ZAYA_MLP_DENSE ? "dense" : "moe"; }
+
+int zaya_config_is_zaya1(const zaya_config *c) {
+    return c->router == ZAYA_ROUTER_ZAYA && c->mlp == ZAYA_MLP_MOE && c->residual == ZAYA_RESIDUAL_SCALED;
+}
+
+/* The architecture variants (zaya extension keys, docs/model.md "Variants"); absent keys keep ZAYA1. */
+static zaya_status read_variants(const cJSON *obj, zaya_config *c) {
+    const char *router = NULL, *mlp = NULL;
+    ZAYA_TRY(zaya_json_get_str(obj, "zaya_router", &router, 0));
+    if (router) {
+        if (c->router == ZAYA_ROUTER_NO_EDA && strcmp(router, "zaya_no_eda") != 0)
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_router' (\"%s\") contradicts the legacy key 'zaya_use_eda' (false)",
+                                  router);
+        if (!strcmp(router, "zaya")) c->router = ZAYA_ROUTER_ZAYA;
+        else if (!strcmp(router, "zaya_no_eda")) c->router = ZAYA_ROUTER_NO_EDA;
+        else if (!strcmp(router, "linear")) c->router = ZAYA_ROUTER_LINEAR;
+        else
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_router' must be \"zaya\", \"zaya_no_eda\" or \"linear\", got \"%s\"",
+                                  router);
+    }
+    ZAYA_TRY(zaya_json_get_str(obj, "zaya_mlp", &mlp, 0));
+    if (mlp) {
+        if (!strcmp(mlp, "moe")) c->mlp = ZAYA_MLP_MOE;
+        else if (!strcmp(mlp, "dense")) c->mlp = ZAYA_MLP_DENSE;
+        else return zaya_error_set(ZAYA_EINVAL, "key 'zaya_mlp' must be \"moe\" or \"dense\", got \"%s\"", mlp);
+    }
+    const cJSON *dense = cJSON_GetObjectItemCaseSensitive(obj, "zaya_dense_intermediate_size");
+    if (dense && !cJSON_IsNull(dense)) {
+        if (c->mlp != ZAYA_MLP_DENSE)
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' applies only to \"zaya_mlp\": \"dense\"");
+        ZAYA_TRY(zaya_json_get_i64(obj, "zaya_dense_intermediate_size", &c->dense_intermediate_size, 1));
+        if (c->dense_intermediate_size <= 0)
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' must be positive, got %lld",
+                                  (long long)c->dense_intermediate_size);
+    }
+    int scaled = 1;
+    ZAYA_TRY(zaya_json_get_bool(obj, "zaya_residual_scaling", &scaled, 0));
+    c->residual = scaled ? ZAYA_RESIDUAL_SCALED : ZAYA_RESIDUAL_PLAIN;
+    return ZAYA_OK;
+}
+
 zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
     set_defaults(c);
     if (!cJSON_IsObject(obj)) return zaya_error_set(ZAYA_EFORMAT, "config must be a JSON object");
@@ -187,7 +233,7 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
         int eda = 1, mod = 1;
         ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_eda", &eda, 0));
         ZAYA_TRY(zaya_json_get_bool(obj, "zaya_use_mod", &mod, 0));
-        if (!eda) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_eda': a router without EDA is not modelled");
+        if (!eda) c->router = ZAYA_ROUTER_NO_EDA; /* the original code's switch for what zaya_router "zaya_no_eda" is */
         if (!mod) return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_use_mod': a router without the skip class is not modelled");
         ZAYA_TRY(zaya_json_get_i64(obj, "moe_router_topk", &topk, 0));
         c->num_experts_per_tok = topk;
@@ -210,6 +256,7 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
         else if (!strcmp(skip, "zero")) c->skip_mode = ZAYA_SKIP_ZERO;
         else return zaya_error_set(ZAYA_EINVAL, "key 'zaya_skip_mode' must be \"identity\" or \"zero\", got \"%s\"", skip);
     }
+    ZAYA_TRY(read_variants(obj, c));
     return zaya_config_validate(c);
 }
 
@@ -230,8 +277,9 @@ static __int128 layout_floats(const zaya_config *c) {
     const __int128 qd = (__int128)c->num_attention_heads * hd, kvd = (__int128)c->num_key_value_heads * hd, C = qd + kvd;
     const __int128 attn = D + qd * D + kvd * D + kvd * D + C * c->cca_time0 + C + C * hd * c->cca_time1 + C +
                           c->num_key_value_heads + D * qd + 5 * D;
-    const __int128 router = R * D + 3 * R + 2 * (R * R + R) + (E + 1) * R + (E + 1);
-    const __int128 experts = E * 2 * F * D + E * D * F + 4 * D;
+    const __int128 router = R * D + 3 * R + 2 * (R * R + R) + (E + 1) * R + (E + 1) + E * D;
+    const __int128 Fd = zaya_config_dense_ffn(c);
+    const __int128 experts = (c->mlp == ZAYA_MLP_DENSE ? 3 * Fd * D : E * 2 * F * D + E * D * F) + 4 * D;
     return V * D + 3 * D + L * (attn + router + experts) + 16 * (4 + 32 * L);
 }
 
@@ -260,6 +308,22 @@ zaya_status zaya_config_validate(const zaya_config *c) {
     AT_MOST(cca_time0, ZAYA_CONFIG_MAX_CONV);
     AT_MOST(cca_time1, ZAYA_CONFIG_MAX_CONV);
     AT_MOST(max_position_embeddings, ZAYA_CONFIG_MAX_POSITIONS);
+    if (c->dense_intermediate_size > ZAYA_CONFIG_MAX_FFN)
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' must be at most %lld (ZAYA_CONFIG_MAX_FFN), got %lld",
+                              (long long)ZAYA_CONFIG_MAX_FFN, (long long)c->dense_intermediate_size);
+    if (c->dense_intermediate_size < 0)
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' must be positive, got %lld",
+                              (long long)c->dense_intermediate_size);
+    if ((unsigned)c->router > ZAYA_ROUTER_LINEAR || (unsigned)c->mlp > ZAYA_MLP_DENSE ||
+        (unsigned)c->residual > ZAYA_RESIDUAL_PLAIN || (unsigned)c->skip_mode > ZAYA_SKIP_ZERO)
+        return zaya_error_set(ZAYA_EINVAL, "unknown value of a variant key (zaya_router %d, zaya_mlp %d, "
+                              "zaya_residual_scaling %d, zaya_skip_mode %d)", (int)c->router, (int)c->mlp,
+                              (int)c->residual, (int)c->skip_mode);
+    if (c->mlp == ZAYA_MLP_DENSE && c->router != ZAYA_ROUTER_ZAYA)
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_router' (\"%s\") does not fit \"zaya_mlp\": \"dense\" (a dense MLP "
+                              "has no router)", zaya_router_name(c->router));
+    if (c->mlp != ZAYA_MLP_DENSE && c->dense_intermediate_size != 0)
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_dense_intermediate_size' applies only to \"zaya_mlp\": \"dense\"");
     __int128 floats = layout_floats(c);
     if (floats > ZAYA_CONFIG_MAX_PARAMS)
         return zaya_error_set(ZAYA_EINVAL,
@@ -338,6 +402,11 @@ cJSON *zaya_config_to_json(const zaya_config *c) {
     cJSON_AddNumberToObject(o, "cca_time0", (double)c->cca_time0);
     cJSON_AddNumberToObject(o, "cca_time1", (double)c->cca_time1);
     cJSON_AddStringToObject(o, "zaya_skip_mode", c->skip_mode == ZAYA_SKIP_ZERO ? "zero" : "identity");
+    cJSON_AddStringToObject(o, "zaya_router", zaya_router_name(c->router));
+    cJSON_AddStringToObject(o, "zaya_mlp", zaya_mlp_name(c->mlp));
+    if (c->mlp == ZAYA_MLP_DENSE)
+        cJSON_AddNumberToObject(o, "zaya_dense_intermediate_size", (double)zaya_config_dense_ffn(c));
+    cJSON_AddBoolToObject(o, "zaya_residual_scaling", c->residual == ZAYA_RESIDUAL_SCALED);
     return o;
 }
 
@@ -349,5 +418,7 @@ int zaya_config_same_architecture(const zaya_config *a, const zaya_config *b) {
            a->moe_intermediate_size == b->moe_intermediate_size && a->router_hidden_size == b->router_hidden_size &&
            a->cca_time0 == b->cca_time0 && a->cca_time1 == b->cca_time1 &&
            a->partial_rotary_factor == b->partial_rotary_factor && a->rms_norm_eps == b->rms_norm_eps &&
-           a->skip_mode == b->skip_mode;
+           a->skip_mode == b->skip_mode && a->router == b->router && a->mlp == b->mlp &&
+           (a->mlp != ZAYA_MLP_DENSE || zaya_config_dense_ffn(a) == zaya_config_dense_ffn(b)) &&
+           a->residual == b->residual;
 }

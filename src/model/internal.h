@@ -91,7 +91,9 @@ void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const f
 
 /* Elementwise helpers (src/model/ops.c). */
 void zaya_ops_colsum_add(zaya_model *m, float *dst, const float *src, int64_t n, int64_t d);
-/* y = (a + ab) * as + (b + bb) * bs  (row vectors of width d broadcast over n rows) */
+/* y = (a + ab) * as + (b + bb) * bs  (row vectors of width d broadcast over n rows); with as == NULL
+ * (zaya_residual_scaling false: no scale tensors) y = a + b, and the backward leaves the four
+ * parameter gradients alone. */
 void zaya_ops_merge_forward(float *y, const float *a, const float *ab, const float *as, const float *b,
                             const float *bb, const float *bs, int64_t n, int64_t d);
 /* Gradients of the merge: da = dy*as, db (+= when accumulate_b) = dy*bs, and column sums into the four

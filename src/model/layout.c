@@ -51,6 +51,8 @@ static void build(const zaya_config *c, layout_builder *b) {
     const int64_t D = c->hidden_size, V = c->vocab_size, R = c->router_hidden_size, E = c->num_experts;
     const int64_t F = c->moe_intermediate_size, hd = c->head_dim;
     const int64_t qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c), C = qd + kvd;
+    const int64_t Fd = zaya_config_dense_ffn(c);
+    const int scaled = c->residual == ZAYA_RESIDUAL_SCALED;
     char nm[96];
     add(b, "model.embed_tokens.weight", -1, ZAYA_OPT_ADAMW, 2, V, D, 0);
     if (b->t) b->t[b->n - 1].embedding = 1;
@@ -70,27 +72,45 @@ static void build(const zaya_config *c, layout_builder *b) {
         add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_grouped.bias"), l, ZAYA_OPT_ADAMW, 1, C, 0, 0);
         add(b, LN(nm, l, "self_attn.qk_norm.temp"), l, ZAYA_OPT_ADAMW, 1, c->num_key_value_heads, 0, 0);
         add(b, LN(nm, l, "self_attn.o_proj.weight"), l, ZAYA_OPT_MUON, 2, D, qd, 0);
-        add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_attention_residual_scale.residual_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_attention_residual_scale.residual_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+        if (scaled) {
+            add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_attention_residual_scale.residual_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_attention_residual_scale.residual_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+        }
         add(b, LN(nm, l, "post_attention_layernorm.weight"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "mlp.gate.down_proj.weight"), l, ZAYA_OPT_MUON, 2, R, D, 0);
-        add(b, LN(nm, l, "mlp.gate.down_proj.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
-        if (l > 0) add(b, LN(nm, l, "mlp.gate.router_states_scale"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.norm.weight"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.fc1.weight"), l, ZAYA_OPT_MUON, 2, R, R, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.fc1.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.fc2.weight"), l, ZAYA_OPT_MUON, 2, R, R, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.fc2.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
-        add(b, LN(nm, l, "mlp.gate.router_mlp.out_proj.weight"), l, ZAYA_OPT_MUON, 2, E + 1, R, 0);
-        add(b, LN(nm, l, "mlp.gate.balancing_biases"), l, ZAYA_OPT_NONE, 1, E + 1, 0, 0);
-        add(b, LN(nm, l, "mlp.experts.gate_up_proj"), l, ZAYA_OPT_MUON, 3, E, 2 * F, D);
-        add(b, LN(nm, l, "mlp.experts.down_proj"), l, ZAYA_OPT_MUON, 3, E, D, F);
-        add(b, LN(nm, l, "post_mlp_residual_scale.hidden_states_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_mlp_residual_scale.hidden_states_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_mlp_residual_scale.residual_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        add(b, LN(nm, l, "post_mlp_residual_scale.residual_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+        if (c->mlp == ZAYA_MLP_DENSE) {
+            /* gate_proj|up_proj adjacent: one [2 Fd, D] GEMM, rows as an expert's gate_up_proj */
+            fuse_with_next(b);
+            add(b, LN(nm, l, "mlp.gate_proj.weight"), l, ZAYA_OPT_MUON, 2, Fd, D, 0);
+            add(b, LN(nm, l, "mlp.up_proj.weight"), l, ZAYA_OPT_MUON, 2, Fd, D, 0);
+            add(b, LN(nm, l, "mlp.down_proj.weight"), l, ZAYA_OPT_MUON, 2, D, Fd, 0);
+        } else {
+            if (c->router == ZAYA_ROUTER_LINEAR) {
+                add(b, LN(nm, l, "mlp.gate.weight"), l, ZAYA_OPT_MUON, 2, E, D, 0);
+            } else {
+                add(b, LN(nm, l, "mlp.gate.down_proj.weight"), l, ZAYA_OPT_MUON, 2, R, D, 0);
+                add(b, LN(nm, l, "mlp.gate.down_proj.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
+                if (l > 0 && zaya_config_has_eda(c))
+                    add(b, LN(nm, l, "mlp.gate.router_states_scale"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.norm.weight"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.fc1.weight"), l, ZAYA_OPT_MUON, 2, R, R, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.fc1.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.fc2.weight"), l, ZAYA_OPT_MUON, 2, R, R, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.fc2.bias"), l, ZAYA_OPT_ADAMW, 1, R, 0, 0);
+                add(b, LN(nm, l, "mlp.gate.router_mlp.out_proj.weight"), l, ZAYA_OPT_MUON, 2, E + 1, R, 0);
+            }
+            /* E + 1 entries for every router (a linear router never selects the last, skip, column) */
+            add(b, LN(nm, l, "mlp.gate.balancing_biases"), l, ZAYA_OPT_NONE, 1, E + 1, 0, 0);
+            add(b, LN(nm, l, "mlp.experts.gate_up_proj"), l, ZAYA_OPT_MUON, 3, E, 2 * F, D);
+            add(b, LN(nm, l, "mlp.experts.down_proj"), l, ZAYA_OPT_MUON, 3, E, D, F);
+        }
+        if (scaled) {
+            add(b, LN(nm, l, "post_mlp_residual_scale.hidden_states_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_mlp_residual_scale.hidden_states_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_mlp_residual_scale.residual_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+            add(b, LN(nm, l, "post_mlp_residual_scale.residual_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
+        }
     }
     add(b, "model.norm.weight", -1, ZAYA_OPT_ADAMW, 1, D, 0, 0);
 }
@@ -113,6 +133,8 @@ zaya_status zaya_layout_build(const zaya_config *c, zaya_tensor_info **tensors, 
 /* Tensor order within a block is fixed by build(); binding walks the same order. */
 void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p) {
     const zaya_tensor_info *t = m->tensors;
+    const zaya_config *c = &m->cfg;
+    const int scaled = c->residual == ZAYA_RESIDUAL_SCALED;
     int i = 0;
 #define NEXT() (base + t[i++].offset)
     p->embed = NEXT();
@@ -120,6 +142,7 @@ void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p) {
     p->in_bias = NEXT();
     for (int l = 0; l < (int)m->cfg.num_hidden_layers; l++) {
         zaya_layer_params *L = &p->layers[l];
+        memset(L, 0, sizeof *L); /* tensors a variant lacks stay NULL */
         L->in_norm = NEXT();
         L->wqk = NEXT();
         i++; /* k_proj: adjacent to q_proj, addressed through wqk */
@@ -131,27 +154,41 @@ void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p) {
         L->conv1_b = NEXT();
         L->temp = NEXT();
         L->wo = NEXT();
-        L->att_hs = NEXT();
-        L->att_hb = NEXT();
-        L->att_rs = NEXT();
-        L->att_rb = NEXT();
+        if (scaled) {
+            L->att_hs = NEXT();
+            L->att_hb = NEXT();
+            L->att_rs = NEXT();
+            L->att_rb = NEXT();
+        }
         L->post_norm = NEXT();
-        L->r_down_w = NEXT();
-        L->r_down_b = NEXT();
-        L->r_eda = l > 0 ? NEXT() : NULL;
-        L->r_norm = NEXT();
-        L->r_fc1_w = NEXT();
-        L->r_fc1_b = NEXT();
-        L->r_fc2_w = NEXT();
-        L->r_fc2_b = NEXT();
-        L->r_out_w = NEXT();
-        L->bal_bias = NEXT();
-        L->gate_up = NEXT();
-        L->down = NEXT();
-        L->mlp_hs = NEXT();
-        L->mlp_hb = NEXT();
-        L->mlp_rs = NEXT();
-        L->mlp_rb = NEXT();
+        if (c->mlp == ZAYA_MLP_DENSE) {
+            L->gate_up = NEXT();
+            i++; /* up_proj: adjacent to gate_proj, addressed through gate_up */
+            L->down = NEXT();
+        } else {
+            if (c->router == ZAYA_ROUTER_LINEAR) {
+                L->r_lin_w = NEXT();
+            } else {
+                L->r_down_w = NEXT();
+                L->r_down_b = NEXT();
+                L->r_eda = l > 0 && zaya_config_has_eda(c) ? NEXT() : NULL;
+                L->r_norm = NEXT();
+                L->r_fc1_w = NEXT();
+                L->r_fc1_b = NEXT();
+                L->r_fc2_w = NEXT();
+                L->r_fc2_b = NEXT();
+                L->r_out_w = NEXT();
+            }
+            L->bal_bias = NEXT();
+            L->gate_up = NEXT();
+            L->down = NEXT();
+        }
+        if (scaled) {
+            L->mlp_hs = NEXT();
+            L->mlp_hb = NEXT();
+            L->mlp_rs = NEXT();
+            L->mlp_rb = NEXT();
+        }
     }
     p->final_norm = NEXT();
 #undef NEXT

@@ -61,8 +61,8 @@ static int is_suffix(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Init (documented in docs/model.md): matrices N(0, initializer_range); the two projections that
- * write into the residual stream (o_proj, expert down_proj) scaled by 1/sqrt(2 L); conv kernels
+/* Init (documented in docs/model.md): matrices N(0, initializer_range); the projections that
+ * write into the residual stream (o_proj, expert or dense down_proj) scaled by 1/sqrt(2 L); conv kernels
  * U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch's Conv1d; norms, residual scales, EDA scales and key
  * temperatures 1; every bias 0; balancing biases 0 with the skip class at -1. Tensor i draws from
  * Philox stream i, so the init does not depend on thread count. */
@@ -77,7 +77,8 @@ void zaya_model_init_tensor(const zaya_config *c, const zaya_tensor_info *t, int
         float bound = 1.0f / sqrtf((float)(t->shape[1] * t->shape[2]));
         zaya_rng_fill_uniform(dst, (size_t)count, seed, (uint64_t)index, (uint64_t)start, -bound, bound);
     } else if (t->ndim >= 2) {
-        int resid_out = is_suffix(n, "o_proj.weight") || is_suffix(n, "experts.down_proj");
+        int resid_out = is_suffix(n, "o_proj.weight") || is_suffix(n, "experts.down_proj") ||
+                        is_suffix(n, ".mlp.down_proj.weight"); /* the dense MLP's output projection */
         zaya_rng_fill_normal(dst, (size_t)count, seed, (uint64_t)index, (uint64_t)start, 0.0f, resid_out ? out_std : std);
     } else if (is_suffix(n, "bias")) {
         memset(dst, 0, (size_t)count * sizeof(float));
@@ -127,7 +128,9 @@ const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *
 static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zaya_model_work *w) {
     const zaya_config *c = &m->cfg;
     const int64_t B = m->B, T = m->T, N = B * T, D = c->hidden_size, R = c->router_hidden_size;
-    const int64_t E1 = c->num_experts + 1, F = c->moe_intermediate_size, Hq = c->num_attention_heads;
+    const int64_t E1 = c->num_experts + 1, Hq = c->num_attention_heads;
+    /* MLP width: of one expert, or of the dense MLP */
+    const int64_t F = c->mlp == ZAYA_MLP_DENSE ? zaya_config_dense_ffn(c) : c->moe_intermediate_size;
     const int64_t Hkv = c->num_key_value_heads, qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c);
     const int64_t C = qd + kvd, Tc = T + c->cca_time1 - 1, V = c->vocab_size;
     for (int l = 0; l < (int)c->num_hidden_layers; l++) {

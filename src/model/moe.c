@@ -54,17 +54,17 @@ static double score_spread(const zaya_layer_acts *A, int64_t N, int64_t E, doubl
     return sum;
 }
 
-void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
+/* The ZAYA routers' scores: probs [N, E+1] over the experts and the skip class. */
+static void zaya_router_forward(zaya_model *m, int l, const float *r_prev) {
     const zaya_config *c = &m->cfg;
     const zaya_layer_params *P = &m->p.layers[l];
     zaya_layer_acts *A = &m->acts[l];
     zaya_model_work *w = m->work;
-    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
-    const int64_t F = c->moe_intermediate_size;
+    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E1 = c->num_experts + 1;
 
     zaya_lin_forward(m, A->r, A->z, P->r_down_w, N, D, R, 0.0f);
     add_bias(A->r, P->r_down_b, N, R);
-    if (l > 0) {
+    if (P->r_eda) { /* EDA: from the second MoE block on, unless zaya_router "zaya_no_eda" */
         const float *g = P->r_eda;
 #pragma omp parallel for schedule(static) if (N * R > 32768)
         for (int64_t i = 0; i < N; i++)
@@ -79,9 +79,53 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     zaya_gelu_forward(A->g2, A->a2, N * R);
     zaya_lin_forward(m, w->dprobs, A->g2, P->r_out_w, N, R, E1, 0.0f); /* dprobs: logits scratch here */
     zaya_softmax_forward(A->probs, w->dprobs, N, E1);
+}
+
+/* The linear router (zaya_router "linear"): probs = softmax(z W^T) over the E experts, written into
+ * the first E columns of the [N, E+1] score rows; the skip column is 0 and never selected. */
+static void linear_router_forward(zaya_model *m, int l) {
+    const zaya_config *c = &m->cfg;
+    zaya_layer_acts *A = &m->acts[l];
+    float *logits = m->work->dprobs; /* [N, E] scratch */
+    const int64_t N = m->B * m->T, D = c->hidden_size, E = c->num_experts, E1 = E + 1;
+    zaya_lin_forward(m, logits, A->z, m->p.layers[l].r_lin_w, N, D, E, 0.0f);
+#pragma omp parallel for schedule(static) if (N * E > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        zaya_softmax_forward(A->probs + i * E1, logits + i * E, 1, E);
+        A->probs[i * E1 + E] = 0.0f;
+    }
+}
+
+/* Dense SwiGLU MLP (zaya_mlp "dense"): m = down(SiLU(gate z) * up z), every token, no gate. */
+static void dense_forward(zaya_model *m, int l) {
+    const zaya_config *c = &m->cfg;
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    const int64_t N = m->B * m->T, D = c->hidden_size, F = zaya_config_dense_ffn(c);
+    zaya_lin_forward(m, A->gu, A->z, P->gate_up, N, D, 2 * F, 0.0f);
+    zaya_swiglu_forward(A->act, A->gu, N, F);
+    zaya_lin_forward(m, A->m, A->act, P->down, N, F, D, 0.0f);
+}
+
+void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
+    const zaya_config *c = &m->cfg;
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    const int64_t N = m->B * m->T, D = c->hidden_size, E = c->num_experts, E1 = E + 1;
+    const int64_t F = c->moe_intermediate_size;
+
+    if (c->mlp == ZAYA_MLP_DENSE) { /* no routing: no statistics, no route hook */
+        dense_forward(m, l);
+        memset(m->route_counts + (int64_t)l * E1, 0, sizeof(int64_t) * (size_t)E1);
+        memset(m->route_psum + (int64_t)l * E, 0, sizeof(double) * (size_t)E);
+        m->route_spread[l] = 0.0;
+        return;
+    }
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(m, l);
+    else zaya_router_forward(m, l, r_prev);
     m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
     if (m->route_hook) m->route_hook(m->route_hook_ctx, m, l);
-    zaya_top1_biased(A->idx, A->gate, A->probs, P->bal_bias, N, E1);
+    zaya_top1_biased_ld(A->idx, A->gate, A->probs, E1, P->bal_bias, N, zaya_config_router_classes(c));
     dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
 
 #pragma omp parallel for schedule(static) if (N * D > 32768)
@@ -104,13 +148,50 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     }
 }
 
-void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz) {
+static void dense_backward(zaya_model *m, int l, const float *dm, float *dz) {
     const zaya_config *c = &m->cfg;
     const zaya_layer_params *P = &m->p.layers[l];
     zaya_layer_params *G = &m->g.layers[l];
     zaya_layer_acts *A = &m->acts[l];
     zaya_model_work *w = m->work;
-    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E = c->num_experts, E1 = E + 1;
+    const int64_t N = m->B * m->T, D = c->hidden_size, F = zaya_config_dense_ffn(c);
+    zaya_lin_backward_input(m, w->dact, dm, P->down, N, F, D, 0.0f);
+    zaya_lin_backward_weight(m, G->down, dm, A->act, N, F, D);
+    zaya_swiglu_backward(w->dgu, w->dact, A->gu, N, F);
+    zaya_lin_backward_input(m, dz, w->dgu, P->gate_up, N, D, 2 * F, 0.0f);
+    zaya_lin_backward_weight(m, G->gate_up, w->dgu, A->z, N, D, 2 * F);
+}
+
+/* Linear router: d(logit_e) = p_e * dgate * ([e == idx] - p_idx) over the E experts; dz += dlogits W. */
+static void linear_router_backward(zaya_model *m, int l, float *dz) {
+    const zaya_config *c = &m->cfg;
+    zaya_layer_acts *A = &m->acts[l];
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = c->hidden_size, E = c->num_experts, E1 = E + 1;
+    float *dl_all = w->dprobs; /* [N, E] */
+#pragma omp parallel for schedule(static) if (N * E > 32768)
+    for (int64_t i = 0; i < N; i++) {
+        const float *p = A->probs + i * E1;
+        float *dl = dl_all + i * E, g = w->dgate[i], pk = p[A->idx[i]];
+        for (int64_t e = 0; e < E; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
+    }
+    zaya_lin_backward_input(m, dz, dl_all, m->p.layers[l].r_lin_w, N, D, E, 1.0f);
+    zaya_lin_backward_weight(m, m->g.layers[l].r_lin_w, dl_all, A->z, N, D, E);
+}
+
+static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, float *dr_prev_out, float *dz);
+
+void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz) {
+    const zaya_config *c = &m->cfg;
+    if (c->mlp == ZAYA_MLP_DENSE) {
+        dense_backward(m, l, dm, dz);
+        return;
+    }
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_params *G = &m->g.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = c->hidden_size, E = c->num_experts;
     const int64_t F = c->moe_intermediate_size;
     const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
 
@@ -154,6 +235,18 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t i = 0; i < N; i++)
         if (A->idx[i] < E) memcpy(dz + i * D, w->dxe + (int64_t)A->row_of[i] * D, (size_t)D * sizeof(float));
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_backward(m, l, dz);
+    else zaya_router_backward(m, l, r_prev, dr_prev_out, dz);
+}
+
+/* The ZAYA routers' backward from w->dgate (dz += the router's input gradient). */
+static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, float *dr_prev_out, float *dz) {
+    const zaya_config *c = &m->cfg;
+    const zaya_layer_params *P = &m->p.layers[l];
+    zaya_layer_params *G = &m->g.layers[l];
+    zaya_layer_acts *A = &m->acts[l];
+    zaya_model_work *w = m->work;
+    const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E1 = c->num_experts + 1;
 
     /* Only the chosen probability receives a gradient: through the softmax,
      * d(logit_e) = p_e * dgate * ([e == idx] - p_idx). Selection itself (argmax with biases) is
@@ -177,10 +270,12 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
     zaya_rmsnorm_backward(w->dr, G->r_norm, w->drn, A->r, P->r_norm, A->rstd_r, N, R);
 
     /* The router state r_l also feeds block l+1's EDA: add the gradient it sent back (w->dr_carry). */
-    const float *carry = w->dr_carry;
+    if (zaya_config_has_eda(c)) {
+        const float *carry = w->dr_carry;
 #pragma omp parallel for schedule(static) if (N * R > 32768)
-    for (int64_t i = 0; i < N * R; i++) w->dr[i] += carry[i];
-    if (l > 0) {
+        for (int64_t i = 0; i < N * R; i++) w->dr[i] += carry[i];
+    }
+    if (P->r_eda) {
         /* r_l = W z + b + gamma_l * r_{l-1}: d(gamma_l) = sum_rows dr * r_{l-1}; d(r_{l-1}) = dr * gamma_l. */
 #pragma omp parallel for schedule(static) if (N * R > 32768)
         for (int64_t i = 0; i < N; i++)
@@ -196,11 +291,14 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
 }
 
 void zaya_model_route_count_layer(const zaya_model *m, int l, int64_t *counts) {
-    zaya_top1_biased_count(counts, m->acts[l].probs, m->p.layers[l].bal_bias, m->B * m->T, m->cfg.num_experts + 1);
+    const int64_t E1 = m->cfg.num_experts + 1;
+    memset(counts, 0, sizeof(int64_t) * (size_t)E1); /* dense blocks route nothing; a linear router never skips */
+    if (!zaya_config_is_moe(&m->cfg)) return;
+    zaya_top1_biased_count_ld(counts, m->acts[l].probs, E1, m->p.layers[l].bal_bias, m->B * m->T,
+                              zaya_config_router_classes(&m->cfg));
 }
 
 void zaya_model_route_recount(const zaya_model *m, int64_t *counts) {
     const int64_t L = m->cfg.num_hidden_layers, E1 = m->cfg.num_experts + 1;
-    for (int64_t l = 0; l < L; l++)
-        zaya_top1_biased_count(counts + l * E1, m->acts[l].probs, m->p.layers[l].bal_bias, m->B * m->T, E1);
+    for (int64_t l = 0; l < L; l++) zaya_model_route_count_layer(m, (int)l, counts + l * E1);
 }

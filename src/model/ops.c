@@ -25,6 +25,11 @@ void zaya_ops_colsum_add(zaya_model *m, float *dst, const float *src, int64_t n,
 
 void zaya_ops_merge_forward(float *y, const float *a, const float *ab, const float *as, const float *b,
                             const float *bb, const float *bs, int64_t n, int64_t d) {
+    if (!as) { /* plain residual (zaya_residual_scaling false): no scale or bias tensors */
+#pragma omp parallel for schedule(static) if (n * d > 32768)
+        for (int64_t i = 0; i < n * d; i++) y[i] = a[i] + b[i];
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n * d > 32768)
     for (int64_t i = 0; i < n; i++) {
         const float *ar = a + i * d, *br = b + i * d;
@@ -38,6 +43,14 @@ void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate
                              const float *ab, const float *as, const float *b, const float *bb, const float *bs,
                              float *dab, float *das, float *dbb, float *dbs, int64_t n, int64_t d) {
     (void)m;
+    if (!as) { /* plain residual: y = a + b */
+#pragma omp parallel for schedule(static) if (n * d > 32768)
+        for (int64_t i = 0; i < n * d; i++) {
+            da[i] = dy[i];
+            db[i] = (accumulate_b ? db[i] : 0.0f) + dy[i];
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) if (n * d > 32768)
     for (int64_t i = 0; i < n; i++) {
         const float *dyr = dy + i * d;

@@ -164,6 +164,23 @@ void zaya_size_arch_from_zaya_config(const zaya_config *zc, zaya_size_arch *a) {
     a->router_hidden = zc->router_hidden_size;
     a->tied_embeddings = zc->tie_word_embeddings;
     a->max_seq = zc->max_position_embeddings;
+    /* architecture variants (docs/model.md "Variants") */
+    if (zc->router == ZAYA_ROUTER_NO_EDA) a->router_eda = 0;
+    if (zc->router == ZAYA_ROUTER_LINEAR) {
+        a->router = ZAYA_SIZE_ROUTER_LINEAR; /* [E, D], no bias, no skip class */
+        a->router_classes = zc->num_experts;
+        a->router_eda = 0;
+    }
+    if (zc->mlp == ZAYA_MLP_DENSE) { /* every block a dense SwiGLU MLP */
+        a->n_moe_layers = 0;
+        a->experts = a->top_k = a->expert_ffn = 0;
+        a->router_classes = 0;
+        a->dense_ffn = zaya_config_dense_ffn(zc);
+        a->keys.dense_ffn = "zaya_dense_intermediate_size";
+        a->router = ZAYA_SIZE_ROUTER_NONE;
+        a->router_eda = 0;
+    }
+    if (zc->residual == ZAYA_RESIDUAL_PLAIN) a->residual_scales = 0;
 }
 
 /* deepseek_v2 / deepseek_v3 (and the MLA + dense-first + shared-expert layout they define). */
@@ -585,5 +602,6 @@ void zaya_size_arch_zaya_like(zaya_size_arch *a, int64_t hidden, int64_t layers,
     a->router_classes = experts + 1;
     a->router_eda = 1;
     a->residual_scales = 1;
+    a->input_affine = 1;
     a->max_seq = 4096;
 }

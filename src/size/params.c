@@ -161,7 +161,7 @@ void zaya_size_count_params(const zaya_size_arch *a, zaya_size_params *p) {
         h->matmul = 1;
     }
     if (a->lm_head_bias) add_vec(&b, "lm_head.bias", a->vocab, 1);
-    if (a->residual_scales) add_vec(&b, "input_hidden_states.scale+bias", 2 * D, 1);
+    if (a->residual_scales || a->input_affine) add_vec(&b, "input_hidden_states.scale+bias", 2 * D, 1);
     decoder_layers(&b, a);
     add_vec(&b, a->norm_bias ? "final_norm (+bias)" : "final_norm", nv, 1);
     int main_rows = p->nrows;

@@ -67,11 +67,12 @@ zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t to
     cJSON *opt_scalars = NULL, *bal_scalars = NULL, *run = NULL;
     zaya_status s = zaya_ckpt_writer_add_model_params(w, &t->model);
     if (s == ZAYA_OK) s = zaya_optim_state_export(&t->opt, &opt_set, 0, &opt_scalars);
-    if (s == ZAYA_OK) s = zaya_balancer_state_export(&t->balancer, &bal_set, 0, &bal_scalars);
+    const int balanced = t->balancer.layers > 0; /* none in a dense-MLP model */
+    if (s == ZAYA_OK && balanced) s = zaya_balancer_state_export(&t->balancer, &bal_set, 0, &bal_scalars);
     if (s == ZAYA_OK) s = add_state(w, &opt_set, t->rank, t->dp.mode == ZAYA_DP_ALLREDUCE);
-    if (s == ZAYA_OK) s = add_state(w, &bal_set, t->rank, 1);
+    if (s == ZAYA_OK && balanced) s = add_state(w, &bal_set, t->rank, 1);
     if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, "optimizer", opt_scalars);
-    if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, "balancer", bal_scalars);
+    if (s == ZAYA_OK && balanced) s = zaya_ckpt_writer_add_section(w, "balancer", bal_scalars);
     if (s == ZAYA_OK) s = zaya_run_to_json(&t->run, &run);
     if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, "run_config", run);
     cJSON *loader = NULL;
@@ -167,10 +168,12 @@ zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *
     zaya_state_set_free(&set);
     zaya_state_set_init(&set);
     scalars = NULL;
-    if (s == ZAYA_OK) s = zaya_balancer_state_export(&t->balancer, &set, 0, &scalars);
-    cJSON_Delete(scalars);
-    if (s == ZAYA_OK) s = read_state(c, &set);
-    if (s == ZAYA_OK) s = zaya_balancer_state_import(&t->balancer, &set, zaya_ckpt_section(c, "balancer"));
+    if (t->balancer.layers > 0) { /* none in a dense-MLP model */
+        if (s == ZAYA_OK) s = zaya_balancer_state_export(&t->balancer, &set, 0, &scalars);
+        cJSON_Delete(scalars);
+        if (s == ZAYA_OK) s = read_state(c, &set);
+        if (s == ZAYA_OK) s = zaya_balancer_state_import(&t->balancer, &set, zaya_ckpt_section(c, "balancer"));
+    }
     zaya_state_set_free(&set);
     if (s != ZAYA_OK) goto done;
     zaya_loader_state ls;

@@ -87,33 +87,39 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     double tok_s = (double)sm->tokens / sm->seconds;
     double mfu = t->peak_gflops > 0 ? k.training_flops * tok_s / (t->peak_gflops * 1e9) : 0;
     const zaya_balance_stats *b = &sm->balance;
+    const int L = (int)t->model.cfg.num_hidden_layers, E = (int)t->model.cfg.num_experts;
+    const int moe = zaya_config_is_moe(&t->model.cfg); /* a dense-MLP model routes nothing: no load fields */
     fprintf(t->metrics,
             "{\"step\":%lld,\"phase\":%d,\"loss\":%.9g,\"grad_norm\":%.9g,\"lr\":%.6g,\"tokens\":%lld,\"tok_s\":%.1f,"
-            "\"mfu\":%.4f,\"ms\":%.2f,\"skipped\":%d,\"seq\":%lld,\"batch\":%lld,\"balance_max_share\":%.4f,"
-            "\"balance_min_share\":%.4f,\"balance_max_vio\":%.4f,\"balance_entropy\":%.4f,\"layer_max_share\":[",
+            "\"mfu\":%.4f,\"ms\":%.2f,\"skipped\":%d,\"seq\":%lld,\"batch\":%lld",
             (long long)t->step, si->phase, sm->loss, sm->grad_norm, sm->lr, (long long)tokens, tok_s, mfu,
-            sm->seconds * 1e3, sm->skipped, (long long)si->seq_len, (long long)si->global_batch, b->max_share,
-            b->min_share, b->max_vio, b->entropy);
-    const int L = (int)t->model.cfg.num_hidden_layers, E = (int)t->model.cfg.num_experts;
-    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer_max_share[l]);
-    fprintf(t->metrics, "],\"layer_min_share\":[");
-    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].min_share);
-    fprintf(t->metrics, "],\"layer_max_vio\":[");
-    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].max_vio);
-    fprintf(t->metrics, "],\"layer_skip_share\":[");
-    for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].skip_share);
-    fprintf(t->metrics, "],\"expert_share\":[");
-    for (int l = 0; l < L; l++) {
-        fprintf(t->metrics, "%s[", l ? "," : "");
-        for (int e = 0; e < E; e++) fprintf(t->metrics, "%s%.4f", e ? "," : "", b->expert_share[(int64_t)l * E + e]);
+            sm->seconds * 1e3, sm->skipped, (long long)si->seq_len, (long long)si->global_batch);
+    if (moe) {
+        fprintf(t->metrics,
+                ",\"balance_max_share\":%.4f,\"balance_min_share\":%.4f,\"balance_max_vio\":%.4f,\"balance_entropy\":%.4f,"
+                "\"layer_max_share\":[",
+                b->max_share, b->min_share, b->max_vio, b->entropy);
+        for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer_max_share[l]);
+        fprintf(t->metrics, "],\"layer_min_share\":[");
+        for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].min_share);
+        fprintf(t->metrics, "],\"layer_max_vio\":[");
+        for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].max_vio);
+        fprintf(t->metrics, "],\"layer_skip_share\":[");
+        for (int l = 0; l < L; l++) fprintf(t->metrics, "%s%.4f", l ? "," : "", b->layer[l].skip_share);
+        fprintf(t->metrics, "],\"expert_share\":[");
+        for (int l = 0; l < L; l++) {
+            fprintf(t->metrics, "%s[", l ? "," : "");
+            for (int e = 0; e < E; e++) fprintf(t->metrics, "%s%.4f", e ? "," : "", b->expert_share[(int64_t)l * E + e]);
+            fprintf(t->metrics, "]");
+        }
         fprintf(t->metrics, "]");
     }
-    fprintf(t->metrics, "],\"comm_wait_ms\":%.3f,\"gather_ms\":%.3f,\"elapsed_s\":%.3f}\n", sm->comm_wait_s * 1e3,
+    fprintf(t->metrics, ",\"comm_wait_ms\":%.3f,\"gather_ms\":%.3f,\"elapsed_s\":%.3f}\n", sm->comm_wait_s * 1e3,
             sm->gather_s * 1e3, zaya_now_s() - run_t0);
     fflush(t->metrics);
 
     zaya_train_history *h = &t->hist;
-    if (!h->layer_max_share) {
+    if (moe && !h->layer_max_share) {
         h->layer_max_share = calloc((size_t)L, sizeof(zaya_series));
         h->nlayers = h->layer_max_share ? L : 0;
     }
@@ -121,15 +127,18 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
     series_add(&h->lr, (double)t->step, sm->lr);
     series_add(&h->tok_s, (double)t->step, tok_s);
     for (int l = 0; l < h->nlayers; l++) series_add(&h->layer_max_share[l], (double)t->step, b->layer_max_share[l]);
-    share_rows_add(h, (double)t->step, b->expert_share, L, E);
+    if (moe) share_rows_add(h, (double)t->step, b->expert_share, L, E);
 
     if (!t->opts->quiet && (t->step % t->opts->log_every == 0 || sm->skipped)) {
         char comm[64];
         snprintf(comm, sizeof comm, " | comm wait %.0f ms", (sm->comm_wait_s + sm->gather_s) * 1e3);
+        char load[96];
+        if (moe) snprintf(load, sizeof load, "experts max %.2f min %.2f vio %.2f", b->max_share, b->min_share, b->max_vio);
+        else snprintf(load, sizeof load, "dense MLP");
         printf("step %6lld | %-17.17s | loss %7.4f | gnorm %7.3f | lr %.2e | %7.0f tok/s | MFU %5.1f%% | %6.0f ms | "
-               "experts max %.2f min %.2f vio %.2f%s%s\n",
+               "%s%s%s\n",
                (long long)t->step, t->run.phases[si->phase].name, sm->loss, sm->grad_norm, sm->lr, tok_s, 100 * mfu,
-               sm->seconds * 1e3, b->max_share, b->min_share, b->max_vio, t->world > 1 ? comm : "", sm->skipped ? " | SKIPPED" : "");
+               sm->seconds * 1e3, load, t->world > 1 ? comm : "", sm->skipped ? " | SKIPPED" : "");
         fflush(stdout);
     }
 }

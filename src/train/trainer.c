@@ -146,7 +146,12 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
     bc.rule = (zaya_balance_rule)o->balance_rule;
     bc.drift = o->balance_drift;
     bc.units = (zaya_balance_units)o->balance_units;
-    ZAYA_TRY(zaya_balancer_init(&t->balancer, t->model.tensors, t->model.ntensors, &bc));
+    /* A dense-MLP model (zaya_mlp "dense") has no router and no balancing biases: the balancer stays
+     * empty (no layers), its updates do nothing and checkpoints carry no balancer state. */
+    if (zaya_config_is_moe(&t->model.cfg))
+        ZAYA_TRY(zaya_balancer_init(&t->balancer, t->model.tensors, t->model.ntensors, &bc));
+    else
+        memset(&t->balancer, 0, sizeof t->balancer);
     t->bal_iters = o->balance_iters > 0 ? o->balance_iters
                    : o->balance_mode == ZAYA_BALANCE_FORWARD ? ZAYA_TRAIN_BALANCE_ITERS_FORWARD : ZAYA_TRAIN_BALANCE_ITERS_STEP;
     zaya_spike_config sc;

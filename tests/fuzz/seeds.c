@@ -67,6 +67,12 @@ static void configs(void) {
     static const char legacy[] = "{\"num_hidden_layers\": 80, \"ffn_hidden_size\": 4096, \"zaya_mlp_expansion\": 256,"
                                  "\"num_query_groups\": 2, \"rope_theta\": 1000000, \"norm_epsilon\": 1e-5}";
     put("model_config", "legacy.json", legacy, sizeof legacy - 1);
+    /* the architecture variants (docs/model.md "Variants") */
+    static const char linear[] = "{\"zaya_router\": \"linear\", \"zaya_residual_scaling\": false}";
+    static const char dense[] = "{\"model_type\": \"zaya\", \"zaya_mlp\": \"dense\", \"zaya_dense_intermediate_size\": 4096}";
+    put("model_config", "variant-linear.json", linear, sizeof linear - 1);
+    put("model_config", "variant-dense.json", dense, sizeof dense - 1);
+    put("arch_config", "variant-dense.json", dense, sizeof dense - 1);
 }
 
 static void run_files(void) {

@@ -20,6 +20,10 @@ typedef struct parity_case {
     double rot_factor;
     const char *skip_mode;
     int64_t B, T;
+    /* architecture variants (NULL / 0: ZAYA1) */
+    const char *router, *mlp;
+    int64_t dense_ffn;
+    int plain_residual;
 } parity_case;
 
 /* Random but well-conditioned parameters: every tensor moves away from its init so that a wrong
@@ -94,6 +98,11 @@ static void run_case(const parity_case *pc, const char *script, const char *pyth
     c.partial_rotary_factor = pc->rot_factor;
     c.max_position_embeddings = 64;
     c.skip_mode = !strcmp(pc->skip_mode, "zero") ? ZAYA_SKIP_ZERO : ZAYA_SKIP_IDENTITY;
+    if (pc->router && !strcmp(pc->router, "zaya_no_eda")) c.router = ZAYA_ROUTER_NO_EDA;
+    if (pc->router && !strcmp(pc->router, "linear")) c.router = ZAYA_ROUTER_LINEAR;
+    if (pc->mlp && !strcmp(pc->mlp, "dense")) c.mlp = ZAYA_MLP_DENSE;
+    c.dense_intermediate_size = pc->dense_ffn;
+    if (pc->plain_residual) c.residual = ZAYA_RESIDUAL_PLAIN;
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "%s: init: %s", pc->label, zaya_error_message());
     zaya_model_init_weights(&m, 11);
@@ -184,10 +193,17 @@ int main(int argc, char **argv) {
     }
     zaya_threads_init(2);
     const parity_case cases[] = {
-        /* label     D   L  Hq Hkv hd  E   F   R   V  k0 k1 rot   skip        B  T */
-        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11},
-        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13},
-        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9},
+        /* label     D   L  Hq Hkv hd  E   F   R   V  k0 k1 rot   skip        B  T  router mlp dense_ffn plain */
+        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, NULL, 0, 0},
+        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, NULL, 0, 0},
+        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9,  NULL, NULL, 0, 0},
+        /* architecture variants (docs/model.md "Variants") */
+        {"no-eda",   24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, "zaya_no_eda", NULL, 0, 0},
+        {"linear",   21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, "linear", NULL, 0, 0},
+        {"dense",    24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, "dense", 19, 0},
+        {"plain",    24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "zero",     2, 11, NULL, NULL, 0, 1},
+        {"lin-plain",32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "identity", 3, 9,  "linear", NULL, 0, 1},
+        {"dns-plain",21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, "dense", 0, 1},
     };
     int skip_seen = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], argv[1], argv[2], &skip_seen);

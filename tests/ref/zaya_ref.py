@@ -88,20 +88,34 @@ class Ref:
         a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), vr).reshape(B, T, Hq * hd)
         return a @ self.P(pre + "o_proj.weight").T
 
+    def dense(self, l, z):
+        # zaya_mlp "dense": down(SiLU(gate z) * up z), no router, no gate
+        pre = f"model.layers.{l}.mlp."
+        return (F.silu(z @ self.P(pre + "gate_proj.weight").T) * (z @ self.P(pre + "up_proj.weight").T)) @ \
+            self.P(pre + "down_proj.weight").T
+
     def moe(self, l, z, r_prev, info):
         c = self.c
         E = c["num_experts"]
         pre = f"model.layers.{l}.mlp."
-        r = z @ self.P(pre + "gate.down_proj.weight").T + self.P(pre + "gate.down_proj.bias")
-        if l > 0:
-            r = r + self.P(pre + "gate.router_states_scale") * r_prev
-        h = rmsnorm(r, self.P(pre + "gate.router_mlp.norm.weight"), c["rms_norm_eps"])
-        h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc1.weight").T + self.P(pre + "gate.router_mlp.fc1.bias"))
-        h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc2.weight").T + self.P(pre + "gate.router_mlp.fc2.bias"))
-        probs = torch.softmax(h @ self.P(pre + "gate.router_mlp.out_proj.weight").T, -1)
+        router = c.get("zaya_router", "zaya")
+        bias = self.P(pre + "gate.balancing_biases")
+        if router == "linear":
+            # plain linear top-1 router: softmax over the E experts, no skip class
+            probs = torch.softmax(z @ self.P(pre + "gate.weight").T, -1)
+            bias = bias[:E]
+            r = None
+        else:
+            r = z @ self.P(pre + "gate.down_proj.weight").T + self.P(pre + "gate.down_proj.bias")
+            if l > 0 and router == "zaya":
+                r = r + self.P(pre + "gate.router_states_scale") * r_prev
+            h = rmsnorm(r, self.P(pre + "gate.router_mlp.norm.weight"), c["rms_norm_eps"])
+            h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc1.weight").T + self.P(pre + "gate.router_mlp.fc1.bias"))
+            h = F.gelu(h @ self.P(pre + "gate.router_mlp.fc2.weight").T + self.P(pre + "gate.router_mlp.fc2.bias"))
+            probs = torch.softmax(h @ self.P(pre + "gate.router_mlp.out_proj.weight").T, -1)
         if self.route_hook is not None:  # the trainer's balancing in the forward
             self.route_hook(l, probs.detach())
-        biased = probs.detach() + self.P(pre + "gate.balancing_biases")
+        biased = probs.detach() + bias
         choice = biased.argmax(-1)                                    # [B,T]
         gate = probs.gather(-1, choice[..., None])                    # unbiased probability
         if self.record:
@@ -138,16 +152,24 @@ class Ref:
             self.P("model.input_hidden_states_scale")
         r = None
         info = {}
+        scaled = c.get("zaya_residual_scaling", True)
+
+        def merge(s, out, stream):
+            if not scaled:  # zaya_residual_scaling false: plain residual
+                return out + stream
+            return (out + self.P(s + "hidden_states_bias")) * self.P(s + "hidden_states_scale") + \
+                (stream + self.P(s + "residual_bias")) * self.P(s + "residual_scale")
+
         for l in range(c["num_hidden_layers"]):
             L = f"model.layers.{l}."
             a = self.cca(l, rmsnorm(x, self.P(L + "input_layernorm.weight"), eps), B, T)
-            s = L + "post_attention_residual_scale."
-            h = (a + self.P(s + "hidden_states_bias")) * self.P(s + "hidden_states_scale") + \
-                (x + self.P(s + "residual_bias")) * self.P(s + "residual_scale")
-            m, r = self.moe(l, rmsnorm(h, self.P(L + "post_attention_layernorm.weight"), eps), r, info)
-            s = L + "post_mlp_residual_scale."
-            x = (m + self.P(s + "hidden_states_bias")) * self.P(s + "hidden_states_scale") + \
-                (h + self.P(s + "residual_bias")) * self.P(s + "residual_scale")
+            h = merge(L + "post_attention_residual_scale.", a, x)
+            z = rmsnorm(h, self.P(L + "post_attention_layernorm.weight"), eps)
+            if c.get("zaya_mlp", "moe") == "dense":
+                m = self.dense(l, z)
+            else:
+                m, r = self.moe(l, z, r, info)
+            x = merge(L + "post_mlp_residual_scale.", m, h)
         y = rmsnorm(x, self.P("model.norm.weight"), eps)
         return y @ self.P("model.embed_tokens.weight").T, info
 
@@ -181,14 +203,24 @@ def shapes(cfg):
                     a + "o_proj.weight": (D, Hq * hd)})
         for s in ("post_attention_residual_scale.", "post_mlp_residual_scale."):
             for v in ("hidden_states_scale", "hidden_states_bias", "residual_scale", "residual_bias"):
-                out[L + s + v] = (D,)
+                if cfg.get("zaya_residual_scaling", True):
+                    out[L + s + v] = (D,)
+        if cfg.get("zaya_mlp", "moe") == "dense":
+            Fd = cfg.get("zaya_dense_intermediate_size", Fi)
+            out.update({L + "mlp.gate_proj.weight": (Fd, D), L + "mlp.up_proj.weight": (Fd, D),
+                        L + "mlp.down_proj.weight": (D, Fd)})
+            continue
+        if cfg.get("zaya_router", "zaya") == "linear":
+            out.update({L + "mlp.gate.weight": (E, D), L + "mlp.gate.balancing_biases": (E + 1,),
+                        L + "mlp.experts.gate_up_proj": (E, 2 * Fi, D), L + "mlp.experts.down_proj": (E, D, Fi)})
+            continue
         g = L + "mlp.gate."
         out.update({g + "down_proj.weight": (R, D), g + "down_proj.bias": (R,), g + "router_mlp.norm.weight": (R,),
                     g + "router_mlp.fc1.weight": (R, R), g + "router_mlp.fc1.bias": (R,),
                     g + "router_mlp.fc2.weight": (R, R), g + "router_mlp.fc2.bias": (R,),
                     g + "router_mlp.out_proj.weight": (E + 1, R), g + "balancing_biases": (E + 1,),
                     L + "mlp.experts.gate_up_proj": (E, 2 * Fi, D), L + "mlp.experts.down_proj": (E, D, Fi)})
-        if l > 0:
+        if l > 0 and cfg.get("zaya_router", "zaya") == "zaya":
             out[g + "router_states_scale"] = (R,)
     return out
 
@@ -291,7 +323,9 @@ def main(d):
             grads[t["offset"]:t["offset"] + g.numel()] = g.numpy().ravel()
     out.append(grads)
     np.concatenate(out).astype(np.float32).tofile(os.path.join(d, "ref_out.bin"))
-    json.dump({"min_margin": info["min_margin"], "choices": info["choices"]}, open(os.path.join(d, "ref_info.json"), "w"))
+    # a dense model routes nothing: no margin to respect
+    json.dump({"min_margin": info.get("min_margin", 1e9), "choices": info.get("choices", [])},
+              open(os.path.join(d, "ref_info.json"), "w"))
 
 
 if __name__ == "__main__":

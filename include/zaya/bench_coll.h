@@ -150,10 +150,9 @@ zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_pl
                                   const char *dir);
 
 /* The machine profile's "collectives" object (docs/profile-format.md): one array per collective
- * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place). */
+ * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place); the
+ * profile module (zaya/profile.h) writes it into profile.json and reads it back. */
 cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
-/* Reads it back (validating every field) into rows with oop timings filled. */
-zaya_status zaya_bench_coll_profile_parse(const cJSON *collectives, zaya_coll_results *out);
 
 #ifdef __cplusplus
 }

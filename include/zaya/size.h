@@ -227,6 +227,10 @@ typedef struct zaya_size_hw {
 
 /* name: mi300x | h100 | h200 | host (needs profile_path) | a path ending in .json. */
 zaya_status zaya_size_hw_get(const char *name, const char *profile_path, zaya_size_hw *hw);
+/* A measured machine profile (zaya/profile.h reads and validates the file) as hardware; `what` names
+ * it in errors and becomes hw->source. The _json form reads the profile tree first. */
+struct zaya_profile;
+zaya_status zaya_size_hw_from_profile(const struct zaya_profile *p, const char *what, zaya_size_hw *hw);
 zaya_status zaya_size_hw_from_profile_json(const cJSON *root, const char *what, zaya_size_hw *hw);
 void zaya_size_hw_free(zaya_size_hw *hw);
 /* Compute dtype the model assumes: "bf16" (the trainer's default) or "f32". */

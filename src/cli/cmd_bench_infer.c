@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/infer_model.h"
+#include "zaya/infer_model.h"
 #include "zaya/alloc.h"
 #include "zaya/bench_mem.h"
 #include "zaya/fs.h"
@@ -107,7 +107,7 @@ static void plot_decode(const row *rows, int nrows, const char *out) {
 }
 
 int zaya_cmd_bench_infer(int argc, char **argv) {
-    zaya_cli_model_opts mo = {.config = "zaya1-small", .random_init = 0};
+    zaya_infer_model_opts mo = {.config = "zaya1-small", .random_init = 0};
     const char *dtypes = "f32,bf16", *plist = "128", *dlist = "0,512", *blist = "1,4", *out = "results/bench-infer";
     int64_t ntg = 32, triad_mib = 128;
     int reps = 3, threads = 0, gemv_only = 0;
@@ -170,9 +170,9 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
     row rows[1024];
     int nrows = 0, code = 1, err = 0;
     for (int di = 0; di < ndt; di++) {
-        zaya_cli_model cm;
+        zaya_infer_model cm;
         mo.dtype = dts[di];
-        if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
+        if (zaya_infer_model_open(&mo, &cm) != ZAYA_OK) {
             err = zaya_cli_error("bench infer", "model: %s", zaya_error_message());
             break;
         }
@@ -181,7 +181,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         if (tmax > c->max_position_embeddings) {
             zaya_error_set(ZAYA_ERANGE, "depth %lld + %lld tokens exceeds max_position_embeddings %lld",
                            (long long)maxd, (long long)(tmax - maxd), (long long)c->max_position_embeddings);
-            zaya_cli_model_close(&cm);
+            zaya_infer_model_close(&cm);
             err = zaya_cli_error("bench infer", NULL);
             break;
         }
@@ -189,7 +189,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         zaya_infer_opts io = {.max_seqs = maxb, .max_len = tmax, .max_step_tokens = maxb * (maxp > maxd ? maxp : maxd),
                               .gemv = 1};
         if (zaya_infer_init_weights(&b.e, &cm.w, &io) != ZAYA_OK) {
-            zaya_cli_model_close(&cm);
+            zaya_infer_model_close(&cm);
             err = zaya_cli_error("bench infer", "engine: %s", zaya_error_message());
             break;
         }
@@ -263,7 +263,7 @@ int zaya_cmd_bench_infer(int argc, char **argv) {
         free(b.toks), free(b.slots), free(b.n), free(samples);
         zaya_free(logits);
         zaya_infer_free(b.e);
-        zaya_cli_model_close(&cm);
+        zaya_infer_model_close(&cm);
         if (st != ZAYA_OK) {
             err = zaya_cli_error("bench infer", "benchmark step: %s", zaya_error_message());
             break;

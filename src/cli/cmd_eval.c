@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/infer_model.h"
+#include "zaya/infer_model.h"
 #include "zaya/fs.h"
 #include "zaya/infer.h"
 #include "zaya/json.h"
@@ -63,7 +63,7 @@ static zaya_status write_items(const char *path, const zaya_mc_set *set, const d
 }
 
 int zaya_cmd_eval(int argc, char **argv) {
-    zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
+    zaya_infer_model_opts mo = {.random_init = -1, .dtype = "f32"};
     const char *tok_path = NULL, *shard = NULL, *text = NULL, *out = "results/eval", *format = "auto";
     const char *tasks[MAX_TASKS];
     zaya_flag_list task_list = {tasks, MAX_TASKS, 0};
@@ -106,7 +106,7 @@ int zaya_cmd_eval(int argc, char **argv) {
 
     int code = 1;
     zaya_tokenizer *tok = NULL;
-    zaya_cli_model cm;
+    zaya_infer_model cm;
     memset(&cm, 0, sizeof cm);
     zaya_infer *e = NULL;
     int32_t *ids = NULL;
@@ -125,7 +125,7 @@ int zaya_cmd_eval(int argc, char **argv) {
         zaya_cli_error("eval", "%s: %s", msg, zaya_error_message());
         goto done;
     }
-    if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
+    if (zaya_infer_model_open(&mo, &cm) != ZAYA_OK) {
         zaya_cli_error("eval", NULL);
         goto done;
     }
@@ -279,7 +279,7 @@ done:
     free(tb);
     free(ids);
     zaya_infer_free(e);
-    zaya_cli_model_close(&cm);
+    zaya_infer_model_close(&cm);
     zaya_tokenizer_free(tok);
     return code;
 }

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/infer_model.h"
+#include "zaya/infer_model.h"
 #include "zaya/bench_mem.h"
 #include "zaya/infer.h"
 #include "zaya/infer_weights.h"
@@ -78,7 +78,7 @@ static int on_token(void *p, int64_t s, int32_t id) {
 int zaya_cmd_generate(int argc, char **argv) {
     const char *tok_path = NULL, *prompts[MAX_PROMPTS], *stops[MAX_STOPS];
     zaya_flag_list prompt_list = {prompts, MAX_PROMPTS, 0}, stop_list = {stops, MAX_STOPS, 0};
-    zaya_cli_model_opts mo = {.random_init = -1, .dtype = "f32"};
+    zaya_infer_model_opts mo = {.random_init = -1, .dtype = "f32"};
     int64_t max_tokens = 128, top_k = 0, seed = 0;
     double temperature = 0.8, top_p = 1.0;
     int threads = 0, ignore_eos = 0, no_gemv = 0, bandwidth = 0;
@@ -125,7 +125,7 @@ int zaya_cmd_generate(int argc, char **argv) {
         snprintf(msg, sizeof msg, "tokenizer '%s': %s", tok_path, zaya_error_message());
         return zaya_cli_error("generate", "%s", msg);
     }
-    zaya_cli_model cm;
+    zaya_infer_model cm;
     memset(&cm, 0, sizeof cm);
     int code = 1;
     zaya_infer *e = NULL;
@@ -134,7 +134,7 @@ int zaya_cmd_generate(int argc, char **argv) {
     int64_t plen[MAX_PROMPTS], olen[MAX_PROMPTS];
     gen_text texts[MAX_PROMPTS];
     memset(texts, 0, sizeof texts);
-    if (zaya_cli_model_open(&mo, &cm) != ZAYA_OK) {
+    if (zaya_infer_model_open(&mo, &cm) != ZAYA_OK) {
         snprintf(msg, sizeof msg, "%s", zaya_error_message());
         zaya_cli_error("generate", "%s", msg);
         goto done;
@@ -232,7 +232,7 @@ int zaya_cmd_generate(int argc, char **argv) {
         /* free the weights first: the triad's arrays then fit wherever the model was */
         zaya_infer_free(e);
         e = NULL;
-        zaya_cli_model_close(&cm);
+        zaya_infer_model_close(&cm);
         const double gbps = zaya_bench_stream_triad_gbps(threads);
         if (gbps <= 0) {
             fprintf(stderr, "zaya generate: warning: no STREAM triad: %s\n", zaya_error_message());
@@ -252,7 +252,7 @@ done:
     }
     zaya_sampler_free(&smp);
     zaya_infer_free(e);
-    zaya_cli_model_close(&cm);
+    zaya_infer_model_close(&cm);
     zaya_tokenizer_free(tok);
     return code;
 }

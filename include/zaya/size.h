@@ -391,6 +391,29 @@ void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts
 /* The same as JSON (caller owns the result). */
 cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq);
 
+/* ---------------------------------------------------------------- validation against a real run */
+
+#define ZAYA_SIZE_VALIDATE_MAX_STEPS 10000
+
+typedef struct zaya_size_validate_opts {
+    const char *config;     /* config.json of the model */
+    const char *hw, *profile; /* as zaya_size_hw_get */
+    const char *data;       /* token shards (NAME-train-00000.ztok ...) + tokenizer.json */
+    const char *out;        /* run.json, train/, train.log, validate.json */
+    const char *dtype;      /* "bf16" | "f32": GEMM precision of the run and of the model */
+    const char *optimizer;  /* "muon" | "adamw" */
+    int64_t batch, seq, micro_batch; /* micro_batch 0: batch */
+    int64_t steps, warmup;  /* 0 < steps <= ZAYA_SIZE_VALIDATE_MAX_STEPS, 0 <= warmup < steps */
+    int threads;            /* 0: all cores */
+} zaya_size_validate_opts;
+
+/* `zaya size validate`: predicts one training step of the config on the profile, runs a short
+ * `zaya train` of this same binary (a child process) on a one-phase run with a constant batch, and
+ * compares the median measured step (after the warm-up steps) with the prediction, also adjusted for
+ * the load (oneDNN matmul peak now vs in the profile). Prints the comparison to out and writes
+ * OUT/validate.json; any ratio is a success (a measurement, not a test). */
+zaya_status zaya_size_validate_step(const zaya_size_validate_opts *o, FILE *out);
+
 #ifdef __cplusplus
 }
 #endif

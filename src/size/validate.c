@@ -1,4 +1,4 @@
-/* `zaya size validate`: the step-time model against a real measurement. Predicts one training step of
+/* `zaya size validate` (zaya_size_validate_step): the step-time model against a real measurement. Predicts one training step of
  * CONFIG on a profile, then runs a short `zaya train` of this same binary (a child process, so the
  * trainer owns its thread pool and allocations exactly as in production) on a one-phase run file with a
  * constant batch, and compares the median measured step (after warm-up steps) with the prediction.
@@ -8,14 +8,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "cli/flags.h"
 #include "zaya/bench.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
@@ -24,7 +22,7 @@
 #include "zaya/threads.h"
 
 #define MAX_SOURCES 16
-#define MAX_STEPS 10000
+#define MAX_STEPS ZAYA_SIZE_VALIDATE_MAX_STEPS
 
 /* Source names of DIR: every NAME with a NAME-train-00000.ztok shard. */
 static zaya_status find_sources(const char *dir, char names[][64], int *n) {
@@ -123,55 +121,28 @@ static zaya_status read_steps(const char *path, int64_t warmup, int64_t batch, d
     return s;
 }
 
-int zaya_cmd_size_validate(int argc, char **argv) {
-    const char *hwname = NULL, *profile = NULL, *data = NULL, *out = "results/size-validate", *dtype = "bf16",
-               *optname = "muon";
-    int64_t batch = 32, seq = 128, micro = 0, steps = 12, warmup = 4;
-    int threads = 0;
-    const zaya_flag flags[] = {
-        {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "host | path/to/profile.json from `zaya bench all` (required)"},
-        {"profile", 0, ZAYA_FLAG_STRING, &profile, "FILE", "profile.json for --hw host"},
-        {"data", 'd', ZAYA_FLAG_STRING, &data, "DIR", "token shards + tokenizer.json matching CONFIG's vocabulary (required)"},
-        {"batch", 0, ZAYA_FLAG_I64, &batch, "B", "sequences per optimizer step (default 32)"},
-        {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length (default 128)"},
-        {"micro-batch", 0, ZAYA_FLAG_I64, &micro, "N", "sequences per forward/backward, dividing B (default: B)"},
-        {"steps", 0, ZAYA_FLAG_I64, &steps, "N", "training steps to run (default 12)"},
-        {"warmup", 0, ZAYA_FLAG_I64, &warmup, "N", "first steps left out of the measurement (default 4)"},
-        {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "bf16|f32", "GEMM precision of both the run and the model (default bf16)"},
-        {"optimizer", 0, ZAYA_FLAG_STRING, &optname, "NAME", "muon | adamw (default muon)"},
-        ZAYA_FLAG_THREADS(&threads),
-        ZAYA_FLAG_OUTDIR(&out, "results/size-validate"),
-    };
-    const zaya_cmd_spec spec = {"size validate", "predicted vs measured `zaya train` step time on this machine",
-                                "--hw PROFILE --data DIR [options] CONFIG", NULL, flags, (int)(sizeof flags / sizeof *flags)};
-    zaya_args args;
-    int rc = zaya_flags_parse(&spec, argc, argv, &args);
-    if (rc >= 0) return rc;
-    if (args.npos != 1) return zaya_flags_usage_error(&spec, "expected one CONFIG (a config.json), got %d arguments", args.npos);
-    const char *path = args.pos[0];
-    if (!hwname) return zaya_flags_usage_error(&spec, "--hw is required");
-    if (!data) return zaya_flags_usage_error(&spec, "--data is required");
-    if (micro == 0) micro = batch;
-    if (batch <= 0 || seq < 2 || steps <= 0 || steps > MAX_STEPS || micro <= 0 || batch % micro)
-        return zaya_flags_usage_error(&spec, "need --batch > 0, --seq >= 2, 0 < --steps <= %d and a --micro-batch dividing --batch", MAX_STEPS);
-    if (warmup < 0 || warmup >= steps) return zaya_flags_usage_error(&spec, "--warmup must be in [0, --steps)");
+zaya_status zaya_size_validate_step(const zaya_size_validate_opts *o, FILE *out) {
+    const char *path = o->config, *dtype = o->dtype, *optname = o->optimizer, *data = o->data;
+    int64_t batch = o->batch, seq = o->seq, micro = o->micro_batch > 0 ? o->micro_batch : o->batch, steps = o->steps,
+            warmup = o->warmup;
+    int threads = o->threads;
     zaya_size_step_opts so;
     zaya_size_step_opts_default(&so);
     if (!strcmp(optname, "muon")) so.optimizer = ZAYA_SIZE_OPT_MUON;
-    else if (strcmp(optname, "adamw")) return zaya_flags_usage_error(&spec, "--optimizer '%s' (use adamw or muon)", optname);
-    if (strcmp(dtype, "bf16") && strcmp(dtype, "f32")) return zaya_flags_usage_error(&spec, "--dtype '%s' (use bf16 or f32)", dtype);
+    else if (strcmp(optname, "adamw")) return zaya_error_set(ZAYA_EINVAL, "--optimizer '%s' (use adamw or muon)", optname);
+    if (strcmp(dtype, "bf16") && strcmp(dtype, "f32")) return zaya_error_set(ZAYA_EINVAL, "--dtype '%s' (use bf16 or f32)", dtype);
     so.batch = micro;
     so.seq = seq;
 
     zaya_size_arch a;
     zaya_size_hw hw;
-    zaya_status s = zaya_size_arch_load(path, &a);
-    if (s != ZAYA_OK) return zaya_cli_error("size validate", NULL);
-    if ((s = zaya_size_hw_get(hwname, profile, &hw)) != ZAYA_OK) return zaya_cli_error("size validate", NULL);
+    ZAYA_TRY(zaya_size_arch_load(path, &a));
+    ZAYA_TRY(zaya_size_hw_get(o->hw, o->profile, &hw));
     zaya_size_step_pred p;
+    zaya_status s;
     if ((s = zaya_size_hw_set_dtype(&hw, dtype)) != ZAYA_OK || (s = zaya_size_predict_step(&a, &hw, &so, &p)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return zaya_cli_error("size validate", NULL);
+        return s;
     }
     /* Gradient accumulation repeats everything but the optimizer step. */
     double accum = (double)(batch / micro), fb = p.gemm_s + p.attn_s + p.memop_s;
@@ -179,17 +150,20 @@ int zaya_cmd_size_validate(int argc, char **argv) {
 
     char names[MAX_SOURCES][64], run_path[1024], train_dir[1024], log[1024], metrics[1024], exe[1024];
     int nsrc = 0;
-    if ((s = find_sources(data, names, &nsrc)) != ZAYA_OK || (s = zaya_mkdir_p(out)) != ZAYA_OK ||
-        (s = zaya_path_join(run_path, sizeof run_path, out, "run.json")) != ZAYA_OK ||
-        (s = zaya_path_join(train_dir, sizeof train_dir, out, "train")) != ZAYA_OK ||
-        (s = fresh(train_dir)) != ZAYA_OK || (s = zaya_path_join(log, sizeof log, out, "train.log")) != ZAYA_OK ||
+    if ((s = find_sources(data, names, &nsrc)) != ZAYA_OK || (s = zaya_mkdir_p(o->out)) != ZAYA_OK ||
+        (s = zaya_path_join(run_path, sizeof run_path, o->out, "run.json")) != ZAYA_OK ||
+        (s = zaya_path_join(train_dir, sizeof train_dir, o->out, "train")) != ZAYA_OK ||
+        (s = fresh(train_dir)) != ZAYA_OK || (s = zaya_path_join(log, sizeof log, o->out, "train.log")) != ZAYA_OK ||
         (s = zaya_path_join(metrics, sizeof metrics, train_dir, "metrics.jsonl")) != ZAYA_OK ||
         (s = write_run(run_path, names, nsrc, batch, seq, steps)) != ZAYA_OK) {
         zaya_size_hw_free(&hw);
-        return zaya_cli_error("size validate", NULL);
+        return s;
     }
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el <= 0) { zaya_size_hw_free(&hw); return zaya_cli_error("size validate", "/proc/self/exe: %s", strerror(errno)); }
+    if (el <= 0) {
+        zaya_size_hw_free(&hw);
+        return zaya_error_set(ZAYA_EIO, "/proc/self/exe: %s", strerror(errno));
+    }
     exe[el] = 0;
     char nsteps[32], nmicro[32], nthreads[32];
     snprintf(nsteps, sizeof nsteps, "%lld", (long long)steps);
@@ -202,14 +176,16 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     zaya_threads_init(threads);
     zaya_dtype dt = !strcmp(dtype, "bf16") ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
     double peak_before = zaya_bench_matmul_peak_gflops(dt);
-    printf("measuring: %s train ... (%lld steps of %lld x %lld, micro-batch %lld, %s, %s); log %s\n", exe,
+    fprintf(out, "measuring: %s train ... (%lld steps of %lld x %lld, micro-batch %lld, %s, %s); log %s\n", exe,
            (long long)steps, (long long)batch, (long long)seq, (long long)micro, dtype, optname, log);
-    fflush(stdout);
-    static double ms[MAX_STEPS];
+    fflush(out);
+    double *ms = malloc(MAX_STEPS * sizeof *ms);
     int n = 0;
-    if ((s = run_child(cargv, log)) != ZAYA_OK || (s = read_steps(metrics, warmup, batch, ms, &n)) != ZAYA_OK) {
+    if (!ms) s = zaya_error_set(ZAYA_ENOMEM, "size validate: step times");
+    if (s != ZAYA_OK || (s = run_child(cargv, log)) != ZAYA_OK || (s = read_steps(metrics, warmup, batch, ms, &n)) != ZAYA_OK) {
+        free(ms);
         zaya_size_hw_free(&hw);
-        return zaya_cli_error("size validate", NULL);
+        return s;
     }
     double peak_after = zaya_bench_matmul_peak_gflops(dt);
     double peak_now = peak_before > 0 && peak_after > 0 ? 0.5 * (peak_before + peak_after) : 0;
@@ -222,15 +198,15 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     double ratio = 1e3 * pred_s / median;
 
-    printf("%s on %s (%s), %s GEMMs, %s\n", path, hw.name, hw.source, dtype, optname);
-    printf("predicted step: %.1f ms = %.0f x (GEMMs %.1f at %.1f%% of peak + attention %.1f + memory-bound %.1f) + "
+    fprintf(out, "%s on %s (%s), %s GEMMs, %s\n", path, hw.name, hw.source, dtype, optname);
+    fprintf(out, "predicted step: %.1f ms = %.0f x (GEMMs %.1f at %.1f%% of peak + attention %.1f + memory-bound %.1f) + "
            "optimizer %.1f (Newton-Schulz %.1f)\n",
            1e3 * pred_s, accum, 1e3 * p.gemm_s, 100 * p.gemm_eff, 1e3 * p.attn_s, 1e3 * p.memop_s, 1e3 * p.optimizer_s,
            1e3 * p.optimizer_ns_s);
-    printf("measured step:  %.1f ms median over steps %lld..%lld (mean %.1f, min %.1f, max %.1f)\n", median,
+    fprintf(out, "measured step:  %.1f ms median over steps %lld..%lld (mean %.1f, min %.1f, max %.1f)\n", median,
            (long long)warmup, (long long)steps - 1, mean, ms[0], ms[n - 1]);
-    printf("predicted / measured: %.2f (%s the 25%% target)\n", ratio, ratio >= 0.75 && ratio <= 1.25 ? "within" : "outside");
-    printf("matmul peak: profile %.1f GFLOP/s, now %.1f (before %.1f, after %.1f): machine %.2fx slower than profiled;\n"
+    fprintf(out, "predicted / measured: %.2f (%s the 25%% target)\n", ratio, ratio >= 0.75 && ratio <= 1.25 ? "within" : "outside");
+    fprintf(out, "matmul peak: profile %.1f GFLOP/s, now %.1f (before %.1f, after %.1f): machine %.2fx slower than profiled;\n"
            "load-adjusted predicted / measured: %.2f\n",
            peak_prof, peak_now, peak_before, peak_after, load, ratio * load);
 
@@ -267,11 +243,12 @@ int zaya_cmd_size_validate(int argc, char **argv) {
     cJSON_AddNumberToObject(lj, "slowdown", load);
     cJSON_AddNumberToObject(lj, "adjusted_ratio", ratio * load);
     char jpath[1024];
-    s = zaya_path_join(jpath, sizeof jpath, out, "validate.json");
+    s = zaya_path_join(jpath, sizeof jpath, o->out, "validate.json");
     if (s == ZAYA_OK) s = zaya_json_write_file(jpath, root, 1);
     cJSON_Delete(root);
     zaya_size_hw_free(&hw);
-    if (s != ZAYA_OK) return zaya_cli_error("size validate", NULL);
-    printf("wrote %s\n", jpath);
-    return 0;
+    free(ms);
+    ZAYA_TRY(s);
+    fprintf(out, "wrote %s\n", jpath);
+    return ZAYA_OK;
 }

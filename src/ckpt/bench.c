@@ -1,4 +1,4 @@
-/* zaya ckpt bench: checkpoint save throughput of a zaya1-small-sized state (parameters + two AdamW
+/* `zaya ckpt bench` (zaya_ckpt_bench_run): checkpoint save throughput of a zaya1-small-sized state (parameters + two AdamW
  * moment arrays sharded over R in-process ranks) against, in the same run and directory:
  *   - the disk's sequential write throughput (one file, 64 MiB write() calls, fsync; dd-like),
  *   - a naive baseline (one writer gathers everything into one f32 file with 4 KiB stdio writes),
@@ -12,8 +12,6 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "cli/flags.h"
 #include "ckpt/internal.h"
 #include "zaya/alloc.h"
 #include "zaya/ckpt.h"
@@ -150,55 +148,51 @@ static double best(const double *x, int n) {
     return b;
 }
 
-int zaya_cmd_ckpt_bench(int argc, char **argv) {
-    const char *out = "out/ckpt-bench", *config = "zaya1-small", *dir = NULL;
-    int ranks = 2, repeats = 3, threads = 0;
-    zaya_flag flags[] = {
-        ZAYA_FLAG_OUTDIR(&out, "out/ckpt-bench"),
-        {"config", 'c', ZAYA_FLAG_STRING, &config, "SPEC", "model whose parameter block is saved (default: zaya1-small)"},
-        {"dir", 0, ZAYA_FLAG_STRING, &dir, "DIR", "where checkpoints are written (default: OUT/scratch)"},
-        {"ranks", 'r', ZAYA_FLAG_INT, &ranks, "N", "in-process ranks writing in parallel (default: 2)"},
-        {"repeats", 0, ZAYA_FLAG_INT, &repeats, "N", "repetitions of every measurement; the best is reported (default: 3)"},
-        ZAYA_FLAG_THREADS(&threads),
-    };
-    zaya_cmd_spec spec = {"ckpt bench", "checkpoint save throughput vs disk write throughput, async stall, naive baseline",
-                          "[options]",
-                          "State: the model's f32 parameter block plus AdamW m and v (3 x 4 bytes per parameter), m and v "
-                          "sharded over the ranks. Every write is fsynced. Results: table on stdout, ckpt_bench.json, "
-                          "ckpt_bench.csv and ckpt_bench.png in OUT.",
-                          flags, 6};
-    zaya_args a;
-    int rc = zaya_flags_parse(&spec, argc, argv, &a);
-    if (rc >= 0) return rc;
-    if (a.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", a.pos[0]);
-    if (ranks < 1 || ranks > 64) return zaya_flags_usage_error(&spec, "--ranks must be in [1, 64]");
-    if (repeats < 1 || repeats > 20) return zaya_flags_usage_error(&spec, "--repeats must be in [1, 20]");
+static void state_free(bench_state *bs) {
+    zaya_free(bs->params);
+    zaya_free(bs->m);
+    zaya_free(bs->v);
+    free(bs->t);
+}
+
+zaya_status zaya_ckpt_bench_run(const zaya_ckpt_bench_opts *o, FILE *out_f) {
+    const char *out = o->out, *config = o->config, *dir = o->dir;
+    int ranks = o->ranks, repeats = o->repeats, threads = o->threads;
+    if (ranks < 1 || ranks > 64) return zaya_error_set(ZAYA_EINVAL, "ranks must be in [1, 64] (got %d)", ranks);
+    if (repeats < 1 || repeats > 20) return zaya_error_set(ZAYA_EINVAL, "repeats must be in [1, 20] (got %d)", repeats);
     zaya_threads_init(threads);
     bench_state bs = {0};
+    bench_rank *rk = NULL;
+    zaya_status rs = ZAYA_OK;
     char scratch[600], path[700];
-    if (zaya_config_resolve(config, &bs.cfg) != ZAYA_OK || zaya_layout_build_public(&bs.cfg, &bs.t, &bs.nt, &bs.nf) != ZAYA_OK ||
-        zaya_mkdir_p(out) != ZAYA_OK)
+    if ((rs = zaya_config_resolve(config, &bs.cfg)) != ZAYA_OK ||
+        (rs = zaya_layout_build_public(&bs.cfg, &bs.t, &bs.nt, &bs.nf)) != ZAYA_OK || (rs = zaya_mkdir_p(out)) != ZAYA_OK)
         goto fail_bench;
     snprintf(scratch, sizeof scratch, "%s/scratch", dir ? dir : out);
     ck_remove_tree(scratch);
-    if (zaya_mkdir_p(scratch) != ZAYA_OK) goto fail_bench;
+    if ((rs = zaya_mkdir_p(scratch)) != ZAYA_OK) goto fail_bench;
     bs.params = zaya_malloc((size_t)bs.nf * 4);
     bs.m = zaya_malloc((size_t)bs.nf * 4);
     bs.v = zaya_malloc((size_t)bs.nf * 4);
     if (!bs.params || !bs.m || !bs.v) {
-        zaya_error_set(ZAYA_ENOMEM, "state of 3 x %lld floats", (long long)bs.nf);
+        rs = zaya_error_set(ZAYA_ENOMEM, "state of 3 x %lld floats", (long long)bs.nf);
         goto fail_bench;
     }
     zaya_rng_fill_uniform(bs.params, (size_t)bs.nf, 1, 0, 0, -0.1f, 0.1f);
     zaya_rng_fill_uniform(bs.m, (size_t)bs.nf, 1, 1, 0, -1e-3f, 1e-3f);
     zaya_rng_fill_uniform(bs.v, (size_t)bs.nf, 1, 2, 0, 0, 1e-6f);
     uint64_t state_bytes = (uint64_t)bs.nf * 12;
-    printf("state: %s, %lld floats per array, %.3f GB (params + AdamW m, v), %d rank%s, %d repeats, dir %s\n", bs.cfg.name,
+    fprintf(out_f, "state: %s, %lld floats per array, %.3f GB (params + AdamW m, v), %d rank%s, %d repeats, dir %s\n", bs.cfg.name,
            (long long)bs.nf, state_bytes / 1e9, ranks, ranks == 1 ? "" : "s", repeats, scratch);
-    bench_rank *rk = calloc((size_t)ranks, sizeof *rk);
+    rk = calloc((size_t)ranks, sizeof *rk);
+    if (!rk) {
+        rs = zaya_error_set(ZAYA_ENOMEM, "%d ranks", ranks);
+        goto fail_bench;
+    }
     /* as a trainer would at startup: the async stall then measures the copy, not first-touch faults */
     for (int r = 0; r < ranks; r++)
-        if (zaya_ckpt_snapshot_reserve(&rk[r].snap, (size_t)bs.nf * 4 * 3 / (size_t)ranks + (size_t)bs.nf * 4 + (64u << 20)) != ZAYA_OK)
+        if ((rs = zaya_ckpt_snapshot_reserve(&rk[r].snap, (size_t)bs.nf * 4 * 3 / (size_t)ranks + (size_t)bs.nf * 4 +
+                                             (64u << 20))) != ZAYA_OK)
             goto fail_bench;
     double t_disk[40], t_sync[20], t_async[20], stall[20], t_naive[20], t_load[20];
     uint64_t save_bytes = 0, naive_bytes = 0;
@@ -210,36 +204,36 @@ int zaya_cmd_ckpt_bench(int argc, char **argv) {
         /* Measured in the same loop so that all see the same disk conditions; the disk twice per
          * repeat (before and after the save) because a disk mounted with `discard` on thin storage
          * is slow right after deletions. */
-        if (disk_write(path, bs.params, (size_t)bs.nf * 4, state_bytes, &t_disk[it]) != ZAYA_OK) goto fail_bench;
-        if (save_once(&bs, rk, ranks, scratch, ++step, 0, &t_sync[it], &dummy, &save_bytes) != ZAYA_OK) goto fail_bench;
+        if ((rs = disk_write(path, bs.params, (size_t)bs.nf * 4, state_bytes, &t_disk[it])) != ZAYA_OK) goto fail_bench;
+        if ((rs = save_once(&bs, rk, ranks, scratch, ++step, 0, &t_sync[it], &dummy, &save_bytes)) != ZAYA_OK) goto fail_bench;
         double t0 = zaya_now_s();
         zaya_ckpt *c;
-        if (zaya_ckpt_open_latest(&c, scratch, 1) != ZAYA_OK) goto fail_bench;
+        if ((rs = zaya_ckpt_open_latest(&c, scratch, 1)) != ZAYA_OK) goto fail_bench;
         t_load[it] = zaya_now_s() - t0;
         zaya_ckpt_close(c);
         zaya_ckpt_apply_retention(scratch, 1, 0);
         snprintf(path, sizeof path, "%s/disk.bin", scratch);
-        if (disk_write(path, bs.params, (size_t)bs.nf * 4, state_bytes, &t_disk[repeats + it]) != ZAYA_OK) goto fail_bench;
-        if (save_once(&bs, rk, ranks, scratch, ++step, 1, &t_async[it], &stall[it], &b) != ZAYA_OK) goto fail_bench;
+        if ((rs = disk_write(path, bs.params, (size_t)bs.nf * 4, state_bytes, &t_disk[repeats + it])) != ZAYA_OK) goto fail_bench;
+        if ((rs = save_once(&bs, rk, ranks, scratch, ++step, 1, &t_async[it], &stall[it], &b)) != ZAYA_OK) goto fail_bench;
         zaya_ckpt_apply_retention(scratch, 1, 0);
         snprintf(path, sizeof path, "%s/naive.bin", scratch);
-        if (naive_write(path, &bs, &t_naive[it], &naive_bytes) != ZAYA_OK) goto fail_bench;
-        printf("  repeat %d: disk %.2f / %.2f s, save %.2f s, async %.2f s (stall %.3f s), naive %.2f s, load+verify %.2f s\n", it + 1,
+        if ((rs = naive_write(path, &bs, &t_naive[it], &naive_bytes)) != ZAYA_OK) goto fail_bench;
+        fprintf(out_f, "  repeat %d: disk %.2f / %.2f s, save %.2f s, async %.2f s (stall %.3f s), naive %.2f s, load+verify %.2f s\n", it + 1,
                t_disk[it], t_disk[repeats + it], t_sync[it], t_async[it], stall[it], t_naive[it], t_load[it]);
     }
     ck_remove_tree(scratch);
     double disk_gbs = state_bytes / 1e9 / best(t_disk, 2 * repeats), save_gbs = save_bytes / 1e9 / best(t_sync, repeats);
     double naive_gbs = naive_bytes / 1e9 / best(t_naive, repeats), load_gbs = save_bytes / 1e9 / best(t_load, repeats);
     double st = best(stall, repeats), ts = best(t_sync, repeats);
-    printf("\n%-36s %10s %10s\n", "measurement (best of repeats)", "seconds", "GB/s");
-    printf("%-36s %10.3f %10.2f\n", "disk sequential write + fsync", best(t_disk, 2 * repeats), disk_gbs);
-    printf("%-36s %10.3f %10.2f\n", "checkpoint save (sync)", ts, save_gbs);
-    printf("%-36s %10.3f %10s\n", "  async stall (snapshot)", st, "");
-    printf("%-36s %10.3f %10.2f\n", "naive single-file baseline", best(t_naive, repeats), naive_gbs);
-    printf("%-36s %10.3f %10.2f\n", "load + verify checksums", best(t_load, repeats), load_gbs);
-    printf("\nsave / disk throughput     %6.1f %%   (target >= 70 %%)\n", 100 * save_gbs / disk_gbs);
-    printf("async stall / sync save    %6.1f %%\n", 100 * st / ts);
-    printf("speedup over naive         %6.2f x\n", save_gbs / naive_gbs);
+    fprintf(out_f, "\n%-36s %10s %10s\n", "measurement (best of repeats)", "seconds", "GB/s");
+    fprintf(out_f, "%-36s %10.3f %10.2f\n", "disk sequential write + fsync", best(t_disk, 2 * repeats), disk_gbs);
+    fprintf(out_f, "%-36s %10.3f %10.2f\n", "checkpoint save (sync)", ts, save_gbs);
+    fprintf(out_f, "%-36s %10.3f %10s\n", "  async stall (snapshot)", st, "");
+    fprintf(out_f, "%-36s %10.3f %10.2f\n", "naive single-file baseline", best(t_naive, repeats), naive_gbs);
+    fprintf(out_f, "%-36s %10.3f %10.2f\n", "load + verify checksums", best(t_load, repeats), load_gbs);
+    fprintf(out_f, "\nsave / disk throughput     %6.1f %%   (target >= 70 %%)\n", 100 * save_gbs / disk_gbs);
+    fprintf(out_f, "async stall / sync save    %6.1f %%\n", 100 * st / ts);
+    fprintf(out_f, "speedup over naive         %6.2f x\n", save_gbs / naive_gbs);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "config", bs.cfg.name);
     cJSON_AddNumberToObject(j, "ranks", ranks);
@@ -274,14 +268,14 @@ int zaya_cmd_ckpt_bench(int argc, char **argv) {
     zaya_plot_opts po = {"checkpoint save throughput", "repeat", "GB/s", 0, 0, 1};
     snprintf(path, sizeof path, "%s/ckpt_bench.png", out);
     if (zaya_plot_lines(path, &po, ser, 3) != ZAYA_OK) fprintf(stderr, "zaya ckpt bench: warning: %s\n", zaya_error_message());
-    printf("results in %s (ckpt_bench.json, ckpt_bench.csv, ckpt_bench.png)\n", out);
+    fprintf(out_f, "results in %s (ckpt_bench.json, ckpt_bench.csv, ckpt_bench.png)\n", out);
     for (int r = 0; r < ranks; r++) zaya_ckpt_snapshot_free(&rk[r].snap);
     free(rk);
-    zaya_free(bs.params);
-    zaya_free(bs.m);
-    zaya_free(bs.v);
-    free(bs.t);
-    return 0;
-fail_bench: /* a failed benchmark exits right away: the process frees the rest */
-    return zaya_cli_error("ckpt bench", NULL);
+    state_free(&bs);
+    return ZAYA_OK;
+fail_bench:
+    for (int r = 0; rk && r < ranks; r++) zaya_ckpt_snapshot_free(&rk[r].snap);
+    free(rk);
+    state_free(&bs);
+    return rs;
 }

@@ -17,7 +17,7 @@ OWNER = {
     'ckpt': 'ckpt safetensors',
     'size': 'size',
     'infer': 'infer infer_model infer_weights',
-    'bench': 'bench bench_all bench_coll bench_gemm bench_kernels bench_mem profile',
+    'bench': 'bench bench_all bench_coll bench_gemm bench_kernels bench_mem bench_model profile',
     'ft': 'ft',
     'train': 'corpus train',
 }

@@ -9,6 +9,7 @@
 #define ZAYA_BENCH_GEMM_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "zaya/bench.h"
@@ -63,6 +64,20 @@ zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s);
 zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r);
 /* Efficiency flags: below half the peak, or a dimension not a multiple of 16 / 64. */
 void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);
+
+/* ---- `zaya bench gemm`: the sweep (or every GEMM of a model config) through zaya_matmul and oneDNN
+ * called directly, against the peak measured before and after; table and summary to out, gemm.json,
+ * gemm.csv and PNG plots in o->out. */
+typedef struct zaya_bench_gemm_opts {
+    const char *dtype;  /* "f32", "bf16" or "all" */
+    const char *out;
+    const char *config; /* HF config.json: the model's GEMMs (NULL: the sweep) */
+    const char *only;   /* comma-separated shape groups (NULL: all) */
+    int iters, warmup, quick, threads;
+    int thread_cpu;     /* time with the thread CPU clock (needs threads == 1) */
+    int64_t batch, seq; /* tokens of a step with config */
+} zaya_bench_gemm_opts;
+zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *o, FILE *out);
 
 #ifdef __cplusplus
 }

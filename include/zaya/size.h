@@ -391,6 +391,49 @@ void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts
 /* The same as JSON (caller owns the result). */
 cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq);
 
+/* ---------------------------------------------------------------- the reports of `zaya size` */
+
+/* Warns on stderr ("zaya size CMD: warning: ...") when seq exceeds the config's max_position_embeddings. */
+void zaya_size_warn_seq(const char *cmd, const zaya_size_arch *a, int64_t seq);
+/* Prints the fit verdict of the training layout to f (and its "train_memory" object into j when not
+ * NULL); returns 1 when it fits. */
+int zaya_size_print_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *mo, const zaya_size_hw *hw, FILE *f,
+                              cJSON *j);
+
+/* `zaya size info`: the tables of zaya_size_print_info_opts at mo->seq; OUT/info.json when out is set. */
+zaya_status zaya_size_info_report(const char *config, const zaya_size_mem_opts *mo, const char *out, FILE *f);
+
+typedef struct zaya_size_check_opts {
+    const char *config, *hw, *profile; /* hw and profile as zaya_size_hw_get */
+    const char *out;                   /* NULL: no check.json */
+    int64_t batch, seq;
+    int tp;
+    zaya_size_mem_opts mem;
+} zaya_size_check_opts;
+/* `zaya size check`: the rules, their findings, every GEMM's efficiency and the training memory fit. */
+zaya_status zaya_size_check_report(const zaya_size_check_opts *o, FILE *f);
+
+typedef struct zaya_size_predict_opts {
+    const char *config, *hw, *profile;
+    const char *out;   /* NULL: no predict.json */
+    const char *dtype; /* NULL: bf16 where the profile has it, else f32 */
+    int64_t batch, seq, max_batch;
+    double overlap;
+    zaya_size_mem_opts mem;
+} zaya_size_predict_opts;
+/* `zaya size predict`: training step time by part and the inference latency table (batch 1, 2, 4 ...). */
+zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f);
+
+typedef struct zaya_size_search_report_opts {
+    const char *hw, *profile;
+    const char *out;     /* search.json, pareto.png */
+    const char *compare; /* config whose shape the choice is explained against (NULL: the runner-up) */
+    zaya_size_search_opts search;
+    int top;             /* rows of the ranking printed */
+} zaya_size_search_report_opts;
+/* `zaya size search`: the Pareto front, the ranking and the explanation; no candidate is an error. */
+zaya_status zaya_size_search_report(const zaya_size_search_report_opts *o, FILE *f);
+
 /* ---------------------------------------------------------------- validation against a real run */
 
 #define ZAYA_SIZE_VALIDATE_MAX_STEPS 10000

@@ -154,6 +154,13 @@ zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_pl
  * profile module (zaya/profile.h) writes it into profile.json and reads it back. */
 cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
 
+/* `zaya bench coll`: joins the MPI world, runs the plan (rank 0 prints the nccl-tests table, the
+ * summary, with `stats` the per-iteration table, and the count of wrong values to out, and writes
+ * coll.json, coll.csv and plots to outdir), leaves MPI. *wrong counts the wrong output values seen by
+ * the exact checks (on rank 0; the command fails when it is not 0). A root outside the world is
+ * ZAYA_EINVAL. */
+zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const char *outdir, FILE *out, int64_t *wrong);
+
 #ifdef __cplusplus
 }
 #endif

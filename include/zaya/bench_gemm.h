@@ -13,22 +13,12 @@
 #include <cjson/cJSON.h>
 
 #include "zaya/bench.h"
+#include "zaya/config.h"
 #include "zaya/matmul.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The model dimensions that determine its GEMMs (HF ZayaConfig key names). */
-typedef struct zaya_gemm_model {
-    int64_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim;
-    int64_t num_experts, moe_intermediate_size, router_hidden_size, vocab_size;
-} zaya_gemm_model;
-
-/* ZAYA1-8B defaults (HF configuration_zaya.py). */
-void zaya_gemm_model_defaults(zaya_gemm_model *m);
-/* Reads the keys present in a config.json object over the defaults; errors name the key. */
-zaya_status zaya_gemm_model_from_json(const cJSON *cfg, zaya_gemm_model *m);
 
 typedef struct zaya_gemm_shape {
     char group[16]; /* "square", "align", "align_m", "model", or the model part ("attn", "router", "expert", "head") */
@@ -43,8 +33,13 @@ typedef struct zaya_gemm_shape {
 
 /* Fills up to cap shapes and returns how many there are in total (call with cap 0 to count). */
 int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
-/* tokens = batch * seq; expert GEMMs use ceil(tokens / num_experts) rows. */
-int zaya_gemm_model_shapes(const zaya_gemm_model *m, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
+/* The GEMMs of one training step of the model `c` (the model's own config: zaya_config_resolve or
+ * zaya_config_load, HF keys over the ZAYA1-8B defaults) at tokens = batch * seq, with the dimensions
+ * of the model's tensor table (q|k, v_current|v_delayed = kv_dim / 2 each, o; router; one expert;
+ * tied head). Expert GEMMs use ceil(tokens / num_experts) rows. When num_experts divides tokens the
+ * shapes' FLOPs, sum of count * 2mnk, are 3 * tokens * zaya_model_costs_at(c, ...).matmul_flops: the
+ * model's accounting (tests/test_bench_gemm.c holds them to it). */
+int zaya_gemm_model_shapes(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
 
 typedef struct zaya_gemm_result {
     zaya_gemm_shape s;

@@ -24,7 +24,7 @@ typedef struct gemm_run {
     zaya_gemm_result *res;
     int nres;
     int model;
-    zaya_gemm_model cfg;
+    zaya_config cfg;
     int64_t tokens;
     int thread_cpu;
     FILE *out;
@@ -447,11 +447,7 @@ zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *opts, FILE *out) {
     zaya_threads_init(g.threads);
 
     if (g.config) {
-        cJSON *cfg = NULL;
-        zaya_status s = zaya_json_load_file(g.config, &cfg);
-        if (s == ZAYA_OK) s = zaya_gemm_model_from_json(cfg, &R.cfg);
-        cJSON_Delete(cfg);
-        if (s != ZAYA_OK) return zaya_error_context(s, "%s", g.config);
+        ZAYA_TRY(zaya_config_load(g.config, &R.cfg)); /* the model's own reader: errors name the file and key */
         R.model = 1;
         R.tokens = g.batch * g.seq;
     }

@@ -428,8 +428,9 @@ typedef struct zaya_size_search_report_opts {
     const char *hw, *profile;
     const char *out;     /* search.json, pareto.png */
     const char *compare; /* config whose shape the choice is explained against (NULL: the runner-up) */
-    zaya_size_search_opts search;
-    int top;             /* rows of the ranking printed */
+    zaya_size_search_opts search; /* its tolerance is set from tolerance_pct */
+    double tolerance_pct;         /* allowed deviation from each budget, percent */
+    int top;                      /* rows of the ranking printed */
 } zaya_size_search_report_opts;
 /* `zaya size search`: the Pareto front, the ranking and the explanation; no candidate is an error. */
 zaya_status zaya_size_search_report(const zaya_size_search_report_opts *o, FILE *f);

@@ -190,7 +190,7 @@ int zaya_cmd_size_search(int argc, char **argv) {
         return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     if (o.seq <= 0 || o.batch <= 0 || o.dp <= 0 || o.vocab <= 0 || top < 0 || !(tol_pct > 0 && tol_pct < 50))
         return zaya_flags_usage_error(&spec, "--seq, --batch, --dp, --vocab must be positive and --tolerance in (0, 50)");
-    o.tolerance = tol_pct / 100;
-    zaya_size_search_report_opts so = {.hw = hwname, .profile = profile, .out = out, .compare = ref, .search = o, .top = top};
+    zaya_size_search_report_opts so = {.hw = hwname, .profile = profile, .out = out, .compare = ref, .search = o,
+                                       .tolerance_pct = tol_pct, .top = top};
     return zaya_size_search_report(&so, stdout) == ZAYA_OK ? 0 : zaya_cli_error("size search", NULL);
 }

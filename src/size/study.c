@@ -298,7 +298,8 @@ zaya_status zaya_size_search_report(const zaya_size_search_report_opts *ro, FILE
     const char *hwname = ro->hw, *profile = ro->profile, *out = ro->out, *ref = ro->compare;
     zaya_size_search_opts o = ro->search;
     const int top = ro->top;
-    const double tol_pct = 100 * o.tolerance;
+    const double tol_pct = ro->tolerance_pct;
+    o.tolerance = tol_pct / 100;
     zaya_status s;
     if (ref) {
         if ((s = zaya_size_arch_load(ref, &o.ref)) != ZAYA_OK) return s;

@@ -21,7 +21,7 @@ if [ "$mode" = model ]; then
   echo '{"hidden_size": "big"}' >"$tmp/type.json"
   expect 1 "error: .*key 'hidden_size' must be an integer" -- "$zaya" bench gemm --from-config "$tmp/type.json" -o "$tmp/o"
   echo '{"num_experts": 0}' >"$tmp/zero.json"
-  expect 1 "key 'num_experts' must be in" -- "$zaya" bench gemm --from-config "$tmp/zero.json" -o "$tmp/o"
+  expect 1 "key 'num_experts' must be positive" -- "$zaya" bench gemm --from-config "$tmp/zero.json" -o "$tmp/o"
   expect 2 "'fp8' is not f32, bf16 or all" -- "$zaya" bench gemm --dtype fp8
   expect 2 "option '-n': must be >= 1" -- "$zaya" bench gemm -n 0
   expect 2 "option '--seq'" -- "$zaya" bench gemm --seq 0

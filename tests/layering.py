@@ -16,8 +16,8 @@ OWNER = {
     'optim': 'balance optim spike state',
     'ckpt': 'ckpt safetensors',
     'size': 'size',
-    'infer': 'infer infer_weights',
-    'bench': 'bench bench_coll bench_gemm bench_mem',
+    'infer': 'infer infer_bench infer_eval infer_generate infer_model infer_weights',
+    'bench': 'bench bench_all bench_coll bench_gemm bench_kernels bench_mem bench_model profile',
     'ft': 'ft',
     'train': 'corpus train',
 }

@@ -1,11 +1,13 @@
 /* Benchmark plumbing: the timer's statistics, the model GEMM list (its FLOPs per step against an
- * independent parameter count), config validation, efficiency flags and one real measurement. */
+ * independent parameter count and against the model's own FLOP accounting), reading the model config
+ * through the model's reader, efficiency flags and one real measurement. */
 #include <string.h>
 #include <time.h>
 
 #include "testutil.h"
 #include "zaya/bench_gemm.h"
 #include "zaya/json.h"
+#include "zaya/model.h"
 #include "zaya/timer.h"
 
 /* Spins for a fixed time so the timer has a known answer. */
@@ -59,7 +61,7 @@ static void test_timer(void) {
 
 /* FLOPs per step = 6 * tokens * (dense linear parameters) + 6 * routed rows * expert parameters:
  * every linear's three GEMMs cost 2 * rows * in * out each. */
-static double expected_step_flops(const zaya_gemm_model *m, int64_t tokens) {
+static double expected_step_flops(const zaya_config *m, int64_t tokens) {
     double h = (double)m->hidden_size, hd = (double)m->head_dim, rh = (double)m->router_hidden_size;
     double attn = h * (double)m->num_attention_heads * hd * 2 /* q, o */ + h * (double)m->num_key_value_heads * hd /* k */ +
                   2 * h * (double)(m->num_key_value_heads / 2) * hd /* v_cur, v_del */;
@@ -78,8 +80,8 @@ static double shapes_flops(const zaya_gemm_shape *s, int n) {
 }
 
 static void test_model_shapes(void) {
-    zaya_gemm_model m;
-    zaya_gemm_model_defaults(&m);
+    zaya_config m;
+    CHECK(zaya_config_preset("zaya1-8b", &m) == ZAYA_OK, "preset");
     int n = zaya_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, NULL, 0);
     CHECK(n == 36, "12 linears x 3 passes, got %d", n);
     zaya_gemm_shape s[64];
@@ -110,11 +112,41 @@ static void test_model_shapes(void) {
           "quick sweep is smaller");
 }
 
+/* One accounting: with the experts dividing the tokens, the GEMM list of a training step costs exactly
+ * 3 x tokens x the model's forward matmul FLOPs per token (zaya_model_costs_at), for every preset and
+ * for a config with an odd number of KV heads (v_current | v_delayed split kv_dim in halves). */
+static void test_model_accounting(void) {
+    const char *const *names = zaya_config_preset_names();
+    zaya_gemm_shape s[64];
+    int checked = 0;
+    for (int p = 0; names[p]; p++) {
+        zaya_config c;
+        CHECK(zaya_config_preset(names[p], &c) == ZAYA_OK, "preset %s", names[p]);
+        const int64_t tokens = 64 * c.num_experts;
+        int n = zaya_gemm_model_shapes(&c, tokens, ZAYA_DTYPE_F32, s, 64);
+        const double want = 3.0 * (double)tokens * zaya_model_costs_at(&c, 128, 2).matmul_flops, got = shapes_flops(s, n);
+        CHECK(n == 36 && fabs(got - want) <= 1e-12 * want, "%s: GEMM list %.9g FLOPs, accounting %.9g", names[p], got, want);
+        checked++;
+    }
+    CHECK(checked == 3, "presets %d", checked);
+    cJSON *cfg = NULL;
+    CHECK(zaya_json_parse("{\"num_attention_heads\": 6, \"num_key_value_heads\": 3, \"head_dim\": 64}", "t", &cfg) == ZAYA_OK,
+          "parse");
+    zaya_config c;
+    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_OK, "odd kv heads: %s", zaya_error_message());
+    cJSON_Delete(cfg);
+    int n = zaya_gemm_model_shapes(&c, 4096, ZAYA_DTYPE_F32, s, 64);
+    double want = 3.0 * 4096 * zaya_model_costs_at(&c, 128, 2).matmul_flops;
+    CHECK(fabs(shapes_flops(s, n) - want) <= 1e-12 * want, "odd kv heads: %.9g vs %.9g", shapes_flops(s, n), want);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s[i].name, "v_cur") && !strcmp(s[i].pass, "fwd")) CHECK(s[i].n == 3 * 64 / 2, "v_cur width %lld", (long long)s[i].n);
+}
+
 static void expect_config_error(const char *text, const char *needle) {
     cJSON *cfg = NULL;
     CHECK(zaya_json_parse(text, "test", &cfg) == ZAYA_OK, "parse %s", text);
-    zaya_gemm_model m;
-    zaya_status s = zaya_gemm_model_from_json(cfg, &m);
+    zaya_config m;
+    zaya_status s = zaya_config_from_json(cfg, &m);
     CHECK(s == ZAYA_EINVAL && strstr(zaya_error_message(), needle), "config %s: status %d message '%s' lacks '%s'", text,
           (int)s, zaya_error_message(), needle);
     cJSON_Delete(cfg);
@@ -123,8 +155,8 @@ static void expect_config_error(const char *text, const char *needle) {
 static void test_config(void) {
     cJSON *cfg = NULL;
     CHECK(zaya_json_parse("{\"hidden_size\": 512, \"num_experts\": 4, \"model_type\": \"zaya\"}", "t", &cfg) == ZAYA_OK, "parse");
-    zaya_gemm_model m;
-    CHECK(zaya_gemm_model_from_json(cfg, &m) == ZAYA_OK, "%s", zaya_error_message());
+    zaya_config m;
+    CHECK(zaya_config_from_json(cfg, &m) == ZAYA_OK, "%s", zaya_error_message());
     CHECK(m.hidden_size == 512 && m.num_experts == 4 && m.num_hidden_layers == 40 && m.vocab_size == 262272,
           "values over defaults");
     cJSON_Delete(cfg);
@@ -163,6 +195,7 @@ static void test_flags_and_run(void) {
 int main(void) {
     test_timer();
     test_model_shapes();
+    test_model_accounting();
     test_config();
     test_flags_and_run();
     return th_finish("test_bench_gemm");

@@ -1,17 +1,14 @@
 /* bench coll: nccl-tests bandwidth formulas, buffer shapes, the exact-check generator (including
  * detection of deliberately wrong outputs), bf16 reduction semantics against an independent
- * double-precision rounding, the size parser, and the machine-profile JSON round trip. */
+ * double-precision rounding, and the size parser (the machine-profile round trip is tests/test_profile.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/flags.h"
 #include "testutil.h"
 #include "zaya/bench_coll.h"
-#include "zaya/bench_mem.h"
 #include "zaya/bf16.h"
-#include "zaya/json.h"
 #include "zaya/rng.h"
 
 static void test_formulas(void) {
@@ -243,81 +240,6 @@ static void test_size_parser(void) {
     CHECK(zaya_parse_bytes("M", &v) == ZAYA_EINVAL, "no digits");
 }
 
-static int close14(double a, double b) { return fabs(a - b) <= 1e-14 * fmax(fabs(a), fabs(b)); }
-
-static void test_profile_roundtrip(void) {
-    zaya_stream_result m = {.threads = 2, .elems = 1 << 24, .validated = 1};
-    for (int k = 0; k < ZAYA_MEM_KERNELS; k++) m.best_GBps[k] = 10.0 + k * 1.234567891234;
-    zaya_coll_results r = {0};
-    zaya_coll_result rows[3] = {
-        {.coll = ZAYA_COLL_ALLREDUCE, .nranks = 2, .dtype = ZAYA_DIST_F32, .op = ZAYA_REDOP_SUM, .bytes = 1024},
-        {.coll = ZAYA_COLL_ALLREDUCE, .nranks = 4, .spread = 1, .dtype = ZAYA_DIST_BF16, .op = ZAYA_REDOP_SUM,
-         .bytes = 1 << 20},
-        {.coll = ZAYA_COLL_ALLGATHER, .nranks = 4, .dtype = ZAYA_DIST_F32, .bytes = 4096},
-    };
-    for (int i = 0; i < 3; i++) {
-        rows[i].oop.time_us = 3.25 + i / 3.0;
-        rows[i].oop.algbw = zaya_coll_algbw_gbps(rows[i].bytes, rows[i].oop.time_us);
-        rows[i].oop.busbw = rows[i].oop.algbw * zaya_coll_busbw_factor(rows[i].coll, rows[i].nranks);
-    }
-    r.rows = rows;
-    r.n = 3;
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "format", "zaya-profile");
-    cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddItemToObject(root, "memory", zaya_bench_mem_profile_json(&m));
-    cJSON_AddItemToObject(root, "collectives", zaya_bench_coll_profile_json(&r));
-    char path[] = "/tmp/zaya_profile_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    if (fd >= 0) close(fd);
-    CHECK(zaya_json_write_file(path, root, 1) == ZAYA_OK, "write profile");
-    cJSON_Delete(root);
-    cJSON *back = NULL;
-    CHECK(zaya_json_load_file(path, &back) == ZAYA_OK, "load profile: %s", zaya_error_message());
-    unlink(path);
-    if (!back) return;
-    const char *fmt = NULL;
-    CHECK(zaya_json_get_str(back, "format", &fmt, 1) == ZAYA_OK && !strcmp(fmt, "zaya-profile"), "format");
-    zaya_stream_result m2;
-    CHECK(zaya_bench_mem_profile_parse(cJSON_GetObjectItem(back, "memory"), &m2) == ZAYA_OK, "parse memory: %s",
-          zaya_error_message());
-    /* cJSON writes 15 significant digits when they parse back to within an ulp or so: compare at 1e-14. */
-    for (int k = 0; k < ZAYA_MEM_KERNELS; k++) CHECK(close14(m2.best_GBps[k], m.best_GBps[k]), "memory kernel %d", k);
-    CHECK(m2.threads == 2 && m2.elems == 1 << 24 && m2.validated == 1, "memory extras");
-    zaya_coll_results r2;
-    CHECK(zaya_bench_coll_profile_parse(cJSON_GetObjectItem(back, "collectives"), &r2) == ZAYA_OK, "parse coll: %s",
-          zaya_error_message());
-    CHECK(r2.n == 3, "rows %d", r2.n);
-    for (int i = 0; i < r2.n && i < 3; i++) {
-        /* Rows come back grouped by collective, in order within each. */
-        const zaya_coll_result *a = &r2.rows[i], *b = &rows[i];
-        CHECK(a->coll == b->coll && a->nranks == b->nranks && a->bytes == b->bytes && a->dtype == b->dtype &&
-                  a->spread == b->spread && close14(a->oop.time_us, b->oop.time_us) &&
-                  close14(a->oop.algbw, b->oop.algbw) && close14(a->oop.busbw, b->oop.busbw),
-              "row %d differs", i);
-    }
-    zaya_coll_results_free(&r2);
-
-    /* Bad input names the place and the key. */
-    cJSON *mem = cJSON_GetObjectItem(back, "memory");
-    cJSON_DeleteItemFromObject(mem, "triad_GBps");
-    CHECK(zaya_bench_mem_profile_parse(mem, &m2) != ZAYA_OK && strstr(zaya_error_message(), "triad_GBps"),
-          "missing key: %s", zaya_error_message());
-    cJSON *ar = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "collectives"), "allreduce");
-    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(ar, 1), "busbw_GBps");
-    CHECK(zaya_bench_coll_profile_parse(cJSON_GetObjectItem(back, "collectives"), &r2) != ZAYA_OK &&
-              strstr(zaya_error_message(), "collectives.allreduce[1]") &&
-              strstr(zaya_error_message(), "busbw_GBps"),
-          "missing busbw: %s", zaya_error_message());
-    cJSON_DeleteItemFromObject(back, "collectives");
-    cJSON *bad = cJSON_AddObjectToObject(back, "collectives");
-    cJSON_AddItemToObject(bad, "allfoo", cJSON_CreateArray());
-    CHECK(zaya_bench_coll_profile_parse(bad, &r2) != ZAYA_OK && strstr(zaya_error_message(), "'allfoo'"),
-          "unknown collective: %s", zaya_error_message());
-    cJSON_Delete(back);
-}
-
 static void test_summary(void) {
     zaya_coll_result rows[4] = {0};
     const double bw[4] = {0.1, 5.0, 9.5, 10.0};
@@ -344,7 +266,6 @@ int main(void) {
     test_exact_check();
     test_bf16_semantics();
     test_size_parser();
-    test_profile_roundtrip();
     test_summary();
     return th_finish("coll_formulas");
 }

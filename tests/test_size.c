@@ -805,7 +805,8 @@ static void test_bad_inputs(void) {
 }
 
 /* One reader: `zaya size` reads model_type "zaya" through the model's own config reader, so the sizing
- * counts equal the model's stored and active counts for every preset and both file layouts. */
+ * counts equal the model's stored and active counts, FLOPs and KV bytes for every preset and both file
+ * layouts. */
 static void test_one_reader(void) {
     char p1[1024], p2[1024];
     snprintf(p1, sizeof p1, "%s/fixtures/size/zaya1-8b.json", data_dir());
@@ -826,6 +827,21 @@ static void test_one_reader(void) {
               (long long)mp.non_embedding, (long long)mp.active_non_embedding);
         CHECK(a.max_seq == c.max_position_embeddings && a.cca_time0 == c.cca_time0 && a.router_hidden == c.router_hidden_size,
               "%s: shape fields", specs[i]);
+        /* one FLOP / byte accounting: size's family-neutral counts of the mapped config equal the
+         * model's own (matmuls + CCA convolutions, attention at length T, KV cache per token) */
+        for (int64_t T = 1; T <= 4096; T *= 64) {
+            zaya_size_flops sf;
+            zaya_size_count_flops(&a, T, &sf);
+            zaya_model_costs mc = zaya_model_costs_at(&c, T, 2);
+            const double lin = mc.matmul_flops + mc.conv_flops;
+            CHECK(fabs(sf.linear_fwd - lin) <= 1e-12 * lin && fabs(sf.attn_fwd - mc.attention_flops) <= 1e-12 * mc.attention_flops &&
+                      fabs(sf.train - mc.training_flops) <= 1e-12 * mc.training_flops,
+                  "%s T=%lld: size linear %.9g attention %.9g train %.9g vs model %.9g / %.9g / %.9g", specs[i], (long long)T,
+                  sf.linear_fwd, sf.attn_fwd, sf.train, lin, mc.attention_flops, mc.training_flops);
+        }
+        CHECK(zaya_size_kv_bytes_per_token(&a, 2) == (double)zaya_model_costs_at(&c, 16, 2).kv_bytes_per_token,
+              "%s: KV bytes per token size %.0f vs model %lld", specs[i], zaya_size_kv_bytes_per_token(&a, 2),
+              (long long)zaya_model_costs_at(&c, 16, 2).kv_bytes_per_token);
     }
     /* the legacy EDA switch is zaya_router "zaya_no_eda" (same counts in both readers); the same refusals:
      * a legacy list entry too large, a missing legacy width */

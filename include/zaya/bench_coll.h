@@ -150,10 +150,16 @@ zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_pl
                                   const char *dir);
 
 /* The machine profile's "collectives" object (docs/profile-format.md): one array per collective
- * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place). */
+ * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place); the
+ * profile module (zaya/profile.h) writes it into profile.json and reads it back. */
 cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
-/* Reads it back (validating every field) into rows with oop timings filled. */
-zaya_status zaya_bench_coll_profile_parse(const cJSON *collectives, zaya_coll_results *out);
+
+/* `zaya bench coll`: joins the MPI world, runs the plan (rank 0 prints the nccl-tests table, the
+ * summary, with `stats` the per-iteration table, and the count of wrong values to out, and writes
+ * coll.json, coll.csv and plots to outdir), leaves MPI. *wrong counts the wrong output values seen by
+ * the exact checks (on rank 0; the command fails when it is not 0). A root outside the world is
+ * ZAYA_EINVAL. */
+zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const char *outdir, FILE *out, int64_t *wrong);
 
 #ifdef __cplusplus
 }

@@ -9,25 +9,16 @@
 #define ZAYA_BENCH_GEMM_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "zaya/bench.h"
+#include "zaya/config.h"
 #include "zaya/matmul.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The model dimensions that determine its GEMMs (HF ZayaConfig key names). */
-typedef struct zaya_gemm_model {
-    int64_t hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim;
-    int64_t num_experts, moe_intermediate_size, router_hidden_size, vocab_size;
-} zaya_gemm_model;
-
-/* ZAYA1-8B defaults (HF configuration_zaya.py). */
-void zaya_gemm_model_defaults(zaya_gemm_model *m);
-/* Reads the keys present in a config.json object over the defaults; errors name the key. */
-zaya_status zaya_gemm_model_from_json(const cJSON *cfg, zaya_gemm_model *m);
 
 typedef struct zaya_gemm_shape {
     char group[16]; /* "square", "align", "align_m", "model", or the model part ("attn", "router", "expert", "head") */
@@ -42,8 +33,13 @@ typedef struct zaya_gemm_shape {
 
 /* Fills up to cap shapes and returns how many there are in total (call with cap 0 to count). */
 int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
-/* tokens = batch * seq; expert GEMMs use ceil(tokens / num_experts) rows. */
-int zaya_gemm_model_shapes(const zaya_gemm_model *m, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
+/* The GEMMs of one training step of the model `c` (the model's own config: zaya_config_resolve or
+ * zaya_config_load, HF keys over the ZAYA1-8B defaults) at tokens = batch * seq, with the dimensions
+ * of the model's tensor table (q|k, v_current|v_delayed = kv_dim / 2 each, o; router; one expert;
+ * tied head). Expert GEMMs use ceil(tokens / num_experts) rows. When num_experts divides tokens the
+ * shapes' FLOPs, sum of count * 2mnk, are 3 * tokens * zaya_model_costs_at(c, ...).matmul_flops: the
+ * model's accounting (tests/test_bench_gemm.c holds them to it). */
+int zaya_gemm_model_shapes(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
 
 typedef struct zaya_gemm_result {
     zaya_gemm_shape s;
@@ -63,6 +59,20 @@ zaya_matmul_desc zaya_gemm_shape_desc(const zaya_gemm_shape *s);
 zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts *o, double peak, zaya_gemm_result *r);
 /* Efficiency flags: below half the peak, or a dimension not a multiple of 16 / 64. */
 void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);
+
+/* ---- `zaya bench gemm`: the sweep (or every GEMM of a model config) through zaya_matmul and oneDNN
+ * called directly, against the peak measured before and after; table and summary to out, gemm.json,
+ * gemm.csv and PNG plots in o->out. */
+typedef struct zaya_bench_gemm_opts {
+    const char *dtype;  /* "f32", "bf16" or "all" */
+    const char *out;
+    const char *config; /* HF config.json: the model's GEMMs (NULL: the sweep) */
+    const char *only;   /* comma-separated shape groups (NULL: all) */
+    int iters, warmup, quick, threads;
+    int thread_cpu;     /* time with the thread CPU clock (needs threads == 1) */
+    int64_t batch, seq; /* tokens of a step with config */
+} zaya_bench_gemm_opts;
+zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *o, FILE *out);
 
 #ifdef __cplusplus
 }

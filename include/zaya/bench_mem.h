@@ -97,10 +97,9 @@ zaya_status zaya_bench_mem_run(const zaya_mem_plan *p, zaya_mem_run *out, FILE *
  * mem_ws.png in dir; a missing gnuplot only warns. */
 zaya_status zaya_bench_mem_write(const zaya_mem_run *r, const char *dir);
 
-/* The machine profile's "memory" object (docs/profile-format.md) from a STREAM result. */
+/* The machine profile's "memory" object (docs/profile-format.md) from a STREAM result; the profile
+ * module (zaya/profile.h) writes it into profile.json and reads it back. */
 cJSON *zaya_bench_mem_profile_json(const zaya_stream_result *r);
-/* Reads it back: fills best_GBps; threads and elems are optional there. */
-zaya_status zaya_bench_mem_profile_parse(const cJSON *memory, zaya_stream_result *out);
 
 #ifdef __cplusplus
 }

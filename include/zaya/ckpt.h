@@ -22,6 +22,7 @@
 #define ZAYA_CKPT_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "zaya/safetensors.h"
@@ -270,6 +271,20 @@ typedef struct zaya_hf_import_result {
  * o may be NULL (skip_mode -1); r may be NULL. */
 zaya_status zaya_ckpt_import_hf(const char *hf_dir, const char *out_root, const zaya_hf_import_opts *o,
                                 zaya_hf_import_result *r);
+
+/* ---- `zaya ckpt bench`: save throughput of a model-sized state (parameters + AdamW m and v, the
+ * moments sharded over in-process ranks) against the disk's sequential write throughput and a naive
+ * single-file baseline, in the same run and directory; plus the async stall per save and the
+ * verified load throughput. Table to out; ckpt_bench.json, .csv and .png in o->out. */
+typedef struct zaya_ckpt_bench_opts {
+    const char *out;    /* results */
+    const char *config; /* model spec whose parameter block is saved */
+    const char *dir;    /* checkpoints go to DIR/scratch (NULL: OUT/scratch), removed afterwards */
+    int ranks;          /* 1..64 */
+    int repeats;        /* 1..20; the best is reported */
+    int threads;        /* 0: all cores */
+} zaya_ckpt_bench_opts;
+zaya_status zaya_ckpt_bench_run(const zaya_ckpt_bench_opts *o, FILE *out);
 
 #ifdef __cplusplus
 }

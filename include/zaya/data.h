@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "zaya/shard.h"
@@ -198,6 +199,13 @@ typedef struct zaya_prepare_stats {
  * error no shard of the run is left. */
 zaya_status zaya_data_prepare(const char *const *inputs, int ninputs, const zaya_prepare_opts *opts,
                               zaya_encode_fn encode, void *const *ctxs, int nctx, zaya_prepare_stats *stats);
+
+/* `zaya data bench`: one source per path (equal weights); for sequence lengths 128..8192 (while every
+ * source holds a sequence) the loader's tokens/s against a sequential int32 copy of the same shards,
+ * each for at least min_s seconds after a warm-up batch of G sequences. Table to f, OUT/data-bench.json
+ * and OUT/data-bench.png. */
+zaya_status zaya_data_bench_run(const char *const *paths, int npaths, int64_t batch, double min_s, const char *out,
+                                FILE *f);
 
 #ifdef __cplusplus
 }

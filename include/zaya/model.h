@@ -8,6 +8,7 @@
 #define ZAYA_MODEL_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zaya/alloc.h"
 #include "zaya/attention.h"
@@ -166,6 +167,11 @@ typedef struct zaya_model_costs {
     int64_t state_bytes_per_seq; /* conv state + delayed value per block, per sequence */
 } zaya_model_costs;
 zaya_model_costs zaya_model_costs_at(const zaya_config *cfg, int64_t T, int elem_bytes);
+
+/* `zaya model info`: the config, parameter counts with a per-component breakdown (total and active),
+ * KV cache and FLOPs per token at length seq, as a table or (json) as JSON on out; with out_dir also
+ * model_info.json there. */
+zaya_status zaya_model_info_report(const char *config, int64_t seq, int json, const char *out_dir, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -228,6 +228,10 @@ typedef struct zaya_size_hw {
 
 /* name: mi300x | h100 | h200 | host (needs profile_path) | a path ending in .json. */
 zaya_status zaya_size_hw_get(const char *name, const char *profile_path, zaya_size_hw *hw);
+/* A measured machine profile (zaya/profile.h reads and validates the file) as hardware; `what` names
+ * it in errors and becomes hw->source. The _json form reads the profile tree first. */
+struct zaya_profile;
+zaya_status zaya_size_hw_from_profile(const struct zaya_profile *p, const char *what, zaya_size_hw *hw);
 zaya_status zaya_size_hw_from_profile_json(const cJSON *root, const char *what, zaya_size_hw *hw);
 void zaya_size_hw_free(zaya_size_hw *hw);
 /* Compute dtype the model assumes: "bf16" (the trainer's default) or "f32". */
@@ -387,6 +391,73 @@ void zaya_size_print_info(const zaya_size_arch *a, int64_t seq, FILE *f);
 void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts *opts, FILE *f);
 /* The same as JSON (caller owns the result). */
 cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq);
+
+/* ---------------------------------------------------------------- the reports of `zaya size` */
+
+/* Warns on stderr ("zaya size CMD: warning: ...") when seq exceeds the config's max_position_embeddings. */
+void zaya_size_warn_seq(const char *cmd, const zaya_size_arch *a, int64_t seq);
+/* Prints the fit verdict of the training layout to f (and its "train_memory" object into j when not
+ * NULL); returns 1 when it fits. */
+int zaya_size_print_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *mo, const zaya_size_hw *hw, FILE *f,
+                              cJSON *j);
+
+/* `zaya size info`: the tables of zaya_size_print_info_opts at mo->seq; OUT/info.json when out is set. */
+zaya_status zaya_size_info_report(const char *config, const zaya_size_mem_opts *mo, const char *out, FILE *f);
+
+typedef struct zaya_size_check_opts {
+    const char *config, *hw, *profile; /* hw and profile as zaya_size_hw_get */
+    const char *out;                   /* NULL: no check.json */
+    int64_t batch, seq;
+    int tp;
+    zaya_size_mem_opts mem;
+} zaya_size_check_opts;
+/* `zaya size check`: the rules, their findings, every GEMM's efficiency and the training memory fit. */
+zaya_status zaya_size_check_report(const zaya_size_check_opts *o, FILE *f);
+
+typedef struct zaya_size_predict_opts {
+    const char *config, *hw, *profile;
+    const char *out;   /* NULL: no predict.json */
+    const char *dtype; /* NULL: bf16 where the profile has it, else f32 */
+    int64_t batch, seq, max_batch;
+    double overlap;
+    zaya_size_mem_opts mem;
+} zaya_size_predict_opts;
+/* `zaya size predict`: training step time by part and the inference latency table (batch 1, 2, 4 ...). */
+zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f);
+
+typedef struct zaya_size_search_report_opts {
+    const char *hw, *profile;
+    const char *out;     /* search.json, pareto.png */
+    const char *compare; /* config whose shape the choice is explained against (NULL: the runner-up) */
+    zaya_size_search_opts search; /* its tolerance is set from tolerance_pct */
+    double tolerance_pct;         /* allowed deviation from each budget, percent */
+    int top;                      /* rows of the ranking printed */
+} zaya_size_search_report_opts;
+/* `zaya size search`: the Pareto front, the ranking and the explanation; no candidate is an error. */
+zaya_status zaya_size_search_report(const zaya_size_search_report_opts *o, FILE *f);
+
+/* ---------------------------------------------------------------- validation against a real run */
+
+#define ZAYA_SIZE_VALIDATE_MAX_STEPS 10000
+
+typedef struct zaya_size_validate_opts {
+    const char *config;     /* config.json of the model */
+    const char *hw, *profile; /* as zaya_size_hw_get */
+    const char *data;       /* token shards (NAME-train-00000.ztok ...) + tokenizer.json */
+    const char *out;        /* run.json, train/, train.log, validate.json */
+    const char *dtype;      /* "bf16" | "f32": GEMM precision of the run and of the model */
+    const char *optimizer;  /* "muon" | "adamw" */
+    int64_t batch, seq, micro_batch; /* micro_batch 0: batch */
+    int64_t steps, warmup;  /* 0 < steps <= ZAYA_SIZE_VALIDATE_MAX_STEPS, 0 <= warmup < steps */
+    int threads;            /* 0: all cores */
+} zaya_size_validate_opts;
+
+/* `zaya size validate`: predicts one training step of the config on the profile, runs a short
+ * `zaya train` of this same binary (a child process) on a one-phase run with a constant batch, and
+ * compares the median measured step (after the warm-up steps) with the prediction, also adjusted for
+ * the load (oneDNN matmul peak now vs in the profile). Prints the comparison to out and writes
+ * OUT/validate.json; any ratio is a success (a measurement, not a test). */
+zaya_status zaya_size_validate_step(const zaya_size_validate_opts *o, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zaya/status.h"
 
@@ -89,6 +90,22 @@ int zaya_tokenizer_is_byte_exact(const zaya_tokenizer *t);
 int64_t zaya_tokenizer_merge_count(const zaya_tokenizer *t);
 /* Raw bytes of token id (for added tokens, their content); NULL when id is out of range. */
 const uint8_t *zaya_tokenizer_token_bytes(const zaya_tokenizer *t, int32_t id, size_t *len);
+
+/* ---- `zaya tokenizer bench`: one-thread encoding throughput of zaya and, in the same run on the same
+ * documents, of the Hugging Face `tokenizers` package run by `python` (skipped with a note when it is
+ * missing), with an exact comparison of the ids. The inputs (files and directories, sorted) are
+ * concatenated and cut into documents at the first newline after every doc_bytes bytes. Table to out,
+ * OUT/bench.json. */
+typedef struct zaya_tokenizer_bench_opts {
+    const char *tokenizer; /* tokenizer.json */
+    const char *out;       /* results directory */
+    const char *python;    /* NULL: /usr/bin/python3 */
+    int repeat;            /* timed runs, >= 1; the best is reported */
+    int no_hf;             /* 1: zaya only */
+    int64_t max_bytes;     /* 0: all input */
+    int64_t doc_bytes;     /* 0: one document */
+} zaya_tokenizer_bench_opts;
+zaya_status zaya_tokenizer_bench_run(const zaya_tokenizer_bench_opts *o, const char *const *paths, int npaths, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -296,55 +296,50 @@ cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r) {
     return root;
 }
 
-zaya_status zaya_bench_coll_profile_parse(const cJSON *coll, zaya_coll_results *out) {
-    memset(out, 0, sizeof *out);
-    if (!cJSON_IsObject(coll)) return zaya_error_set(ZAYA_EFORMAT, "profile: 'collectives' must be an object");
-    const cJSON *arr;
-    cJSON_ArrayForEach(arr, coll) {
-        int c = -1;
-        for (int k = 0; k < ZAYA_COLL_COUNT; k++)
-            if (!strcmp(arr->string, zaya_coll_name((zaya_coll)k))) c = k;
-        if (c < 0) return zaya_error_set(ZAYA_EFORMAT, "profile: unknown collective '%s'", arr->string);
-        if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "profile: collectives.%s must be an array", arr->string);
-        int idx = 0;
-        const cJSON *e;
-        cJSON_ArrayForEach(e, arr) {
-            zaya_coll_result row = {.coll = (zaya_coll)c, .root = -1};
-            const char *dt = "float", *op = "sum", *pl = "packed";
-            int64_t bytes = 0;
-            zaya_status st = zaya_json_get_int(e, "ranks", &row.nranks, 1);
-            if (st == ZAYA_OK) st = zaya_json_get_i64(e, "bytes", &bytes, 1);
-            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "time_us", &row.oop.time_us, 1);
-            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "algbw_GBps", &row.oop.algbw, 1);
-            if (st == ZAYA_OK) st = zaya_json_get_f64(e, "busbw_GBps", &row.oop.busbw, 1);
-            if (st == ZAYA_OK) st = zaya_json_get_str(e, "dtype", &dt, 0);
-            if (st == ZAYA_OK) st = zaya_json_get_str(e, "op", &op, 0);
-            if (st == ZAYA_OK) st = zaya_json_get_str(e, "placement", &pl, 0);
-            if (st == ZAYA_OK) st = zaya_dist_dtype_parse(dt, &row.dtype);
-            if (st == ZAYA_OK && strcmp(op, "none")) st = zaya_redop_parse(op, &row.op);
-            if (st == ZAYA_OK && row.nranks < 1) st = zaya_error_set(ZAYA_EFORMAT, "ranks must be >= 1");
-            if (st == ZAYA_OK && bytes < 0) st = zaya_error_set(ZAYA_EFORMAT, "bytes must be >= 0");
-            if (st != ZAYA_OK) {
-                zaya_coll_results_free(out);
-                return zaya_error_context(st, "profile: collectives.%s[%d]", arr->string, idx);
-            }
-            row.bytes = bytes;
-            row.count = bytes / (int64_t)zaya_dist_dtype_size(row.dtype);
-            row.spread = !strcmp(pl, "spread");
-            row.oop.wrong = row.ip.wrong = -1;
-            if (out->n == out->cap) {
-                int cap = out->cap ? 2 * out->cap : 32;
-                zaya_coll_result *rows = realloc(out->rows, (size_t)cap * sizeof *rows);
-                if (!rows) {
-                    zaya_coll_results_free(out);
-                    return zaya_error_set(ZAYA_ENOMEM, "profile: out of memory");
-                }
-                out->rows = rows;
-                out->cap = cap;
-            }
-            out->rows[out->n++] = row;
-            idx++;
-        }
+/* ---- `zaya bench coll`: the whole command over MPI_COMM_WORLD ---- */
+
+static void print_stats(const zaya_coll_results *r, FILE *out) {
+    fprintf(out, "# Per-iteration timing (out-of-place, us): min/avg/max over ranks of each rank's mean; p50/p99 over "
+           "iterations of the slowest rank\n");
+    fprintf(out, "# %-13s %5s %6s %5s %12s %10s %10s %10s %10s %10s %10s %7s\n", "collective", "ranks", "place", "type",
+           "size(B)", "min", "avg", "max", "p50", "p99", "bare", "z/bare");
+    for (int i = 0; i < r->n; i++) {
+        const zaya_coll_result *x = &r->rows[i];
+        fprintf(out, "  %-13s %5d %6s %5s %12lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7.3f\n", zaya_coll_name(x->coll),
+               x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype), (long long)x->bytes,
+               x->oop.min_us, x->oop.time_us, x->oop.max_us, x->oop.p50_us, x->oop.p99_us, x->bare_us,
+               x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
     }
-    return ZAYA_OK;
+}
+
+zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const char *outdir, FILE *out, int64_t *wrong_out) {
+    const int root = plan->root;
+    zaya_comm *world = NULL;
+    ZAYA_TRY(zaya_dist_init(NULL, NULL, &world));
+    int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
+    if (root < 0 || root >= size) {
+        zaya_dist_finalize(world);
+        return zaya_error_set(ZAYA_EINVAL, "root %d outside the %d ranks", root, size);
+    }
+    zaya_coll_results res = {0};
+    zaya_status st = zaya_bench_coll_run(world, plan, &res, out);
+    int64_t wrong = 0;
+    *wrong_out = 0;
+    if (st == ZAYA_OK && rank == 0) {
+        for (int i = 0; i < res.n; i++)
+            wrong += (res.rows[i].oop.wrong > 0 ? res.rows[i].oop.wrong : 0) +
+                     (res.rows[i].ip.wrong > 0 ? res.rows[i].ip.wrong : 0);
+        zaya_coll_summary sum[256] = {0};
+        int ns = zaya_coll_summarize(&res, sum, 256);
+        zaya_coll_print_summary(out, sum, ns);
+        if (stats) print_stats(&res, out);
+        fprintf(out, "# Out of bounds values (all tests) : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
+        st = zaya_bench_coll_write(&res, plan, size, outdir);
+        if (st == ZAYA_OK) fprintf(out, "# results written to %s (coll.json, coll.csv, plots)\n", outdir);
+        fflush(out);
+    }
+    zaya_coll_results_free(&res);
+    zaya_dist_finalize(world);
+    *wrong_out = wrong;
+    return st;
 }

@@ -4,33 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "zaya/json.h"
-
-void zaya_gemm_model_defaults(zaya_gemm_model *m) {
-    *m = (zaya_gemm_model){.hidden_size = 2048, .num_hidden_layers = 40, .num_attention_heads = 8,
-                           .num_key_value_heads = 2, .head_dim = 128, .num_experts = 16,
-                           .moe_intermediate_size = 2048, .router_hidden_size = 256, .vocab_size = 262272};
-}
-
-zaya_status zaya_gemm_model_from_json(const cJSON *cfg, zaya_gemm_model *m) {
-    zaya_gemm_model_defaults(m);
-    struct { const char *key; int64_t *dst; int64_t max; } keys[] = {
-        {"hidden_size", &m->hidden_size, 1 << 20},       {"num_hidden_layers", &m->num_hidden_layers, 1 << 16},
-        {"num_attention_heads", &m->num_attention_heads, 1 << 12}, {"num_key_value_heads", &m->num_key_value_heads, 1 << 12},
-        {"head_dim", &m->head_dim, 1 << 16},             {"num_experts", &m->num_experts, 1 << 16},
-        {"moe_intermediate_size", &m->moe_intermediate_size, 1 << 22},
-        {"router_hidden_size", &m->router_hidden_size, 1 << 20}, {"vocab_size", &m->vocab_size, 1 << 24}};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        ZAYA_TRY(zaya_json_get_i64(cfg, keys[i].key, keys[i].dst, 0));
-        if (*keys[i].dst < 1 || *keys[i].dst > keys[i].max)
-            return zaya_error_set(ZAYA_EINVAL, "key '%s' must be in [1, %lld], got %lld", keys[i].key,
-                                  (long long)keys[i].max, (long long)*keys[i].dst);
-    }
-    if (m->num_attention_heads % m->num_key_value_heads)
-        return zaya_error_set(ZAYA_EINVAL, "key 'num_attention_heads' (%lld) must be a multiple of 'num_key_value_heads' (%lld)",
-                              (long long)m->num_attention_heads, (long long)m->num_key_value_heads);
-    return ZAYA_OK;
-}
 
 /* ---- shape lists ---- */
 
@@ -84,49 +57,54 @@ int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, in
         snprintf(name, sizeof name, "n=%lld", (long long)al[i]);
         push(&L, "align", name, "", 0, 0, al[i], al[i], al[i], 0, 1);
     }
+    /* The model shapes are ZAYA1-8B's (the model's preset): D 2048, q 1024, kv 256, router 256, 16
+     * experts of width 2048. */
+    zaya_config z;
+    zaya_config_preset("zaya1-8b", &z);
+    const int64_t D = z.hidden_size, qd = zaya_config_q_dim(&z), kvd = zaya_config_kv_dim(&z), R = z.router_hidden_size,
+                  F = z.moe_intermediate_size, E = z.num_experts;
     /* Expert gate|up at a varying number of routed tokens: M is whatever the router produces. */
     for (int i = 0; i < nam; i++) {
         snprintf(name, sizeof name, "expert_fc1 m=%lld", (long long)am[i]);
-        push(&L, "align_m", name, "fwd", 0, 1, am[i], 4096, 2048, 0, 1);
+        push(&L, "align_m", name, "fwd", 0, 1, am[i], 2 * F, D, 0, 1);
     }
-    /* ZAYA1-8B projections at a representative token count. */
-    int64_t t = quick ? 512 : 2048, te = t / 16;
-    push(&L, "model", "q_proj", "fwd", 0, 1, t, 1024, 2048, 0, 1);
-    push(&L, "model", "k_proj", "fwd", 0, 1, t, 256, 2048, 0, 1);
-    push(&L, "model", "v_proj", "fwd", 0, 1, t, 128, 2048, 0, 1);
-    push(&L, "model", "o_proj", "fwd", 0, 1, t, 2048, 1024, 0, 1);
-    push(&L, "model", "o_proj", "dgrad", 0, 0, t, 1024, 2048, 0, 1);
-    push(&L, "model", "q_proj", "wgrad", 1, 0, 1024, 2048, t, 1, 1);
-    push(&L, "model", "router_down", "fwd", 0, 1, t, 256, 2048, 0, 1);
-    push(&L, "model", "router_mlp", "fwd", 0, 1, t, 256, 256, 0, 1);
-    push(&L, "model", "router_out", "fwd", 0, 1, t, 17, 256, 0, 1);
-    push(&L, "model", "expert_fc1", "fwd", 0, 1, te, 4096, 2048, 0, 1);
-    push(&L, "model", "expert_fc2", "fwd", 0, 1, te, 2048, 2048, 0, 1);
-    push(&L, "model", "expert_fc1", "wgrad", 1, 0, 4096, 2048, te, 1, 1);
+    /* Its projections at a representative token count. */
+    int64_t t = quick ? 512 : 2048, te = t / E;
+    push(&L, "model", "q_proj", "fwd", 0, 1, t, qd, D, 0, 1);
+    push(&L, "model", "k_proj", "fwd", 0, 1, t, kvd, D, 0, 1);
+    push(&L, "model", "v_proj", "fwd", 0, 1, t, kvd / 2, D, 0, 1);
+    push(&L, "model", "o_proj", "fwd", 0, 1, t, D, qd, 0, 1);
+    push(&L, "model", "o_proj", "dgrad", 0, 0, t, qd, D, 0, 1);
+    push(&L, "model", "q_proj", "wgrad", 1, 0, qd, D, t, 1, 1);
+    push(&L, "model", "router_down", "fwd", 0, 1, t, R, D, 0, 1);
+    push(&L, "model", "router_mlp", "fwd", 0, 1, t, R, R, 0, 1);
+    push(&L, "model", "router_out", "fwd", 0, 1, t, E + 1, R, 0, 1);
+    push(&L, "model", "expert_fc1", "fwd", 0, 1, te, 2 * F, D, 0, 1);
+    push(&L, "model", "expert_fc2", "fwd", 0, 1, te, D, F, 0, 1);
+    push(&L, "model", "expert_fc1", "wgrad", 1, 0, 2 * F, D, te, 1, 1);
     return L.n;
 }
 
-int zaya_gemm_model_shapes(const zaya_gemm_model *m, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
+int zaya_gemm_model_shapes(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
     shape_list L = {out, cap, 0, dtype};
-    double layers = (double)m->num_hidden_layers;
-    int64_t h = m->hidden_size, hd = m->head_dim;
-    /* CCA values: half the KV heads carry the current token, half the previous one. */
-    int64_t v_heads = m->num_key_value_heads / 2 > 0 ? m->num_key_value_heads / 2 : 1;
-    push_linear(&L, "attn", "q_proj", tokens, h, m->num_attention_heads * hd, layers);
-    push_linear(&L, "attn", "k_proj", tokens, h, m->num_key_value_heads * hd, layers);
-    push_linear(&L, "attn", "v_cur", tokens, h, v_heads * hd, layers);
-    push_linear(&L, "attn", "v_del", tokens, h, v_heads * hd, layers);
-    push_linear(&L, "attn", "o_proj", tokens, m->num_attention_heads * hd, h, layers);
-    int64_t rh = m->router_hidden_size;
+    double layers = (double)c->num_hidden_layers;
+    const int64_t h = c->hidden_size, qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c);
+    /* CCA values: v_proj_current and v_proj_delayed, half the KV width each (the tensor table). */
+    push_linear(&L, "attn", "q_proj", tokens, h, qd, layers);
+    push_linear(&L, "attn", "k_proj", tokens, h, kvd, layers);
+    push_linear(&L, "attn", "v_cur", tokens, h, kvd / 2, layers);
+    push_linear(&L, "attn", "v_del", tokens, h, kvd / 2, layers);
+    push_linear(&L, "attn", "o_proj", tokens, qd, h, layers);
+    int64_t rh = c->router_hidden_size;
     push_linear(&L, "router", "router_down", tokens, h, rh, layers);
     push_linear(&L, "router", "router_mlp1", tokens, rh, rh, layers);
     push_linear(&L, "router", "router_mlp2", tokens, rh, rh, layers);
-    push_linear(&L, "router", "router_out", tokens, rh, m->num_experts + 1, layers); /* + skip class */
-    int64_t te = (tokens + m->num_experts - 1) / m->num_experts;
-    double ex = layers * (double)m->num_experts;
-    push_linear(&L, "expert", "expert_gate_up", te, h, 2 * m->moe_intermediate_size, ex);
-    push_linear(&L, "expert", "expert_down", te, m->moe_intermediate_size, h, ex);
-    push_linear(&L, "head", "lm_head", tokens, h, m->vocab_size, 1);
+    push_linear(&L, "router", "router_out", tokens, rh, c->num_experts + 1, layers); /* + skip class */
+    int64_t te = (tokens + c->num_experts - 1) / c->num_experts;
+    double ex = layers * (double)c->num_experts;
+    push_linear(&L, "expert", "expert_gate_up", te, h, 2 * c->moe_intermediate_size, ex);
+    push_linear(&L, "expert", "expert_down", te, c->moe_intermediate_size, h, ex);
+    push_linear(&L, "head", "lm_head", tokens, h, c->vocab_size, 1);
     return L.n;
 }
 

@@ -24,21 +24,6 @@ static const char *g_details =
     "combine (see include/zaya/dist.h); check inputs make every expected value exact.\n"
     "Writes coll.json, coll.csv and coll_<collective>_{busbw,latency}.png.";
 
-static int print_stats(const zaya_coll_results *r) {
-    printf("# Per-iteration timing (out-of-place, us): min/avg/max over ranks of each rank's mean; p50/p99 over "
-           "iterations of the slowest rank\n");
-    printf("# %-13s %5s %6s %5s %12s %10s %10s %10s %10s %10s %10s %7s\n", "collective", "ranks", "place", "type",
-           "size(B)", "min", "avg", "max", "p50", "p99", "bare", "z/bare");
-    for (int i = 0; i < r->n; i++) {
-        const zaya_coll_result *x = &r->rows[i];
-        printf("  %-13s %5d %6s %5s %12lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7.3f\n", zaya_coll_name(x->coll),
-               x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype), (long long)x->bytes,
-               x->oop.min_us, x->oop.time_us, x->oop.max_us, x->oop.p50_us, x->oop.p99_us, x->bare_us,
-               x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
-    }
-    return 0;
-}
-
 int zaya_cmd_bench_coll(int argc, char **argv) {
     int64_t min_bytes = 8, max_bytes = 1 << 20, step_bytes = 0;
     double factor = 0;
@@ -117,34 +102,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     else if (!strcmp(place_s, "both")) plan.placements = 3;
     else return zaya_flags_usage_error(&spec, "--placement: unknown placement '%s' (packed, spread or both)", place_s);
 
-    zaya_comm *world = NULL;
-    if (zaya_dist_init(NULL, NULL, &world) != ZAYA_OK) {
-        return zaya_cli_error("bench coll", NULL);
-    }
-    int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
-    if (root < 0 || root >= size) {
-        if (rank == 0) zaya_cli_error("bench coll", "root %d outside the %d ranks", root, size);
-        zaya_dist_finalize(world);
-        return 1;
-    }
-    zaya_coll_results res = {0};
-    zaya_status st = zaya_bench_coll_run(world, &plan, &res, stdout);
     int64_t wrong = 0;
-    if (st == ZAYA_OK && rank == 0) {
-        for (int i = 0; i < res.n; i++)
-            wrong += (res.rows[i].oop.wrong > 0 ? res.rows[i].oop.wrong : 0) +
-                     (res.rows[i].ip.wrong > 0 ? res.rows[i].ip.wrong : 0);
-        zaya_coll_summary sum[256];
-        int ns = zaya_coll_summarize(&res, sum, 256);
-        zaya_coll_print_summary(stdout, sum, ns);
-        if (stats) print_stats(&res);
-        printf("# Out of bounds values (all tests) : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
-        st = zaya_bench_coll_write(&res, &plan, size, outdir);
-        if (st == ZAYA_OK) printf("# results written to %s (coll.json, coll.csv, plots)\n", outdir);
-        fflush(stdout);
-    }
-    if (st != ZAYA_OK) zaya_cli_error("bench coll", NULL);
-    zaya_coll_results_free(&res);
-    zaya_dist_finalize(world);
-    return st != ZAYA_OK || wrong ? 1 : 0;
+    if (zaya_bench_coll_main(&plan, stats, outdir, stdout, &wrong) != ZAYA_OK) return zaya_cli_error("bench coll", NULL);
+    return wrong ? 1 : 0;
 }

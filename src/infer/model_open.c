@@ -1,11 +1,11 @@
-/* Model setup for the inference commands. */
+/* The model an inference run reads (zaya/infer_model.h). */
 #include <string.h>
 
-#include "cli/infer_model.h"
+#include "zaya/infer_model.h"
 #include "zaya/ckpt.h"
 
 /* A zaya checkpoint (root or step directory) or a Hugging Face directory, in f32. */
-static zaya_status zaya_cli_load_checkpoint_model(const char *path, zaya_model *m) {
+static zaya_status load_checkpoint_model(const char *path, zaya_model *m) {
     zaya_config c;
     ZAYA_TRY(zaya_ckpt_load_config(path, &c));
     ZAYA_TRY(zaya_model_init(m, &c, ZAYA_DTYPE_F32));
@@ -14,9 +14,9 @@ static zaya_status zaya_cli_load_checkpoint_model(const char *path, zaya_model *
     return s;
 }
 
-static zaya_status open_f32(const zaya_cli_model_opts *o, zaya_cli_model *cm) {
+static zaya_status open_f32(const zaya_infer_model_opts *o, zaya_infer_model *cm) {
     if (o->checkpoint) {
-        ZAYA_TRY(zaya_cli_load_checkpoint_model(o->checkpoint, &cm->m));
+        ZAYA_TRY(load_checkpoint_model(o->checkpoint, &cm->m));
     } else {
         zaya_config c;
         ZAYA_TRY(zaya_config_resolve(o->config, &c));
@@ -25,11 +25,11 @@ static zaya_status open_f32(const zaya_cli_model_opts *o, zaya_cli_model *cm) {
     }
     cm->has_model = 1;
     zaya_status s = zaya_infer_weights_view(&cm->w, &cm->m);
-    if (s != ZAYA_OK) zaya_cli_model_close(cm);
+    if (s != ZAYA_OK) zaya_infer_model_close(cm);
     return s;
 }
 
-zaya_status zaya_cli_model_open(const zaya_cli_model_opts *o, zaya_cli_model *cm) {
+zaya_status zaya_infer_model_open(const zaya_infer_model_opts *o, zaya_infer_model *cm) {
     memset(cm, 0, sizeof *cm);
     zaya_dtype dt;
     if (!strcmp(o->dtype, "f32")) dt = ZAYA_DTYPE_F32;
@@ -46,7 +46,7 @@ zaya_status zaya_cli_model_open(const zaya_cli_model_opts *o, zaya_cli_model *cm
     return zaya_infer_weights_random(&cm->w, &c, dt, (uint64_t)o->random_init);
 }
 
-void zaya_cli_model_close(zaya_cli_model *cm) {
+void zaya_infer_model_close(zaya_infer_model *cm) {
     zaya_infer_weights_free(&cm->w);
     if (cm->has_model) zaya_model_free(&cm->m);
     memset(cm, 0, sizeof *cm);

@@ -1,0 +1,38 @@
+/* `zaya bench model` and `zaya bench train`: forward and forward+backward (bench train: whole training
+ * steps with the optimizer update) of the ZAYA1 model on deterministic weights and synthetic tokens,
+ * tokens/s, GFLOP/s and MFU against the matmul peak measured in the same run, and the same for the
+ * independent PyTorch reference (tests/ref/zaya_ref.py --bench, eager f32) on the same thread count. */
+#ifndef ZAYA_BENCH_MODEL_H
+#define ZAYA_BENCH_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "zaya/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZAYA_BENCH_MODEL_PYTHON "/usr/bin/python3" /* runs the PyTorch reference */
+
+typedef struct zaya_bench_model_opts {
+    int train;                /* 1: `bench train` (steps include the optimizer), train.json / train.csv */
+    const char *config;       /* preset or config.json */
+    const char *out;          /* model.json, model.csv (train: train.json, train.csv) */
+    const char *torch_script; /* NULL: the source tree's tests/ref/zaya_ref.py */
+    int64_t batch, seq;       /* >= 1; seq at most the config's max_position_embeddings */
+    int iters;                /* timed samples, best reported */
+    int no_torch;             /* 1: skip the PyTorch reference */
+    int threads;              /* 0: all cores */
+    int f32, bf16;            /* which dtypes zaya runs (at least one) */
+} zaya_bench_model_opts;
+
+/* The table goes to out, progress to stderr. A missing PyTorch reference is a note, not an error. */
+zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

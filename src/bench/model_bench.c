@@ -1,0 +1,306 @@
+/* `zaya bench model` / `bench train` (zaya_bench_model_run): forward and forward+backward of the ZAYA1 model, tokens/s, achieved GFLOP/s and
+ * MFU against the matmul peak measured in the same run, and the same for the independent PyTorch
+ * reference (tests/ref/zaya_ref.py --bench, PyTorch eager f32) on the same thread count. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zaya/bench.h"
+#include "zaya/bench_model.h"
+#include "zaya/config.h"
+#include "zaya/fs.h"
+#include "zaya/json.h"
+#include "zaya/model.h"
+#include "zaya/optim.h"
+#include "zaya/proc.h"
+#include "zaya/progress.h"
+#include "zaya/threads.h"
+
+#ifndef ZAYA_SOURCE_DIR
+#define ZAYA_SOURCE_DIR "."
+#endif
+#define TORCH_PYTHON ZAYA_BENCH_MODEL_PYTHON
+
+typedef struct step_ctx {
+    zaya_model *m;
+    const int32_t *ids, *tgt;
+    int backward;
+    zaya_optim *opt; /* bench train: a whole training step (clipped Muon + AdamW update) */
+} step_ctx;
+
+static zaya_status step_call(void *ctx) {
+    step_ctx *s = ctx;
+    float loss = 0;
+    if (s->backward) zaya_model_zero_grad(s->m);
+    ZAYA_TRY(zaya_model_forward(s->m, s->ids, s->tgt, s->backward, &loss));
+    if (s->backward) zaya_model_backward(s->m);
+    if (s->backward && s->opt) {
+        double sq = 0;
+        ZAYA_TRY(zaya_optim_grad_sqnorm_local(s->opt, s->m->grads, &sq));
+        zaya_optim_step(s->opt, s->m->params, s->m->grads, 1e-4, zaya_optim_clip_scale(sqrt(sq), 1.0));
+        zaya_model_sync_weights(s->m);
+    }
+    return ZAYA_OK;
+}
+
+/* One side's figures. */
+typedef struct mres {
+    char who[16], dtype[8];
+    double fwd_s, fwdbwd_s, peak; /* peak: GFLOP/s of the dtype, 0 when not applicable */
+    double skip;                  /* zaya: fraction of token-blocks routed to the skip class */
+    int ok;
+} mres;
+
+typedef struct mbench {
+    int train; /* 1: `bench train` (steps include the optimizer) */
+    FILE *out;
+    const char *name; /* "bench model" or "bench train" */
+    zaya_config cfg;
+    int64_t B, T;
+    int threads, reps, warmup;
+    double fwd_flops, train_flops; /* per step */
+} mbench;
+
+static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
+    zaya_model m;
+    ZAYA_TRY(zaya_model_init(&m, &mb->cfg, dt));
+    zaya_model_init_weights(&m, 1234);
+    zaya_model_sync_weights(&m);
+    zaya_status st = zaya_model_plan(&m, mb->B, mb->T);
+    int64_t n = mb->B * mb->T;
+    int32_t *ids = malloc((size_t)n * sizeof(int32_t)), *tgt = malloc((size_t)n * sizeof(int32_t));
+    if (st == ZAYA_OK && (!ids || !tgt)) st = zaya_error_set(ZAYA_ENOMEM, "bench model: token buffers");
+    if (st == ZAYA_OK) {
+        for (int64_t i = 0; i < n; i++) {
+            ids[i] = (int32_t)((i * 2654435761u) % (uint64_t)mb->cfg.vocab_size);
+            tgt[i] = (int32_t)((i * 40503u + 7) % (uint64_t)mb->cfg.vocab_size);
+        }
+        zaya_bench_opts o = {mb->warmup, mb->reps, 0, 0};
+        zaya_bench_stats f, fb;
+        zaya_optim_plan plan;
+        zaya_optim opt;
+        memset(&plan, 0, sizeof plan);
+        memset(&opt, 0, sizeof opt);
+        if (mb->train) {
+            zaya_optim_config oc;
+            zaya_optim_config_default(&oc);
+            oc.muon_ns_dtype = dt;
+            st = zaya_optim_plan_build(m.tensors, m.ntensors, 1, 0, &plan);
+            if (st == ZAYA_OK) st = zaya_optim_init(&opt, &plan, &oc, 0);
+        }
+        step_ctx sf = {&m, ids, tgt, 0, NULL}, sb = {&m, ids, tgt, 1, mb->train ? &opt : NULL};
+        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sf, &o, &f);
+        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sb, &o, &fb);
+        if (st == ZAYA_OK) r->fwd_s = f.best_s, r->fwdbwd_s = fb.best_s, r->ok = 1;
+        if (mb->train) {
+            zaya_optim_free(&opt);
+            zaya_optim_plan_free(&plan);
+        }
+        /* FLOPs count one expert per token; tokens routed to the skip class do less work. */
+        const int64_t E1 = mb->cfg.num_experts + 1, L = mb->cfg.num_hidden_layers;
+        double skipped = 0;
+        for (int64_t l = 0; l < L && st == ZAYA_OK; l++) skipped += (double)m.route_counts[l * E1 + E1 - 1];
+        r->skip = skipped / (double)(L * n);
+    }
+    free(ids), free(tgt);
+    zaya_model_free(&m);
+    return st;
+}
+
+/* Runs the PyTorch reference; on any failure leaves r->ok = 0 and writes a note. */
+static void run_torch(const mbench *mb, const char *script, const char *tmpdir, mres *r, char *note, size_t cap) {
+    r->ok = 0;
+    if (access(TORCH_PYTHON, X_OK) != 0) {
+        snprintf(note, cap, "%s not found: reporting zaya only", TORCH_PYTHON);
+        return;
+    }
+    if (access(script, R_OK) != 0) {
+        snprintf(note, cap, "PyTorch reference %s not found (use --torch-script): reporting zaya only", script);
+        return;
+    }
+    char cfgpath[4096];
+    cJSON *cj = zaya_config_to_json(&mb->cfg);
+    if (!cj || zaya_path_join(cfgpath, sizeof cfgpath, tmpdir, "bench_model_config.json") != ZAYA_OK ||
+        zaya_json_write_file(cfgpath, cj, 1) != ZAYA_OK) {
+        cJSON_Delete(cj);
+        snprintf(note, cap, "cannot write the config for PyTorch: %s", zaya_error_message());
+        return;
+    }
+    cJSON_Delete(cj);
+    char sB[24], sT[24], sreps[16], swarm[16], sthr[16];
+    snprintf(sB, sizeof sB, "%lld", (long long)mb->B);
+    snprintf(sT, sizeof sT, "%lld", (long long)mb->T);
+    snprintf(sreps, sizeof sreps, "%d", mb->reps);
+    snprintf(swarm, sizeof swarm, "%d", mb->warmup);
+    snprintf(sthr, sizeof sthr, "%d", mb->threads);
+    char *argv[] = {TORCH_PYTHON, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr, mb->train ? "train" : NULL, NULL};
+    zaya_proc_opts po = {.capture_stderr = 1};
+    zaya_proc_result pr;
+    char *text = NULL;
+    if (zaya_proc_capture(argv, &po, 1 << 20, &text, NULL, &pr) != ZAYA_OK) {
+        snprintf(note, cap, "cannot start %s: %s", TORCH_PYTHON, zaya_error_message());
+        remove(cfgpath);
+        return;
+    }
+    remove(cfgpath);
+    char last[4096] = "", json[4096] = "";
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '{') snprintf(json, sizeof json, "%s", line);
+        else if (line[0]) snprintf(last, sizeof last, "%s", line);
+    }
+    free(text);
+    int rc = zaya_proc_ok(&pr) ? 0 : 1;
+    cJSON *o = json[0] ? cJSON_Parse(json) : NULL;
+    double f = 0, fb = 0;
+    if (rc != 0 || !o || zaya_json_get_f64(o, "forward_s", &f, 1) != ZAYA_OK ||
+        zaya_json_get_f64(o, "fwdbwd_s", &fb, 1) != ZAYA_OK || f <= 0 || fb <= 0) {
+        snprintf(note, cap, "PyTorch reference failed (%s): reporting zaya only", last[0] ? last : "no output");
+    } else {
+        r->fwd_s = f, r->fwdbwd_s = fb, r->ok = 1;
+    }
+    cJSON_Delete(o);
+}
+
+static void print_res(const mbench *mb, const mres *r) {
+    double tok = (double)(mb->B * mb->T);
+    double gf = mb->fwd_flops / r->fwd_s * 1e-9, gt = mb->train_flops / r->fwdbwd_s * 1e-9;
+    FILE *out = mb->out;
+    fprintf(out, "%-7s %-5s %10.2f %12.0f %9.1f %10.2f %12.0f %9.1f", r->who, r->dtype, r->fwd_s * 1e3, tok / r->fwd_s, gf,
+           r->fwdbwd_s * 1e3, tok / r->fwdbwd_s, gt);
+    if (r->peak > 0) fprintf(out, " %6.1f%% %6.1f%%\n", 100 * gf / r->peak, 100 * gt / r->peak);
+    else fprintf(out, " %7s %7s\n", "-", "-");
+    fflush(out);
+}
+
+static cJSON *res_json(const mbench *mb, const mres *r) {
+    double tok = (double)(mb->B * mb->T);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "impl", r->who);
+    cJSON_AddStringToObject(o, "dtype", r->dtype);
+    cJSON_AddNumberToObject(o, "forward_s", r->fwd_s);
+    cJSON_AddNumberToObject(o, "fwdbwd_s", r->fwdbwd_s);
+    cJSON_AddNumberToObject(o, "forward_tokens_per_s", tok / r->fwd_s);
+    cJSON_AddNumberToObject(o, "fwdbwd_tokens_per_s", tok / r->fwdbwd_s);
+    cJSON_AddNumberToObject(o, "forward_gflops", mb->fwd_flops / r->fwd_s * 1e-9);
+    cJSON_AddNumberToObject(o, "fwdbwd_gflops", mb->train_flops / r->fwdbwd_s * 1e-9);
+    if (!strcmp(r->who, "zaya")) cJSON_AddNumberToObject(o, "skip_fraction", r->skip);
+    if (r->peak > 0) {
+        cJSON_AddNumberToObject(o, "peak_gflops", r->peak);
+        cJSON_AddNumberToObject(o, "forward_mfu", mb->fwd_flops / r->fwd_s * 1e-9 / r->peak);
+        cJSON_AddNumberToObject(o, "fwdbwd_mfu", mb->train_flops / r->fwdbwd_s * 1e-9 / r->peak);
+    }
+    return o;
+}
+
+zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
+    mbench mb = {0};
+    const int train = o->train;
+    mb.train = train;
+    mb.out = out;
+    mb.name = train ? "bench train" : "bench model";
+    const char *config = o->config, *outdir = o->out;
+    const char *script = o->torch_script ? o->torch_script : ZAYA_SOURCE_DIR "/tests/ref/zaya_ref.py";
+    const int64_t B = o->batch, T = o->seq;
+    const int reps = o->iters, no_torch = o->no_torch;
+    const int want[2] = {o->f32, o->bf16};
+    if (B < 1 || T < 1 || reps < 1 || (!want[0] && !want[1]))
+        return zaya_error_set(ZAYA_EINVAL, "%s: batch, seq and iters must be >= 1 and a dtype chosen", mb.name);
+    ZAYA_TRY(zaya_config_resolve(config, &mb.cfg));
+    if (T > mb.cfg.max_position_embeddings)
+        return zaya_error_set(ZAYA_EINVAL, "--seq %lld exceeds max_position_embeddings %lld of %s", (long long)T,
+                              (long long)mb.cfg.max_position_embeddings, config);
+    mb.B = B, mb.T = T, mb.reps = reps, mb.warmup = 1;
+    mb.threads = zaya_threads_init(o->threads);
+    zaya_model_costs c = zaya_model_costs_at(&mb.cfg, T, 4);
+    mb.fwd_flops = c.forward_flops * (double)(B * T);
+    mb.train_flops = c.training_flops * (double)(B * T);
+
+    zaya_status st = zaya_mkdir_p(outdir);
+    mres res[3];
+    int nres = 0;
+    double peak[2] = {0, 0};
+    char note[4200] = "";
+    zaya_progress prog;
+    zaya_progress_init(&prog, mb.name, "part", (want[0] + want[1]) * 2 + !no_torch);
+    int64_t done = 0;
+    static const int64_t psz[] = {1024, 1536};
+    zaya_bench_opts po = {1, 3, 0, 0};
+    for (int d = 0; d < 2 && st == ZAYA_OK; d++) {
+        if (!want[d]) continue;
+        st = zaya_bench_matmul_peak((zaya_dtype)d, psz, 2, &po, &peak[d], NULL);
+        zaya_progress_update(&prog, ++done, d ? "bf16 peak" : "f32 peak");
+        if (st != ZAYA_OK) break;
+        mres *r = &res[nres++];
+        memset(r, 0, sizeof *r);
+        snprintf(r->who, sizeof r->who, "zaya"), snprintf(r->dtype, sizeof r->dtype, "%s", d ? "bf16" : "f32");
+        r->peak = peak[d];
+        st = run_zaya(&mb, (zaya_dtype)d, r);
+        zaya_progress_update(&prog, ++done, d ? "zaya bf16" : "zaya f32");
+    }
+    mres tr = {.who = "torch", .dtype = "f32"};
+    if (st == ZAYA_OK && !no_torch) {
+        run_torch(&mb, script, outdir, &tr, note, sizeof note);
+        tr.peak = peak[0];
+        zaya_progress_update(&prog, ++done, "torch f32");
+        if (tr.ok) res[nres++] = tr;
+    }
+    ZAYA_TRY(st);
+    zaya_progress_finish(&prog, NULL);
+    fprintf(out, "# zaya %s: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.name, mb.cfg.name,
+           (long long)B, (long long)T, (long long)(B * T), mb.threads, reps);
+    if (train) fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update)\n");
+    fprintf(out, "# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
+           mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
+    fprintf(out, "%-7s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
+           "f+b ms", "f+b tok/s", "f+b GF/s", "fwd MFU", "f+b MFU");
+    for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
+    for (int i = 0; i < nres; i++)
+        if (!strcmp(res[i].who, "zaya"))
+            fprintf(out, "# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)\n",
+                   res[i].dtype, 100 * res[i].skip);
+    if (note[0]) fprintf(out, "# note: %s\n", note);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", train ? "zaya-bench-train" : "zaya-bench-model");
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "config", mb.cfg.name);
+    cJSON_AddNumberToObject(root, "batch", (double)B);
+    cJSON_AddNumberToObject(root, "seq", (double)T);
+    cJSON_AddNumberToObject(root, "threads", mb.threads);
+    cJSON_AddNumberToObject(root, "iters", reps);
+    cJSON_AddNumberToObject(root, "forward_flops", mb.fwd_flops);
+    cJSON_AddNumberToObject(root, "fwdbwd_flops", mb.train_flops);
+    cJSON *arr = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < nres; i++) cJSON_AddItemToArray(arr, res_json(&mb, &res[i]));
+    if (note[0]) cJSON_AddStringToObject(root, "note", note);
+    cJSON *ratios = cJSON_AddArrayToObject(root, "torch_over_zaya");
+    char csv[4096];
+    size_t len = (size_t)snprintf(csv, sizeof csv, "impl,dtype,forward_s,fwdbwd_s,forward_tokens_per_s,fwdbwd_tokens_per_s\n");
+    for (int i = 0; i < nres && len < sizeof csv; i++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%s,%s,%.9g,%.9g,%.6g,%.6g\n", res[i].who, res[i].dtype,
+                                res[i].fwd_s, res[i].fwdbwd_s, (double)(B * T) / res[i].fwd_s,
+                                (double)(B * T) / res[i].fwdbwd_s);
+    if (tr.ok) {
+        fprintf(out, "# speed-up over PyTorch eager f32 (torch time / zaya time; target >= 2x):\n");
+        for (int i = 0; i < nres; i++) {
+            if (strcmp(res[i].who, "zaya")) continue;
+            double rf = tr.fwd_s / res[i].fwd_s, rb = tr.fwdbwd_s / res[i].fwdbwd_s;
+            fprintf(out, "#   zaya %-4s vs torch f32: forward %.2fx, %s %.2fx\n", res[i].dtype, rf, train ? "training step" : "forward+backward", rb);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "zaya_dtype", res[i].dtype);
+            cJSON_AddNumberToObject(o, "forward", rf);
+            cJSON_AddNumberToObject(o, "fwdbwd", rb);
+            cJSON_AddItemToArray(ratios, o);
+        }
+    }
+    char path[4096];
+    st = zaya_path_join(path, sizeof path, outdir, train ? "train.json" : "model.json");
+    if (st == ZAYA_OK) st = zaya_json_write_file(path, root, 1);
+    if (st == ZAYA_OK) st = zaya_path_join(path, sizeof path, outdir, train ? "train.csv" : "model.csv");
+    if (st == ZAYA_OK) st = zaya_write_file_atomic(path, csv, strlen(csv));
+    cJSON_Delete(root);
+    ZAYA_TRY(st);
+    fprintf(out, "# results written to %s (%s)\n", outdir, train ? "train.json, train.csv" : "model.json, model.csv");
+    return ZAYA_OK;
+}

@@ -128,6 +128,7 @@ typedef struct zaya_optim {
     int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
     int nadamw;
     double *unit_sums;  /* [nunits] per-unit squared gradient norms */
+    double muon_ns_s;   /* seconds the last Muon step spent in Newton-Schulz (profiling) */
 } zaya_optim;
 
 /* Allocates state and scratch for the units `rank` owns (copies the plan). */

@@ -1,7 +1,9 @@
 /* Where the time of one training step goes: the step of `zaya bench train` (zero_grad, forward,
  * backward, global gradient norm, clipped Muon + AdamW update, bf16 shadow refresh) timed phase by
  * phase, on the same deterministic weights and synthetic tokens.
- * usage: bench_step [--threads N] [--steps S] [--batch B] [--seq T] [--dtype f32|bf16] [-o DIR] CONFIG
+ * usage: bench_step [--threads N] [--steps S] [--batch B] [--seq T] [--dtype f32|bf16] [--ns-batch FLOATS]
+ *                   [-o DIR] CONFIG
+ * --ns-batch sets zaya_optim_config.muon_batch_floats (0: the default).
  * CONFIG is a preset or a config.json. Prints the median of each phase over S steps (after one warm-up
  * step) and its share of the median step; Muon's Newton-Schulz is shown separately (the optimizer's own
  * timers). With -o writes DIR/bench_step.json. */
@@ -41,7 +43,7 @@ static double median(double *v, int n) {
 
 int main(int argc, char **argv) {
     int threads = 0, steps = 5;
-    int64_t B = 8, T = 256;
+    int64_t B = 8, T = 256, ns_batch = 0;
     const char *out = NULL, *config = NULL, *dts = "bf16";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -49,13 +51,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) B = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) T = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) dts = argv[++i];
+        else if (!strcmp(argv[i], "--ns-batch") && i + 1 < argc) ns_batch = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (argv[i][0] != '-' && !config) config = argv[i];
         else config = NULL, i = argc;
     }
     if (!config || steps < 1 || steps > 1000 || B < 1 || T < 1 || (strcmp(dts, "f32") && strcmp(dts, "bf16"))) {
         fprintf(stderr, "usage: bench_step [--threads N] [--steps S (1..1000)] [--batch B] [--seq T] "
-                        "[--dtype f32|bf16] [-o DIR] CONFIG\n");
+                        "[--dtype f32|bf16] [--ns-batch FLOATS] [-o DIR] CONFIG\n");
         return 2;
     }
     const zaya_dtype dt = strcmp(dts, "bf16") ? ZAYA_DTYPE_F32 : ZAYA_DTYPE_BF16;
@@ -88,6 +91,7 @@ int main(int argc, char **argv) {
     zaya_optim_config oc;
     zaya_optim_config_default(&oc);
     oc.muon_ns_dtype = dt;
+    oc.muon_batch_floats = ns_batch;
     if (zaya_optim_plan_build(m.tensors, m.ntensors, 1, 0, &plan) != ZAYA_OK ||
         zaya_optim_init(&opt, &plan, &oc, 0) != ZAYA_OK)
         return fail("optimizer");

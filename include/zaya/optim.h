@@ -86,10 +86,11 @@ void zaya_optim_plan_print(const zaya_optim_plan *plan, FILE *f);
 /* Newton-Schulz FLOPs of one rows x cols matrix (5 iterations, multiply-add = 2). */
 double zaya_muon_ns_flops(int64_t rows, int64_t cols, int steps);
 
-/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
- * whole thread pool; smaller ones run concurrently, one per thread, with single-threaded GEMMs (see
- * src/optim/muon.c). */
-#define ZAYA_MUON_POOL_FLOPS 2e10
+/* Newton-Schulz runs the owned Muon matrices of one shape in batches, each GEMM one batched oneDNN
+ * call on the whole thread pool. By default a batch holds up to this many iterate floats per thread
+ * (one 256 x 512 matrix: a thread's matrices and their Gram matrices stay in its L2 cache through the
+ * five iterations); a shape with more matrices runs in several batches of equal size. */
+#define ZAYA_MUON_THREAD_FLOATS ((int64_t)1 << 17)
 
 typedef struct zaya_optim_config {
     double weight_decay;          /* decoupled, on decayed units of both kinds (default 0.1) */
@@ -100,16 +101,29 @@ typedef struct zaya_optim_config {
     int muon_ns_steps;            /* 5 */
     double muon_lr_scale;         /* Muon lr = lr * this (1: shared lr thanks to RMS matching) */
     zaya_dtype muon_ns_dtype;     /* F32 (default) or BF16 GEMM inputs in Newton-Schulz */
-    double muon_pool_flops;       /* matrices above this NS cost use the whole pool (ZAYA_MUON_POOL_FLOPS) */
+    int64_t muon_batch_floats;    /* most iterate floats per Newton-Schulz batch; 0 (default): threads x
+                                     ZAYA_MUON_THREAD_FLOATS. At least one matrix per batch. */
 } zaya_optim_config;
 
 void zaya_optim_config_default(zaya_optim_config *c);
 
-/* Newton-Schulz scratch of one thread. */
-typedef struct zaya_ns_slot {
+/* Owned Muon matrices of one Newton-Schulz shape: m x n with m <= n (a tall matrix is transposed), in
+ * block order, orthogonalised `batch` at a time (the last batch may be smaller). */
+typedef struct zaya_ns_group {
+    int64_t m, n;
+    int count, batch;
+    int *units; /* [count] indices into plan.units */
+} zaya_ns_group;
+
+/* Newton-Schulz scratch for the largest batch of any group: iterates x, y [batch, m, n], Gram matrices
+ * a, b [batch, m, m], their bf16 copies (bf16 Newton-Schulz only) and per-matrix norms. */
+typedef struct zaya_ns_scratch {
     float *x, *y, *a, *b;
-    uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
-} zaya_ns_slot;
+    uint16_t *xh, *ah, *bh;
+    float *denom;
+    int64_t cap_mn, cap_mm;
+    int cap_mats;
+} zaya_ns_scratch;
 
 typedef struct zaya_optim {
     zaya_optim_config cfg;
@@ -120,11 +134,11 @@ typedef struct zaya_optim {
     float **exp_avg, **exp_avg_sq, **momentum;
     float *state_block; /* one allocation backing every state array */
     int64_t state_floats;
-    /* owned Muon units: large ones (pooled GEMMs) then small ones by decreasing cost */
-    int *muon_order;
-    int nmuon_large, nmuon_small;
-    zaya_ns_slot *slots; /* slot 0 fits every owned matrix; the others fit the small ones */
-    int nslots;
+    /* owned Muon units grouped by Newton-Schulz shape (first appearance in block order) */
+    zaya_ns_group *ns_groups;
+    int nns_groups;
+    int *ns_units; /* backs every group's units */
+    zaya_ns_scratch ns;
     int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
     int nadamw;
     double *unit_sums;  /* [nunits] per-unit squared gradient norms */

@@ -1,50 +1,121 @@
 /* Muon over the owned MUON units: Nesterov momentum, Newton-Schulz orthogonalisation of the whole
- * matrix through zaya_matmul, RMS-matched scaled update with decoupled weight decay.
+ * matrix, RMS-matched scaled update with decoupled weight decay.
  *
- * Scheduling: large matrices (NS above cfg.muon_pool_flops) run one after another, each GEMM on the
- * whole pool. Small ones run concurrently, one matrix per thread: oneDNN runs a GEMM called inside an
- * OpenMP region on the calling thread, so there is no fork/join barrier per small GEMM, which on a busy
- * machine made pooled small GEMMs ~10x slower. The GEMM calls themselves are serialised by a mutex
- * (mode 2): the Debian oneDNN 2.6 build lacks DNNL_ENABLE_CONCURRENT_EXEC, and primitives executing
- * at the same time corrupted each other's results (~1% of steps differed). The momentum, normalisation,
- * Newton-Schulz elementwise work and the update still overlap with other threads' GEMMs. Mode 1
- * (no mutex) is for a zaya_matmul that is safe for concurrent calls; mode 0 runs everything pooled.
- * In every mode a matrix's result depends neither on the thread count nor on the schedule. */
+ * Batching: the owned matrices are grouped at init by their Newton-Schulz shape m x n (m <= n; a tall
+ * matrix is transposed), so all experts of a layer and every same-shape matrix of the other layers
+ * form one group. A group runs `batch` matrices at a time: the three GEMMs of each iteration are single
+ * batched oneDNN matmuls (zaya_matmul_batched) on the whole thread pool, and every elementwise pass
+ * (momentum and packing, normalisation, bf16 conversion, the a/b terms, the update) is one parallel
+ * loop over the whole batch. The batch is sized to the thread count (ZAYA_MUON_THREAD_FLOATS of
+ * iterate per thread: about one expert matrix each), so that each thread's matrices stay in its cache
+ * through all iterations, the elementwise passes included; batching a whole 32-matrix group at once
+ * streamed 16 MiB iterates through memory on every pass and was slower. Scratch for the largest batch
+ * is allocated at init; a step allocates nothing (oneDNN primitives are created once per shape).
+ *
+ * Same math as one matrix at a time: every element goes through the same operations in the same
+ * order, each matrix's sum of squares is zaya_optim_sumsq over its packed iterate, and each batched
+ * product is bit-identical to the single product on the same operands (the oneDNN kernels neither
+ * split nor reorder the k reduction across the batch; tests/test_matmul.c and tests/test_optim.c check
+ * this), so a matrix's result depends neither on the batch it runs in nor on the thread count. */
 #include <math.h>
 #include <omp.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "optim/internal.h"
 #include "zaya/alloc.h"
 #include "zaya/bf16.h"
+#include "zaya/timer.h"
 
 /* Quintic coefficients chosen (KellerJordan/Muon) to maximise the slope at 0 while keeping the
  * iteration inside ~[0.7, 1.2] for singular values already near 1. */
-#ifndef ZAYA_MUON_CONCURRENT
-#define ZAYA_MUON_CONCURRENT 2 /* see above: 0 pooled, 1 concurrent, 2 concurrent with serialised GEMMs */
-#endif
-
 #define NS_A 3.4445f
 #define NS_B (-4.7750f)
 #define NS_C 2.0315f
 
+/* Elementwise passes below this many elements stay on the calling thread. */
+#define PAR_MIN 65536
+
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static int is_large(const zaya_optim *o, const zaya_optim_unit *u) {
-    return zaya_muon_ns_flops(u->rows, u->cols, o->cfg.muon_ns_steps) > o->cfg.muon_pool_flops;
+static int64_t ns_rows(const zaya_optim_unit *u) { return min64(u->rows, u->cols); }
+static int64_t ns_cols(const zaya_optim_unit *u) { return max64(u->rows, u->cols); }
+
+zaya_status zaya_muon_init_scratch(zaya_optim *o) {
+    const zaya_optim_plan *p = &o->plan;
+    int n = 0;
+    for (int i = 0; i < p->nunits; i++) n += p->units[i].owner == o->rank && p->units[i].kind == ZAYA_UNIT_MUON;
+    if (n == 0) return ZAYA_OK;
+    o->ns_units = malloc(sizeof(int) * (size_t)n);
+    o->ns_groups = calloc((size_t)n, sizeof *o->ns_groups);
+    if (!o->ns_units || !o->ns_groups) return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Muon tables");
+    /* groups in order of first appearance, units in block order within a group */
+    int ng = 0;
+    for (int i = 0; i < p->nunits; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        if (u->owner != o->rank || u->kind != ZAYA_UNIT_MUON) continue;
+        int g = 0;
+        while (g < ng && !(o->ns_groups[g].m == ns_rows(u) && o->ns_groups[g].n == ns_cols(u))) g++;
+        if (g == ng) {
+            o->ns_groups[ng].m = ns_rows(u);
+            o->ns_groups[ng].n = ns_cols(u);
+            ng++;
+        }
+        o->ns_groups[g].count++;
+    }
+    o->nns_groups = ng;
+    int *at = o->ns_units;
+    for (int g = 0; g < ng; g++) {
+        zaya_ns_group *gr = &o->ns_groups[g];
+        gr->units = at;
+        at += gr->count;
+        gr->count = 0;
+    }
+    for (int i = 0; i < p->nunits; i++) {
+        const zaya_optim_unit *u = &p->units[i];
+        if (u->owner != o->rank || u->kind != ZAYA_UNIT_MUON) continue;
+        for (int g = 0; g < ng; g++) {
+            zaya_ns_group *gr = &o->ns_groups[g];
+            if (gr->m == ns_rows(u) && gr->n == ns_cols(u)) {
+                gr->units[gr->count++] = i;
+                break;
+            }
+        }
+    }
+    /* batches of equal size under the cap, and scratch for the largest */
+    zaya_ns_scratch *s = &o->ns;
+    const int64_t cap = o->cfg.muon_batch_floats > 0 ? o->cfg.muon_batch_floats
+                                                     : (int64_t)omp_get_max_threads() * ZAYA_MUON_THREAD_FLOATS;
+    for (int g = 0; g < ng; g++) {
+        zaya_ns_group *gr = &o->ns_groups[g];
+        const int64_t mn = gr->m * gr->n, fit = max64(1, cap / mn);
+        const int64_t nb = (gr->count + fit - 1) / fit;
+        gr->batch = (int)((gr->count + nb - 1) / nb);
+        s->cap_mn = max64(s->cap_mn, gr->batch * mn);
+        s->cap_mm = max64(s->cap_mm, gr->batch * gr->m * gr->m);
+        if (gr->batch > s->cap_mats) s->cap_mats = gr->batch;
+    }
+    const size_t f = sizeof(float), h = sizeof(uint16_t), mn = (size_t)s->cap_mn, mm = (size_t)s->cap_mm;
+    s->x = zaya_malloc(f * mn);
+    s->y = zaya_malloc(f * mn);
+    s->a = zaya_malloc(f * mm);
+    s->b = zaya_malloc(f * mm);
+    s->denom = zaya_malloc(f * (size_t)s->cap_mats);
+    int ok = s->x && s->y && s->a && s->b && s->denom;
+    if (o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16) {
+        s->xh = zaya_malloc(h * mn);
+        s->ah = zaya_malloc(h * mm);
+        s->bh = zaya_malloc(h * mm);
+        ok = ok && s->xh && s->ah && s->bh;
+    }
+    if (!ok)
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Newton-Schulz scratch (%lld + %lld floats)",
+                              (long long)s->cap_mn, (long long)s->cap_mm);
+    return ZAYA_OK;
 }
 
-static const zaya_optim_unit *g_order_units;
-static int by_cost(const void *a, const void *b) { /* decreasing cost, then block order */
-    int ia = *(const int *)a, ib = *(const int *)b;
-    double ca = g_order_units[ia].cost, cb = g_order_units[ib].cost;
-    if (ca != cb) return ca > cb ? -1 : 1;
-    return ia - ib;
-}
-
-static void free_slot(zaya_ns_slot *s) {
+void zaya_muon_free_scratch(zaya_optim *o) {
+    zaya_ns_scratch *s = &o->ns;
     zaya_free(s->x);
     zaya_free(s->y);
     zaya_free(s->a);
@@ -52,198 +123,154 @@ static void free_slot(zaya_ns_slot *s) {
     zaya_free(s->xh);
     zaya_free(s->ah);
     zaya_free(s->bh);
+    zaya_free(s->denom);
+    memset(s, 0, sizeof *s);
+    free(o->ns_groups);
+    free(o->ns_units);
+    o->ns_groups = NULL;
+    o->ns_units = NULL;
+    o->nns_groups = 0;
 }
 
-static int alloc_slot(zaya_ns_slot *s, int64_t mn, int64_t mm, int bf16) {
-    size_t f = sizeof(float), h = sizeof(uint16_t);
-    s->x = zaya_malloc(f * (size_t)mn);
-    s->y = zaya_malloc(f * (size_t)mn);
-    s->a = zaya_malloc(f * (size_t)mm);
-    s->b = zaya_malloc(f * (size_t)mm);
-    if (bf16) {
-        s->xh = zaya_malloc(h * (size_t)mn);
-        s->ah = zaya_malloc(h * (size_t)mm);
-        s->bh = zaya_malloc(h * (size_t)mm);
+static void mm(zaya_dtype dt, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a, const void *b,
+               float *c, float alpha, float beta) {
+    zaya_matmul_batched(dt, 0, trans_b, batch, m, n, k, a, b, c, alpha, beta);
+}
+
+/* x <- x / denom[matrix] (when denom), xh = bf16(x) (when xh), y = a * x, over `mats` m x n matrices. */
+static void prep_x(float *x, uint16_t *xh, float *y, const float *denom, int mats, int64_t mn) {
+    const int64_t total = (int64_t)mats * mn;
+#pragma omp parallel for schedule(static) if (total >= PAR_MIN)
+    for (int64_t i = 0; i < total; i++) {
+        float v = x[i];
+        if (denom) x[i] = v = v / denom[i / mn];
+        if (xh) xh[i] = zaya_f32_to_bf16(v);
+        y[i] = NS_A * v;
     }
-    return s->x && s->y && s->a && s->b && (!bf16 || (s->xh && s->ah && s->bh));
 }
 
-zaya_status zaya_muon_init_scratch(zaya_optim *o) {
-    const zaya_optim_plan *p = &o->plan;
-    int n = 0;
-    int64_t mn_all = 0, mm_all = 0, mn_small = 0, mm_small = 0;
-    for (int i = 0; i < p->nunits; i++) {
-        const zaya_optim_unit *u = &p->units[i];
-        if (u->owner != o->rank || u->kind != ZAYA_UNIT_MUON) continue;
-        int64_t m = min64(u->rows, u->cols);
-        n++;
-        mn_all = max64(mn_all, u->numel);
-        mm_all = max64(mm_all, m * m);
-        if (is_large(o, u)) {
-            o->nmuon_large++;
-        } else {
-            mn_small = max64(mn_small, u->numel);
-            mm_small = max64(mm_small, m * m);
-        }
+/* ah = bf16(a) (when ah), b = NS_B * a. */
+static void prep_a(const float *a, uint16_t *ah, float *b, int64_t total) {
+#pragma omp parallel for schedule(static) if (total >= PAR_MIN)
+    for (int64_t i = 0; i < total; i++) {
+        if (ah) ah[i] = zaya_f32_to_bf16(a[i]);
+        b[i] = NS_B * a[i];
     }
-    o->nmuon_small = n - o->nmuon_large;
-    if (n == 0) return ZAYA_OK;
-    o->muon_order = malloc(sizeof(int) * (size_t)n);
-    int threads = ZAYA_MUON_CONCURRENT ? omp_get_max_threads() : 1;
-    o->nslots = o->nmuon_small > 1 ? (threads < o->nmuon_small ? threads : o->nmuon_small) : 1;
-    o->slots = calloc((size_t)o->nslots, sizeof *o->slots);
-    if (!o->muon_order || !o->slots) return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Muon tables");
-    int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;
-    for (int s = 0; s < o->nslots; s++)
-        if (!alloc_slot(&o->slots[s], s ? mn_small : mn_all, s ? mm_small : mm_all, bf16))
-            return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Newton-Schulz scratch for thread %d", s);
-    /* large units first (in block order), then small ones by decreasing cost for the dynamic schedule */
-    int k = 0;
-    for (int i = 0; i < p->nunits; i++)
-        if (p->units[i].owner == o->rank && p->units[i].kind == ZAYA_UNIT_MUON && is_large(o, &p->units[i]))
-            o->muon_order[k++] = i;
-    for (int i = 0; i < p->nunits; i++)
-        if (p->units[i].owner == o->rank && p->units[i].kind == ZAYA_UNIT_MUON && !is_large(o, &p->units[i]))
-            o->muon_order[k++] = i;
-    g_order_units = p->units;
-    qsort(o->muon_order + o->nmuon_large, (size_t)o->nmuon_small, sizeof(int), by_cost);
-    g_order_units = NULL;
-    return ZAYA_OK;
 }
 
-void zaya_muon_free_scratch(zaya_optim *o) {
-    for (int s = 0; s < o->nslots; s++) free_slot(&o->slots[s]);
-    free(o->slots);
-    free(o->muon_order);
-    o->slots = NULL;
-    o->muon_order = NULL;
-    o->nslots = 0;
+static void to_bf16(uint16_t *dst, const float *src, int64_t total) {
+#pragma omp parallel for schedule(static) if (total >= PAR_MIN)
+    for (int64_t i = 0; i < total; i++) dst[i] = zaya_f32_to_bf16(src[i]);
 }
 
-static pthread_mutex_t g_gemm_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void mm(zaya_dtype dt, int trans_b, int64_t m, int64_t n, int64_t k, const void *a, const void *b, float *c,
-               float alpha, float beta) {
-    zaya_matmul_desc d = {0};
-    d.dtype = dt;
-    d.trans_b = trans_b;
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    d.alpha = alpha;
-    d.beta = beta;
-    const int serial = ZAYA_MUON_CONCURRENT == 2 && omp_in_parallel();
-    if (serial) pthread_mutex_lock(&g_gemm_mu);
-    zaya_status s = zaya_matmul(&d, a, b, c);
-    if (serial) pthread_mutex_unlock(&g_gemm_mu);
-    ZAYA_ASSERT(s == ZAYA_OK);
-}
-
-static void scale_into(float *dst, const float *src, float s, int64_t n) {
-#pragma omp parallel for schedule(static) if (n >= 65536)
-    for (int64_t i = 0; i < n; i++) dst[i] = s * src[i];
-}
-
-static void to_bf16(uint16_t *dst, const float *src, int64_t n) {
-    if (omp_in_parallel()) /* inside the per-unit loop: stay on this thread */
-        for (int64_t i = 0; i < n; i++) dst[i] = zaya_f32_to_bf16(src[i]);
-    else
-        zaya_f32_to_bf16_n(dst, src, (size_t)n);
-}
-
-/* slot->x (m x n, m <= n) -> approximately U V^T of its SVD. Returns the buffer holding the result
- * (slot->x or slot->y). */
-static float *newton_schulz(const zaya_optim *o, zaya_ns_slot *sl, int64_t m, int64_t n) {
-    float *X = sl->x, *Y = sl->y, *A = sl->a, *B = sl->b;
+/* Orthogonalises the `mats` packed m x n matrices of s->x (m <= n) in place; the result is in s->x. */
+static void newton_schulz(const zaya_optim *o, zaya_ns_scratch *s, int mats, int64_t m, int64_t n) {
     const int64_t mn = m * n, mm2 = m * m;
-    const float denom = (float)(sqrt(zaya_optim_sumsq(X, mn)) + 1e-7);
-#pragma omp parallel for schedule(static) if (mn >= 65536)
-    for (int64_t i = 0; i < mn; i++) X[i] = X[i] / denom;
+    float *X = s->x, *Y = s->y, *A = s->a, *B = s->b;
+#pragma omp parallel for schedule(static) if (mats > 1 && (int64_t)mats * mn >= PAR_MIN)
+    for (int j = 0; j < mats; j++) s->denom[j] = (float)(sqrt(zaya_optim_sumsq(X + (int64_t)j * mn, mn)) + 1e-7);
     const int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;
+    const zaya_dtype dt = bf16 ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
     for (int it = 0; it < o->cfg.muon_ns_steps; it++) {
-        if (bf16) {
-            to_bf16(sl->xh, X, mn);
-            mm(ZAYA_DTYPE_BF16, 1, m, m, n, sl->xh, sl->xh, A, 1.0f, 0.0f); /* A = X X^T */
-            to_bf16(sl->ah, A, mm2);
-            scale_into(B, A, NS_B, mm2);
-            mm(ZAYA_DTYPE_BF16, 0, m, m, m, sl->ah, sl->ah, B, NS_C, 1.0f); /* B = b A + c A A */
-            to_bf16(sl->bh, B, mm2);
-            scale_into(Y, X, NS_A, mn);
-            mm(ZAYA_DTYPE_BF16, 0, m, n, m, sl->bh, sl->xh, Y, 1.0f, 1.0f); /* Y = a X + B X */
-        } else {
-            mm(ZAYA_DTYPE_F32, 1, m, m, n, X, X, A, 1.0f, 0.0f);
-            scale_into(B, A, NS_B, mm2);
-            mm(ZAYA_DTYPE_F32, 0, m, m, m, A, A, B, NS_C, 1.0f);
-            scale_into(Y, X, NS_A, mn);
-            mm(ZAYA_DTYPE_F32, 0, m, n, m, B, X, Y, 1.0f, 1.0f);
-        }
+        prep_x(X, bf16 ? s->xh : NULL, Y, it == 0 ? s->denom : NULL, mats, mn); /* Y = a X */
+        const void *xa = bf16 ? (const void *)s->xh : (const void *)X;
+        mm(dt, 1, mats, m, m, n, xa, xa, A, 1.0f, 0.0f); /* A = X X^T */
+        prep_a(A, bf16 ? s->ah : NULL, B, (int64_t)mats * mm2);
+        const void *aa = bf16 ? (const void *)s->ah : (const void *)A;
+        mm(dt, 0, mats, m, m, m, aa, aa, B, NS_C, 1.0f); /* B = b A + c A A */
+        if (bf16) to_bf16(s->bh, B, (int64_t)mats * mm2);
+        const void *ba = bf16 ? (const void *)s->bh : (const void *)B;
+        mm(dt, 0, mats, m, n, m, ba, xa, Y, 1.0f, 1.0f); /* Y = a X + B X */
         float *t = X;
         X = Y;
         Y = t;
     }
-    return X;
+    if (X != s->x) {
+        const int64_t total = (int64_t)mats * mn;
+        float *dst = s->x;
+#pragma omp parallel for schedule(static) if (total >= PAR_MIN)
+        for (int64_t i = 0; i < total; i++) dst[i] = X[i];
+    }
 }
+
+/* X[j] (m x n, m <= n) <-> a rows x cols unit: element (a, b) of the unit is X[a*cols + b], or X[b*rows + a]
+ * when the unit is tall (rows > cols, transposed into the wide orientation). */
+static int64_t packed_at(int64_t rows, int64_t cols, int64_t a, int64_t b) { return rows > cols ? b * rows + a : a * cols + b; }
 
 void zaya_muon_orthogonalize(zaya_optim *o, const float *g, int64_t rows, int64_t cols, float *out) {
-    int64_t cap_mn = 0, cap_mm = 0, m = min64(rows, cols);
-    for (int k = 0; k < o->nmuon_large + o->nmuon_small; k++) {
-        const zaya_optim_unit *u = &o->plan.units[o->muon_order[k]];
-        cap_mn = max64(cap_mn, u->numel);
-        cap_mm = max64(cap_mm, min64(u->rows, u->cols) * min64(u->rows, u->cols));
-    }
-    ZAYA_ASSERT(rows * cols <= cap_mn && m * m <= cap_mm); /* slot 0 fits every owned matrix */
-    zaya_ns_slot *sl = &o->slots[0];
-    const int tr = rows > cols;
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) sl->x[tr ? j * rows + i : i * cols + j] = g[i * cols + j];
-    const float *X = newton_schulz(o, sl, tr ? cols : rows, tr ? rows : cols);
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) out[i * cols + j] = X[tr ? j * rows + i : i * cols + j];
+    const int64_t m = min64(rows, cols), n = max64(rows, cols);
+    ZAYA_ASSERT(m * n <= o->ns.cap_mn && m * m <= o->ns.cap_mm); /* fits the largest owned batch */
+    float *x = o->ns.x;
+    for (int64_t a = 0; a < rows; a++)
+        for (int64_t b = 0; b < cols; b++) x[packed_at(rows, cols, a, b)] = g[a * cols + b];
+    newton_schulz(o, &o->ns, 1, m, n);
+    for (int64_t a = 0; a < rows; a++)
+        for (int64_t b = 0; b < cols; b++) out[a * cols + b] = x[packed_at(rows, cols, a, b)];
 }
 
-static void step_unit(const zaya_optim *o, int i, zaya_ns_slot *sl, float *params, const float *grads, double lr,
-                      float gs) {
+/* Momentum update of units[0..mats) into the packed iterates, unit row by unit row (contiguous reads of
+ * the gradient and the momentum; a tall unit's row lands in a column of its iterate). The rows of all
+ * units are numbered j * n + a (a unit has at most n rows). */
+static void pack_momentum(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, const float *grads,
+                          float gs) {
     const zaya_optim_config *c = &o->cfg;
-    const zaya_optim_unit *u = &o->plan.units[i];
     const float beta = (float)c->muon_momentum, w = (float)(1.0 - c->muon_momentum);
     const int nesterov = c->muon_nesterov;
-    const int64_t r = u->rows, cc = u->cols;
-    const int tr = r > cc; /* Newton-Schulz on the wide orientation: the Gram matrix is the small one */
-    float *p = params + u->offset, *buf = o->momentum[i], *X = sl->x;
-    const float *g = grads + u->offset;
-#pragma omp parallel for schedule(static) if (u->numel >= 65536)
-    for (int64_t a = 0; a < r; a++)
+    float *X = o->ns.x;
+    const int64_t rows_all = (int64_t)mats * n;
+#pragma omp parallel for schedule(static) if (rows_all * m >= PAR_MIN)
+    for (int64_t q = 0; q < rows_all; q++) {
+        const int j = (int)(q / n);
+        const int64_t a = q % n;
+        const zaya_optim_unit *u = &o->plan.units[units[j]];
+        const int64_t r = u->rows, cc = u->cols;
+        if (a >= r) continue;
+        const float *g = grads + u->offset + a * cc;
+        float *buf = o->momentum[units[j]] + a * cc, *x = X + (int64_t)j * m * n;
         for (int64_t b = 0; b < cc; b++) {
-            const int64_t k = a * cc + b;
-            float gk = g[k] * gs;
-            float mk = buf[k] + w * (gk - buf[k]); /* lerp(buf, g, 1 - beta) */
-            buf[k] = mk;
-            float uk = nesterov ? gk + beta * (mk - gk) : mk; /* lerp(g, buf, beta) */
-            X[tr ? b * r + a : k] = uk;
+            float gk = g[b] * gs;
+            float mk = buf[b] + w * (gk - buf[b]); /* lerp(buf, g, 1 - beta) */
+            buf[b] = mk;
+            x[packed_at(r, cc, a, b)] = nesterov ? gk + beta * (mk - gk) : mk; /* lerp(g, buf, beta) */
         }
-    const float *O = newton_schulz(o, sl, tr ? cc : r, tr ? r : cc);
-    const float decay = u->decay ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
-    const float neg = (float)(-lr * 0.2 * sqrt((double)max64(r, cc)));
-#pragma omp parallel for schedule(static) if (u->numel >= 65536)
-    for (int64_t a = 0; a < r; a++)
-        for (int64_t b = 0; b < cc; b++) {
-            const int64_t k = a * cc + b;
-            p[k] = p[k] * decay + neg * O[tr ? b * r + a : k];
-        }
+    }
+}
+
+/* p <- p * decay - lr * 0.2 * sqrt(max(rows, cols)) * O for units[0..mats), unit row by unit row. */
+static void apply_update(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, float *params,
+                         double lr) {
+    const float *X = o->ns.x;
+    const int64_t rows_all = (int64_t)mats * n;
+    const float neg = (float)(-lr * 0.2 * sqrt((double)n));
+    const float wdecay = (float)(1.0 - lr * o->cfg.weight_decay);
+#pragma omp parallel for schedule(static) if (rows_all * m >= PAR_MIN)
+    for (int64_t q = 0; q < rows_all; q++) {
+        const int j = (int)(q / n);
+        const int64_t a = q % n;
+        const zaya_optim_unit *u = &o->plan.units[units[j]];
+        const int64_t r = u->rows, cc = u->cols;
+        if (a >= r) continue;
+        float *p = params + u->offset + a * cc;
+        const float *x = X + (int64_t)j * m * n;
+        const float decay = u->decay ? wdecay : 1.0f;
+        for (int64_t b = 0; b < cc; b++) p[b] = p[b] * decay + neg * x[packed_at(r, cc, a, b)];
+    }
 }
 
 void zaya_optim_step_muon(zaya_optim *o, float *params, const float *grads, double lr, double grad_scale) {
     o->muon_steps++;
+    o->muon_ns_s = 0;
     const double mlr = lr * o->cfg.muon_lr_scale;
     const float gs = (float)grad_scale;
-    for (int k = 0; k < o->nmuon_large; k++) step_unit(o, o->muon_order[k], &o->slots[0], params, grads, mlr, gs);
-    const int *small = o->muon_order + o->nmuon_large;
-    const int ns = o->nmuon_small;
-    if (ns == 0) return;
-#pragma omp parallel num_threads(o->nslots) if (o->nslots > 1)
-    {
-        zaya_ns_slot *sl = &o->slots[omp_get_thread_num()];
-#pragma omp for schedule(dynamic, 1)
-        for (int k = 0; k < ns; k++) step_unit(o, small[k], sl, params, grads, mlr, gs);
+    for (int g = 0; g < o->nns_groups; g++) {
+        const zaya_ns_group *gr = &o->ns_groups[g];
+        for (int j0 = 0; j0 < gr->count; j0 += gr->batch) {
+            const int mats = gr->count - j0 < gr->batch ? gr->count - j0 : gr->batch;
+            pack_momentum(o, gr->units + j0, mats, gr->m, gr->n, grads, gs);
+            const double t0 = zaya_now_s();
+            newton_schulz(o, &o->ns, mats, gr->m, gr->n);
+            o->muon_ns_s += zaya_now_s() - t0;
+            apply_update(o, gr->units + j0, mats, gr->m, gr->n, params, mlr);
+        }
     }
 }

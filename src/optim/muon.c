@@ -208,52 +208,67 @@ void zaya_muon_orthogonalize(zaya_optim *o, const float *g, int64_t rows, int64_
         for (int64_t b = 0; b < cols; b++) out[a * cols + b] = x[packed_at(rows, cols, a, b)];
 }
 
-/* Momentum update of units[0..mats) into the packed iterates, unit row by unit row (contiguous reads of
- * the gradient and the momentum; a tall unit's row lands in a column of its iterate). The rows of all
- * units are numbered j * n + a (a unit has at most n rows). */
+/* Unit rows per task of the packing and update loops: a tall unit's rows land in columns of its
+ * iterate, so a block of rows writes (reads) runs of RB consecutive floats there. */
+#define RB 16
+
+/* Momentum update of units[0..mats) into the packed iterates, in blocks of RB unit rows (a unit has at
+ * most n rows; block q covers rows [(q % nblk) * RB, + RB) of unit q / nblk). */
 static void pack_momentum(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, const float *grads,
                           float gs) {
     const zaya_optim_config *c = &o->cfg;
     const float beta = (float)c->muon_momentum, w = (float)(1.0 - c->muon_momentum);
     const int nesterov = c->muon_nesterov;
     float *X = o->ns.x;
-    const int64_t rows_all = (int64_t)mats * n;
-#pragma omp parallel for schedule(static) if (rows_all * m >= PAR_MIN)
-    for (int64_t q = 0; q < rows_all; q++) {
-        const int j = (int)(q / n);
-        const int64_t a = q % n;
+    const int64_t nblk = (n + RB - 1) / RB, tasks = (int64_t)mats * nblk;
+#pragma omp parallel for schedule(static) if ((int64_t)mats * m * n >= PAR_MIN)
+    for (int64_t q = 0; q < tasks; q++) {
+        const int j = (int)(q / nblk);
         const zaya_optim_unit *u = &o->plan.units[units[j]];
-        const int64_t r = u->rows, cc = u->cols;
-        if (a >= r) continue;
-        const float *g = grads + u->offset + a * cc;
-        float *buf = o->momentum[units[j]] + a * cc, *x = X + (int64_t)j * m * n;
-        for (int64_t b = 0; b < cc; b++) {
-            float gk = g[b] * gs;
-            float mk = buf[b] + w * (gk - buf[b]); /* lerp(buf, g, 1 - beta) */
-            buf[b] = mk;
-            x[packed_at(r, cc, a, b)] = nesterov ? gk + beta * (mk - gk) : mk; /* lerp(g, buf, beta) */
+        const int64_t r = u->rows, cc = u->cols, a0 = (q % nblk) * RB, a1 = a0 + RB < r ? a0 + RB : r;
+        const float *g = grads + u->offset;
+        float *buf = o->momentum[units[j]], *x = X + (int64_t)j * m * n;
+        if (r > cc) { /* tall: X[b, a] */
+            for (int64_t b = 0; b < cc; b++)
+                for (int64_t a = a0; a < a1; a++) {
+                    const int64_t k = a * cc + b;
+                    float gk = g[k] * gs;
+                    float mk = buf[k] + w * (gk - buf[k]); /* lerp(buf, g, 1 - beta) */
+                    buf[k] = mk;
+                    x[b * r + a] = nesterov ? gk + beta * (mk - gk) : mk; /* lerp(g, buf, beta) */
+                }
+        } else {
+            for (int64_t k = a0 * cc; k < a1 * cc; k++) {
+                float gk = g[k] * gs;
+                float mk = buf[k] + w * (gk - buf[k]);
+                buf[k] = mk;
+                x[k] = nesterov ? gk + beta * (mk - gk) : mk;
+            }
         }
     }
 }
 
-/* p <- p * decay - lr * 0.2 * sqrt(max(rows, cols)) * O for units[0..mats), unit row by unit row. */
+/* p <- p * decay - lr * 0.2 * sqrt(max(rows, cols)) * O for units[0..mats), in the blocks above. */
 static void apply_update(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, float *params,
                          double lr) {
     const float *X = o->ns.x;
-    const int64_t rows_all = (int64_t)mats * n;
     const float neg = (float)(-lr * 0.2 * sqrt((double)n));
     const float wdecay = (float)(1.0 - lr * o->cfg.weight_decay);
-#pragma omp parallel for schedule(static) if (rows_all * m >= PAR_MIN)
-    for (int64_t q = 0; q < rows_all; q++) {
-        const int j = (int)(q / n);
-        const int64_t a = q % n;
+    const int64_t nblk = (n + RB - 1) / RB, tasks = (int64_t)mats * nblk;
+#pragma omp parallel for schedule(static) if ((int64_t)mats * m * n >= PAR_MIN)
+    for (int64_t q = 0; q < tasks; q++) {
+        const int j = (int)(q / nblk);
         const zaya_optim_unit *u = &o->plan.units[units[j]];
-        const int64_t r = u->rows, cc = u->cols;
-        if (a >= r) continue;
-        float *p = params + u->offset + a * cc;
+        const int64_t r = u->rows, cc = u->cols, a0 = (q % nblk) * RB, a1 = a0 + RB < r ? a0 + RB : r;
+        float *p = params + u->offset;
         const float *x = X + (int64_t)j * m * n;
         const float decay = u->decay ? wdecay : 1.0f;
-        for (int64_t b = 0; b < cc; b++) p[b] = p[b] * decay + neg * x[packed_at(r, cc, a, b)];
+        if (r > cc) {
+            for (int64_t b = 0; b < cc; b++)
+                for (int64_t a = a0; a < a1; a++) p[a * cc + b] = p[a * cc + b] * decay + neg * x[b * r + a];
+        } else {
+            for (int64_t k = a0 * cc; k < a1 * cc; k++) p[k] = p[k] * decay + neg * x[k];
+        }
     }
 }
 

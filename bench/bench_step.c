@@ -126,6 +126,8 @@ int main(int argc, char **argv) {
         ts[P_NS] = opt.muon_ns_s;
         ts[P_STEP] = c[7] - c[0];
     }
+    static const char *const sched_name[] = {"auto", "pool", "threads"};
+    printf("# Muon schedule of the last step: %s\n", sched_name[opt.muon_last_schedule]);
     double med[NP], col[1001];
     for (int p = 0; p < NP; p++) {
         for (int s = 0; s < steps; s++) col[s] = t[(size_t)(s + 1) * NP + p];

@@ -803,37 +803,51 @@ static void test_spike(void) {
     CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
 }
 
-/* Same steps on 1 thread, on 2 threads (every same-shape matrix in one batch) and on 2 threads with one
- * matrix per batch: bit-identical parameters. 40 steps, since a race shows up only now and then. */
+/* Same steps on 1 thread, on 2 threads with each Newton-Schulz schedule (pool: every same-shape matrix
+ * in one batch on the whole pool; threads: one batch per thread; auto: switching between them), and on
+ * 2 threads with one matrix per batch: bit-identical parameters. 40 steps, since a race shows up only
+ * now and then. */
 static void test_thread_invariance(void) {
     fx_table f;
     fx_build(&f);
     zaya_optim_config cfg;
     zaya_optim_config_default(&cfg);
-    float *pp[3], *g = th_alloc(f.nfloats);
-    for (int k = 0; k < 3; k++) {
+    enum { NC = 5 };
+    const int sched[NC] = {ZAYA_MUON_SCHEDULE_AUTO, ZAYA_MUON_SCHEDULE_POOL, ZAYA_MUON_SCHEDULE_THREADS,
+                           ZAYA_MUON_SCHEDULE_AUTO, ZAYA_MUON_SCHEDULE_POOL};
+    float *pp[NC], *g = th_alloc(f.nfloats);
+    for (int k = 0; k < NC; k++) {
         zaya_threads_init(k == 0 ? 1 : 2);
-        cfg.muon_batch_floats = k == 2 ? 1 : 0;
+        cfg.muon_batch_floats = k == 4 ? 1 : 0;
+        cfg.muon_schedule = sched[k];
         zaya_optim_plan p;
         zaya_optim o;
         CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
         pp[k] = th_alloc(f.nfloats);
         th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
         /* q_proj 24x40, o_proj 48x16 (16x48 transposed), 3 experts 20x12 (12x20): three shapes */
-        CHECK(o.nns_groups == 3 && o.ns_groups[2].count == 3 && o.ns_groups[2].batch == (k == 2 ? 1 : 3),
-              "case %d: %d groups, experts batched %d at a time", k, o.nns_groups,
-              o.nns_groups == 3 ? o.ns_groups[2].batch : -1);
+        CHECK(o.nns_groups == 3 && o.ns_groups[2].count == 3 && o.ns_groups[2].batch == (k == 4 ? 1 : 3) &&
+                  o.nns_slots == (k == 0 ? 0 : 2),
+              "case %d: %d groups, experts batched %d at a time, %d slots", k, o.nns_groups,
+              o.nns_groups == 3 ? o.ns_groups[2].batch : -1, o.nns_slots);
+        int used[3] = {0, 0, 0};
         for (int t = 0; t < 40; t++) {
             th_fill(g, f.nfloats, 4, 2 + (uint64_t)t, -1, 1);
             zaya_optim_step(&o, pp[k], g, 0.01, 1.0);
+            used[o.muon_last_schedule]++;
         }
+        CHECK(k == 0 ? used[ZAYA_MUON_SCHEDULE_POOL] == 40
+                     : k == 3 ? used[ZAYA_MUON_SCHEDULE_POOL] >= 2 && used[ZAYA_MUON_SCHEDULE_THREADS] >= 2
+                              : used[sched[k]] == 40,
+              "case %d: schedules used pool %d, threads %d", k, used[1], used[2]);
         zaya_optim_free(&o);
         zaya_optim_plan_free(&p);
     }
-    CHECK(!memcmp(pp[0], pp[1], sizeof(float) * (size_t)f.nfloats), "1 and 2 threads give different parameters");
-    CHECK(!memcmp(pp[0], pp[2], sizeof(float) * (size_t)f.nfloats), "batched and one-per-batch Newton-Schulz differ");
+    for (int k = 1; k < NC; k++)
+        CHECK(!memcmp(pp[0], pp[k], sizeof(float) * (size_t)f.nfloats), "case %d differs from 1 thread", k);
     zaya_threads_init(2);
-    free(pp[0]), free(pp[1]), free(pp[2]), free(g);
+    for (int k = 0; k < NC; k++) free(pp[k]);
+    free(g);
 }
 
 /* ---- batched Newton-Schulz equals one matrix at a time ---- */
@@ -905,8 +919,8 @@ static void pm_step_unit(const zaya_optim_config *c, const zaya_optim_unit *u, f
 
 /* Experts of two layers in both orientations (8 x 64x32 and 8 x 32x64: one 32x64 group of 16 plus a
  * 2-D 32x64 matrix), a 16x32 matrix and a 9x16 one (a shape of its own): 3 Muon steps of the optimizer
- * against pm_step_unit, f32 and bf16 Newton-Schulz, 1 and 2 threads, the whole group in one batch and
- * in batches of at most 3 (five of 3, one of 2). Every parameter and momentum bit-identical. */
+ * against pm_step_unit, f32 and bf16 Newton-Schulz, 1 and 2 threads, each schedule, the whole group in one
+ * batch and in batches of at most 3 (five of 3, one of 2). Every parameter and momentum bit-identical. */
 static void test_batched_vs_per_matrix(void) {
     fx_table f;
     memset(&f, 0, sizeof f);
@@ -920,12 +934,16 @@ static void test_batched_vs_per_matrix(void) {
     CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK, "plan");
     float *g = th_alloc(f.nfloats), *pa = th_alloc(f.nfloats), *pb = th_alloc(f.nfloats), *bb = th_alloc(f.nfloats);
     for (int bf = 0; bf < 2; bf++)
-        for (int thr = 1; thr <= 2; thr++)
-            for (int small = 0; small < 2; small++) {
+        for (int c = 0; c < 7; c++) { /* 1 thread; 2 threads with each schedule (auto switches) */
+            const int thr = c == 0 ? 1 : 2, small = c % 2, sch = c < 3 ? ZAYA_MUON_SCHEDULE_POOL
+                                                               : c < 5 ? ZAYA_MUON_SCHEDULE_THREADS
+                                                                       : ZAYA_MUON_SCHEDULE_AUTO;
+            {
                 zaya_threads_init(thr);
                 zaya_optim_config cfg;
                 zaya_optim_config_default(&cfg);
                 cfg.muon_ns_dtype = bf ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+                cfg.muon_schedule = sch;
                 cfg.muon_batch_floats = small ? 3 * 32 * 64 : 0;
                 zaya_optim o;
                 CHECK(zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
@@ -949,17 +967,22 @@ static void test_batched_vs_per_matrix(void) {
                     diff += memcmp(pa + u->offset, pb + u->offset, sizeof(float) * (size_t)u->numel) != 0;
                     diff += memcmp(o.momentum[i], bb + u->offset, sizeof(float) * (size_t)u->numel) != 0;
                 }
-                CHECK(diff == 0, "%s NS, %d threads, batches of %d: %d matrices differ from one-at-a-time Muon",
-                      bf ? "bf16" : "f32", thr, o.ns_groups[0].batch, diff);
+                CHECK(diff == 0, "%s NS, %d threads, schedule %d, batches of %d: %d matrices differ from one-at-a-time Muon",
+                      bf ? "bf16" : "f32", thr, sch, o.ns_groups[0].batch, diff);
                 CHECK(o.muon_ns_s > 0, "Newton-Schulz time not recorded");
                 zaya_optim_free(&o);
             }
+        }
     zaya_optim_config bad;
     zaya_optim_config_default(&bad);
     bad.muon_batch_floats = -1;
     zaya_optim o;
     CHECK(zaya_optim_init(&o, &p, &bad, 0) == ZAYA_EINVAL && strstr(zaya_error_message(), "batch"),
-          "batch of 0 floats rejected: %s", zaya_error_message());
+          "negative batch rejected: %s", zaya_error_message());
+    zaya_optim_config_default(&bad);
+    bad.muon_schedule = 3;
+    CHECK(zaya_optim_init(&o, &p, &bad, 0) == ZAYA_EINVAL && strstr(zaya_error_message(), "schedule"),
+          "unknown schedule rejected: %s", zaya_error_message());
     zaya_threads_init(2);
     free(g), free(pa), free(pb), free(bb);
     zaya_optim_plan_free(&p);

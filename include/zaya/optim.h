@@ -92,6 +92,18 @@ double zaya_muon_ns_flops(int64_t rows, int64_t cols, int steps);
  * five iterations); a shape with more matrices runs in several batches of equal size. */
 #define ZAYA_MUON_THREAD_FLOATS ((int64_t)1 << 17)
 
+/* How the Newton-Schulz batches share the threads (same bits either way):
+ *  POOL: batches of threads x ZAYA_MUON_THREAD_FLOATS, one after another, every GEMM a batched call on
+ *        the whole pool (fast when the threads run together; one barrier per GEMM and pass);
+ *  THREADS: batches of ZAYA_MUON_THREAD_FLOATS, one per thread at a time, single-threaded with the
+ *        GEMMs serialised (no barrier: robust when other processes share the cores);
+ *  AUTO (default): the one measured faster on this run, re-checked every 16 steps. */
+typedef enum zaya_muon_schedule {
+    ZAYA_MUON_SCHEDULE_AUTO = 0,
+    ZAYA_MUON_SCHEDULE_POOL = 1,
+    ZAYA_MUON_SCHEDULE_THREADS = 2
+} zaya_muon_schedule;
+
 typedef struct zaya_optim_config {
     double weight_decay;          /* decoupled, on decayed units of both kinds (default 0.1) */
     double adam_beta1, adam_beta2; /* 0.9, 0.95 */
@@ -102,7 +114,9 @@ typedef struct zaya_optim_config {
     double muon_lr_scale;         /* Muon lr = lr * this (1: shared lr thanks to RMS matching) */
     zaya_dtype muon_ns_dtype;     /* F32 (default) or BF16 GEMM inputs in Newton-Schulz */
     int64_t muon_batch_floats;    /* most iterate floats per Newton-Schulz batch; 0 (default): threads x
-                                     ZAYA_MUON_THREAD_FLOATS. At least one matrix per batch. */
+                                     ZAYA_MUON_THREAD_FLOATS (pool) or ZAYA_MUON_THREAD_FLOATS
+                                     (per thread). At least one matrix per batch. */
+    int muon_schedule;            /* zaya_muon_schedule (default AUTO) */
 } zaya_optim_config;
 
 void zaya_optim_config_default(zaya_optim_config *c);
@@ -111,9 +125,15 @@ void zaya_optim_config_default(zaya_optim_config *c);
  * block order, orthogonalised `batch` at a time (the last batch may be smaller). */
 typedef struct zaya_ns_group {
     int64_t m, n;
-    int count, batch;
+    int count, batch, tbatch; /* batch: pool schedule; tbatch: per-thread schedule */
     int *units; /* [count] indices into plan.units */
 } zaya_ns_group;
+
+/* One batch of the per-thread schedule: matrices [first, first + mats) of a group. */
+typedef struct zaya_ns_task {
+    int group, first, mats;
+    double cost;
+} zaya_ns_task;
 
 /* Newton-Schulz scratch for the largest batch of any group: iterates x, y [batch, m, n], Gram matrices
  * a, b [batch, m, m], their bf16 copies (bf16 Newton-Schulz only) and per-matrix norms. */
@@ -138,7 +158,13 @@ typedef struct zaya_optim {
     zaya_ns_group *ns_groups;
     int nns_groups;
     int *ns_units; /* backs every group's units */
-    zaya_ns_scratch ns;
+    zaya_ns_scratch ns;        /* pool schedule (and zaya_muon_orthogonalize) */
+    zaya_ns_scratch *ns_slots; /* per-thread schedule: one per thread (none on one thread) */
+    int nns_slots;
+    zaya_ns_task *ns_tasks; /* per-thread schedule's batches, by decreasing cost */
+    int nns_tasks;
+    double muon_sched_s[2]; /* last measured Muon step time of the pool and per-thread schedules */
+    int muon_last_schedule; /* schedule of the last Muon step */
     int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
     int nadamw;
     double *unit_sums;  /* [nunits] per-unit squared gradient norms */

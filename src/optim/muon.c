@@ -19,6 +19,7 @@
  * this), so a matrix's result depends neither on the batch it runs in nor on the thread count. */
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "optim/internal.h"
@@ -40,6 +41,57 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static int64_t ns_rows(const zaya_optim_unit *u) { return min64(u->rows, u->cols); }
 static int64_t ns_cols(const zaya_optim_unit *u) { return max64(u->rows, u->cols); }
+
+/* Equal batches of at most cap iterate floats (at least one matrix). */
+static int batch_size(const zaya_ns_group *gr, int64_t cap) {
+    const int64_t fit = max64(1, cap / (gr->m * gr->n)), nb = (gr->count + fit - 1) / fit;
+    return (int)((gr->count + nb - 1) / nb);
+}
+
+static void fit_scratch(zaya_ns_scratch *s, const zaya_ns_group *gr, int batch) {
+    s->cap_mn = max64(s->cap_mn, batch * gr->m * gr->n);
+    s->cap_mm = max64(s->cap_mm, batch * gr->m * gr->m);
+    if (batch > s->cap_mats) s->cap_mats = batch;
+}
+
+static zaya_status alloc_scratch(zaya_ns_scratch *s, int bf16) {
+    const size_t f = sizeof(float), h = sizeof(uint16_t), mn = (size_t)s->cap_mn, mm = (size_t)s->cap_mm;
+    s->x = zaya_malloc(f * mn);
+    s->y = zaya_malloc(f * mn);
+    s->a = zaya_malloc(f * mm);
+    s->b = zaya_malloc(f * mm);
+    s->denom = zaya_malloc(f * (size_t)s->cap_mats);
+    int ok = s->x && s->y && s->a && s->b && s->denom;
+    if (bf16) {
+        s->xh = zaya_malloc(h * mn);
+        s->ah = zaya_malloc(h * mm);
+        s->bh = zaya_malloc(h * mm);
+        ok = ok && s->xh && s->ah && s->bh;
+    }
+    if (!ok)
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Newton-Schulz scratch (%lld + %lld floats)",
+                              (long long)s->cap_mn, (long long)s->cap_mm);
+    return ZAYA_OK;
+}
+
+static void free_scratch(zaya_ns_scratch *s) {
+    zaya_free(s->x);
+    zaya_free(s->y);
+    zaya_free(s->a);
+    zaya_free(s->b);
+    zaya_free(s->xh);
+    zaya_free(s->ah);
+    zaya_free(s->bh);
+    zaya_free(s->denom);
+    memset(s, 0, sizeof *s);
+}
+
+static int by_cost(const void *a, const void *b) { /* decreasing cost, then (group, first) order */
+    const zaya_ns_task *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+    if (x->group != y->group) return x->group - y->group;
+    return x->first - y->first;
+}
 
 zaya_status zaya_muon_init_scratch(zaya_optim *o) {
     const zaya_optim_plan *p = &o->plan;
@@ -82,49 +134,51 @@ zaya_status zaya_muon_init_scratch(zaya_optim *o) {
             }
         }
     }
-    /* batches of equal size under the cap, and scratch for the largest */
-    zaya_ns_scratch *s = &o->ns;
-    const int64_t cap = o->cfg.muon_batch_floats > 0 ? o->cfg.muon_batch_floats
-                                                     : (int64_t)omp_get_max_threads() * ZAYA_MUON_THREAD_FLOATS;
+    /* batches of equal size under each schedule's cap, scratch for the largest, the per-thread tasks */
+    const int threads = omp_get_max_threads();
+    const int64_t tcap = o->cfg.muon_batch_floats > 0 ? o->cfg.muon_batch_floats : ZAYA_MUON_THREAD_FLOATS;
+    const int64_t pcap = o->cfg.muon_batch_floats > 0 ? o->cfg.muon_batch_floats : threads * ZAYA_MUON_THREAD_FLOATS;
+    int ntasks = 0;
     for (int g = 0; g < ng; g++) {
         zaya_ns_group *gr = &o->ns_groups[g];
-        const int64_t mn = gr->m * gr->n, fit = max64(1, cap / mn);
-        const int64_t nb = (gr->count + fit - 1) / fit;
-        gr->batch = (int)((gr->count + nb - 1) / nb);
-        s->cap_mn = max64(s->cap_mn, gr->batch * mn);
-        s->cap_mm = max64(s->cap_mm, gr->batch * gr->m * gr->m);
-        if (gr->batch > s->cap_mats) s->cap_mats = gr->batch;
+        gr->batch = batch_size(gr, pcap);
+        gr->tbatch = batch_size(gr, tcap);
+        ntasks += (gr->count + gr->tbatch - 1) / gr->tbatch;
+        fit_scratch(&o->ns, gr, gr->batch);
     }
-    const size_t f = sizeof(float), h = sizeof(uint16_t), mn = (size_t)s->cap_mn, mm = (size_t)s->cap_mm;
-    s->x = zaya_malloc(f * mn);
-    s->y = zaya_malloc(f * mn);
-    s->a = zaya_malloc(f * mm);
-    s->b = zaya_malloc(f * mm);
-    s->denom = zaya_malloc(f * (size_t)s->cap_mats);
-    int ok = s->x && s->y && s->a && s->b && s->denom;
-    if (o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16) {
-        s->xh = zaya_malloc(h * mn);
-        s->ah = zaya_malloc(h * mm);
-        s->bh = zaya_malloc(h * mm);
-        ok = ok && s->xh && s->ah && s->bh;
+    o->nns_slots = threads > 1 ? threads : 0;
+    o->ns_slots = o->nns_slots ? calloc((size_t)o->nns_slots, sizeof *o->ns_slots) : NULL;
+    o->ns_tasks = malloc(sizeof *o->ns_tasks * (size_t)ntasks);
+    if ((o->nns_slots && !o->ns_slots) || !o->ns_tasks)
+        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Muon tables");
+    o->nns_tasks = ntasks;
+    int k = 0;
+    for (int g = 0; g < ng; g++) {
+        zaya_ns_group *gr = &o->ns_groups[g];
+        for (int j0 = 0; j0 < gr->count; j0 += gr->tbatch) {
+            o->ns_tasks[k].group = g;
+            o->ns_tasks[k].first = j0;
+            o->ns_tasks[k].mats = gr->count - j0 < gr->tbatch ? gr->count - j0 : gr->tbatch;
+            o->ns_tasks[k].cost = (double)o->ns_tasks[k].mats * zaya_muon_ns_flops(gr->m, gr->n, 1);
+            k++;
+        }
+        for (int t = 0; t < o->nns_slots; t++) fit_scratch(&o->ns_slots[t], gr, gr->tbatch);
     }
-    if (!ok)
-        return zaya_error_set(ZAYA_ENOMEM, "optimizer: cannot allocate Newton-Schulz scratch (%lld + %lld floats)",
-                              (long long)s->cap_mn, (long long)s->cap_mm);
+    qsort(o->ns_tasks, (size_t)ntasks, sizeof *o->ns_tasks, by_cost);
+    const int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;
+    ZAYA_TRY(alloc_scratch(&o->ns, bf16));
+    for (int t = 0; t < o->nns_slots; t++) ZAYA_TRY(alloc_scratch(&o->ns_slots[t], bf16));
     return ZAYA_OK;
 }
 
 void zaya_muon_free_scratch(zaya_optim *o) {
-    zaya_ns_scratch *s = &o->ns;
-    zaya_free(s->x);
-    zaya_free(s->y);
-    zaya_free(s->a);
-    zaya_free(s->b);
-    zaya_free(s->xh);
-    zaya_free(s->ah);
-    zaya_free(s->bh);
-    zaya_free(s->denom);
-    memset(s, 0, sizeof *s);
+    free_scratch(&o->ns);
+    for (int t = 0; t < o->nns_slots; t++) free_scratch(&o->ns_slots[t]);
+    free(o->ns_slots);
+    free(o->ns_tasks);
+    o->ns_slots = NULL;
+    o->ns_tasks = NULL;
+    o->nns_slots = o->nns_tasks = 0;
     free(o->ns_groups);
     free(o->ns_units);
     o->ns_groups = NULL;
@@ -132,9 +186,17 @@ void zaya_muon_free_scratch(zaya_optim *o) {
     o->nns_groups = 0;
 }
 
+static pthread_mutex_t g_gemm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Inside the per-thread schedule the GEMM runs on the calling thread, serialised: the Debian oneDNN 2.6
+ * build lacks DNNL_ENABLE_CONCURRENT_EXEC, and primitives executing at the same time corrupted each
+ * other's results (~1% of steps differed). */
 static void mm(zaya_dtype dt, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const void *a, const void *b,
                float *c, float alpha, float beta) {
+    const int serial = omp_in_parallel();
+    if (serial) pthread_mutex_lock(&g_gemm_mu);
     zaya_matmul_batched(dt, 0, trans_b, batch, m, n, k, a, b, c, alpha, beta);
+    if (serial) pthread_mutex_unlock(&g_gemm_mu);
 }
 
 /* x <- x / denom[matrix] (when denom), xh = bf16(x) (when xh), y = a * x, over `mats` m x n matrices. */
@@ -214,12 +276,11 @@ void zaya_muon_orthogonalize(zaya_optim *o, const float *g, int64_t rows, int64_
 
 /* Momentum update of units[0..mats) into the packed iterates, in blocks of RB unit rows (a unit has at
  * most n rows; block q covers rows [(q % nblk) * RB, + RB) of unit q / nblk). */
-static void pack_momentum(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, const float *grads,
-                          float gs) {
+static void pack_momentum(const zaya_optim *o, float *X, const int *units, int mats, int64_t m, int64_t n,
+                          const float *grads, float gs) {
     const zaya_optim_config *c = &o->cfg;
     const float beta = (float)c->muon_momentum, w = (float)(1.0 - c->muon_momentum);
     const int nesterov = c->muon_nesterov;
-    float *X = o->ns.x;
     const int64_t nblk = (n + RB - 1) / RB, tasks = (int64_t)mats * nblk;
 #pragma omp parallel for schedule(static) if ((int64_t)mats * m * n >= PAR_MIN)
     for (int64_t q = 0; q < tasks; q++) {
@@ -249,9 +310,8 @@ static void pack_momentum(const zaya_optim *o, const int *units, int mats, int64
 }
 
 /* p <- p * decay - lr * 0.2 * sqrt(max(rows, cols)) * O for units[0..mats), in the blocks above. */
-static void apply_update(const zaya_optim *o, const int *units, int mats, int64_t m, int64_t n, float *params,
-                         double lr) {
-    const float *X = o->ns.x;
+static void apply_update(const zaya_optim *o, const float *X, const int *units, int mats, int64_t m, int64_t n,
+                         float *params, double lr) {
     const float neg = (float)(-lr * 0.2 * sqrt((double)n));
     const float wdecay = (float)(1.0 - lr * o->cfg.weight_decay);
     const int64_t nblk = (n + RB - 1) / RB, tasks = (int64_t)mats * nblk;
@@ -272,20 +332,67 @@ static void apply_update(const zaya_optim *o, const int *units, int mats, int64_
     }
 }
 
-void zaya_optim_step_muon(zaya_optim *o, float *params, const float *grads, double lr, double grad_scale) {
-    o->muon_steps++;
-    o->muon_ns_s = 0;
-    const double mlr = lr * o->cfg.muon_lr_scale;
-    const float gs = (float)grad_scale;
+/* One batch: momentum and packing, Newton-Schulz, update. Returns the Newton-Schulz seconds. */
+static double run_batch(const zaya_optim *o, zaya_ns_scratch *sc, const zaya_ns_group *gr, int first, int mats,
+                        float *params, const float *grads, double lr, float gs) {
+    pack_momentum(o, sc->x, gr->units + first, mats, gr->m, gr->n, grads, gs);
+    const double t0 = zaya_now_s();
+    newton_schulz(o, sc, mats, gr->m, gr->n);
+    const double t = zaya_now_s() - t0;
+    apply_update(o, sc->x, gr->units + first, mats, gr->m, gr->n, params, lr);
+    return t;
+}
+
+/* Pool schedule: batches one after another, every GEMM and elementwise pass on the whole pool. */
+static void step_pool(zaya_optim *o, float *params, const float *grads, double lr, float gs) {
     for (int g = 0; g < o->nns_groups; g++) {
         const zaya_ns_group *gr = &o->ns_groups[g];
         for (int j0 = 0; j0 < gr->count; j0 += gr->batch) {
             const int mats = gr->count - j0 < gr->batch ? gr->count - j0 : gr->batch;
-            pack_momentum(o, gr->units + j0, mats, gr->m, gr->n, grads, gs);
-            const double t0 = zaya_now_s();
-            newton_schulz(o, &o->ns, mats, gr->m, gr->n);
-            o->muon_ns_s += zaya_now_s() - t0;
-            apply_update(o, gr->units + j0, mats, gr->m, gr->n, params, mlr);
+            o->muon_ns_s += run_batch(o, &o->ns, gr, j0, mats, params, grads, lr, gs);
         }
     }
+}
+
+/* Per-thread schedule: each thread takes whole (smaller) batches, largest first, and runs them on its
+ * own scratch with single-threaded work and serialised GEMMs: no barrier inside the step. */
+static void step_threads(zaya_optim *o, float *params, const float *grads, double lr, float gs) {
+    double ns = 0;
+#pragma omp parallel num_threads(o->nns_slots) reduction(+ : ns)
+    {
+        zaya_ns_scratch *sc = &o->ns_slots[omp_get_thread_num()];
+#pragma omp for schedule(dynamic, 1)
+        for (int t = 0; t < o->nns_tasks; t++) {
+            const zaya_ns_task *k = &o->ns_tasks[t];
+            ns += run_batch(o, sc, &o->ns_groups[k->group], k->first, k->mats, params, grads, lr, gs);
+        }
+    }
+    o->muon_ns_s = ns / o->nns_slots; /* thread-averaged: the Newton-Schulz work overlaps the rest */
+}
+
+/* The schedule of this step: forced by the config, or (ZAYA_MUON_SCHEDULE_AUTO) the one measured faster.
+ * Both give the same bits, so the choice only moves time: steps 1 and 2 create each schedule's
+ * primitives, 3 and 4 time them, and every 16th step after that re-times the other one. */
+static int pick_schedule(const zaya_optim *o) {
+    if (o->nns_slots == 0) return ZAYA_MUON_SCHEDULE_POOL;
+    if (o->cfg.muon_schedule != ZAYA_MUON_SCHEDULE_AUTO) return o->cfg.muon_schedule;
+    const int64_t s = o->muon_steps; /* already counts this step */
+    if (s <= 4) return s % 2 ? ZAYA_MUON_SCHEDULE_POOL : ZAYA_MUON_SCHEDULE_THREADS;
+    const int best = o->muon_sched_s[0] <= o->muon_sched_s[1] ? ZAYA_MUON_SCHEDULE_POOL : ZAYA_MUON_SCHEDULE_THREADS;
+    if (s % 16 == 0) return best == ZAYA_MUON_SCHEDULE_POOL ? ZAYA_MUON_SCHEDULE_THREADS : ZAYA_MUON_SCHEDULE_POOL;
+    return best;
+}
+
+void zaya_optim_step_muon(zaya_optim *o, float *params, const float *grads, double lr, double grad_scale) {
+    o->muon_steps++;
+    o->muon_ns_s = 0;
+    if (o->nns_groups == 0) return;
+    const double mlr = lr * o->cfg.muon_lr_scale;
+    const float gs = (float)grad_scale;
+    const int sched = pick_schedule(o);
+    const double t0 = zaya_now_s();
+    if (sched == ZAYA_MUON_SCHEDULE_THREADS) step_threads(o, params, grads, mlr, gs);
+    else step_pool(o, params, grads, mlr, gs);
+    o->muon_sched_s[sched == ZAYA_MUON_SCHEDULE_THREADS] = zaya_now_s() - t0;
+    o->muon_last_schedule = sched;
 }

@@ -31,6 +31,9 @@ static zaya_status check_config(const zaya_optim_config *c) {
         return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz steps %d outside [1, 20]", c->muon_ns_steps);
     if (c->muon_ns_dtype != ZAYA_DTYPE_F32 && c->muon_ns_dtype != ZAYA_DTYPE_BF16)
         return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz dtype must be f32 or bf16");
+    if (c->muon_schedule < ZAYA_MUON_SCHEDULE_AUTO || c->muon_schedule > ZAYA_MUON_SCHEDULE_THREADS)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Muon schedule %d is not auto (0), pool (1) or threads (2)",
+                              c->muon_schedule);
     if (c->muon_batch_floats < 0)
         return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz batch of %lld floats must be >= 0 (0: automatic)",
                               (long long)c->muon_batch_floats);

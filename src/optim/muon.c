@@ -3,14 +3,19 @@
  *
  * Batching: the owned matrices are grouped at init by their Newton-Schulz shape m x n (m <= n; a tall
  * matrix is transposed), so all experts of a layer and every same-shape matrix of the other layers
- * form one group. A group runs `batch` matrices at a time: the three GEMMs of each iteration are single
- * batched oneDNN matmuls (zaya_matmul_batched) on the whole thread pool, and every elementwise pass
- * (momentum and packing, normalisation, bf16 conversion, the a/b terms, the update) is one parallel
- * loop over the whole batch. The batch is sized to the thread count (ZAYA_MUON_THREAD_FLOATS of
- * iterate per thread: about one expert matrix each), so that each thread's matrices stay in its cache
- * through all iterations, the elementwise passes included; batching a whole 32-matrix group at once
- * streamed 16 MiB iterates through memory on every pass and was slower. Scratch for the largest batch
- * is allocated at init; a step allocates nothing (oneDNN primitives are created once per shape).
+ * form one group, run in batches: per batch and iteration the three GEMMs are single batched oneDNN
+ * matmuls (zaya_matmul_batched) and the elementwise work (momentum and packing, normalisation, bf16
+ * conversion, the a/b terms, the update) is a few fused passes over the whole batch.
+ *
+ * Two schedules (zaya_muon_schedule), same bits: POOL runs batches of threads x ZAYA_MUON_THREAD_FLOATS
+ * (about one expert matrix per thread, so that each thread's matrices stay in its cache through all
+ * iterations; a whole 32-matrix group at once streamed 16 MiB iterates through memory on every pass
+ * and was ~2x slower) one after another, every GEMM and pass on the whole pool. THREADS gives each
+ * thread whole batches of ZAYA_MUON_THREAD_FLOATS, run single-threaded with the GEMMs serialised by a
+ * mutex (see mm()), with no barrier inside the step: on a machine shared with other jobs POOL's
+ * barrier per GEMM and pass cost a descheduled thread's time slice each. AUTO times both and keeps
+ * the faster. Scratch for every batch is allocated at init; a step allocates nothing (oneDNN
+ * primitives are created once per shape).
  *
  * Same math as one matrix at a time: every element goes through the same operations in the same
  * order, each matrix's sum of squares is zaya_optim_sumsq over its packed iterate, and each batched

@@ -1,6 +1,8 @@
 /* Time of one optimizer step (Muon + AdamW + gradient norm) at a model's shapes, f32 and bf16
  * Newton-Schulz, against the oneDNN f32 / bf16 matmul peak measured in the same run.
- * usage: bench_optim [--threads N] [--reps R] [-o DIR] [PRESET...]   (default: zaya1-tiny zaya1-small)
+ * usage: bench_optim [--threads N] [--reps R] [--ns-batch FLOATS] [-o DIR] [CONFIG...]
+ *   CONFIG: a preset or a config.json (default: zaya1-tiny zaya1-small); --ns-batch sets
+ *   zaya_optim_config.muon_batch_floats (0: the default).
  * Prints a table; with -o writes DIR/bench_optim.json. */
 #include <math.h>
 #include <stdio.h>
@@ -27,9 +29,9 @@ typedef struct result {
 
 static double best_of(double a, double b) { return a < b ? a : b; }
 
-static int run(const char *preset, zaya_dtype ns_dtype, int reps, result *res) {
+static int run(const char *preset, zaya_dtype ns_dtype, int64_t ns_batch, int reps, result *res) {
     zaya_config c;
-    if (zaya_config_preset(preset, &c) != ZAYA_OK) return fail(preset);
+    if (zaya_config_resolve(preset, &c) != ZAYA_OK) return fail(preset);
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;
@@ -39,6 +41,7 @@ static int run(const char *preset, zaya_dtype ns_dtype, int reps, result *res) {
     zaya_optim_config cfg;
     zaya_optim_config_default(&cfg);
     cfg.muon_ns_dtype = ns_dtype;
+    cfg.muon_batch_floats = ns_batch;
     if (zaya_optim_plan_build(t, n, 1, 0, &plan) != ZAYA_OK || zaya_optim_init(&opt, &plan, &cfg, 0) != ZAYA_OK)
         return fail("optimizer");
     float *p = zaya_malloc(sizeof(float) * (size_t)nf), *g = zaya_malloc(sizeof(float) * (size_t)nf);
@@ -78,16 +81,18 @@ static int run(const char *preset, zaya_dtype ns_dtype, int reps, result *res) {
 
 int main(int argc, char **argv) {
     int threads = 0, reps = 3;
+    int64_t ns_batch = 0;
     const char *out = NULL;
     const char *presets[8];
     int np = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ns-batch") && i + 1 < argc) ns_batch = atoll(argv[++i]);
         else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (argv[i][0] != '-' && np < 8) presets[np++] = argv[i];
         else {
-            fprintf(stderr, "usage: bench_optim [--threads N] [--reps R] [-o DIR] [PRESET...]\n");
+            fprintf(stderr, "usage: bench_optim [--threads N] [--reps R] [--ns-batch FLOATS] [-o DIR] [CONFIG...]\n");
             return 2;
         }
     }
@@ -110,7 +115,7 @@ int main(int argc, char **argv) {
     for (int pi = 0; pi < np; pi++)
         for (int d = 0; d < 2; d++) {
             result r;
-            if (run(presets[pi], d ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, reps, &r)) return 1;
+            if (run(presets[pi], d ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, ns_batch, reps, &r)) return 1;
             printf("%-12s %-5s %10.1f %10.1f %10.1f %10.1f %10.2f %10.1f %7.0f%%\n", presets[pi], d ? "bf16" : "f32",
                    r.step_s * 1e3, r.muon_s * 1e3, r.adamw_s * 1e3, r.norm_s * 1e3, r.ns_gflop, r.ns_rate,
                    peak[d] > 0 ? 100 * r.ns_rate / peak[d] : 0.0);

@@ -9,3 +9,9 @@ add_executable(bench_optim ${PROJECT_SOURCE_DIR}/bench/bench_optim.c)
 target_link_libraries(bench_optim PRIVATE zaya_lib)
 add_test(NAME bench_optim COMMAND bench_optim --threads 2 --reps 2 -o ${CMAKE_CURRENT_BINARY_DIR}/bench_optim_out)
 set_tests_properties(bench_optim PROPERTIES LABELS bench TIMEOUT 600)
+
+# Per-phase profile of one training step (forward, backward, optimizer, Newton-Schulz separately).
+add_executable(bench_step ${PROJECT_SOURCE_DIR}/bench/bench_step.c)
+target_link_libraries(bench_step PRIVATE zaya_lib)
+add_test(NAME bench_step COMMAND bench_step --threads 2 --steps 3 --batch 2 --seq 64 -o ${CMAKE_CURRENT_BINARY_DIR}/bench_step_out zaya1-tiny)
+set_tests_properties(bench_step PROPERTIES LABELS bench TIMEOUT 600)

@@ -8,6 +8,7 @@
 #include "testutil.h"
 #include "zaya/bf16.h"
 #include "zaya/matmul.h"
+#include "zaya/threads.h"
 
 /* Reference on the stored (row-major, strided) operands: C = alpha op(A) op(B) + beta C. */
 static void ref_matmul(const zaya_matmul_desc *r, const double *a, const double *b, double *c) {
@@ -264,6 +265,73 @@ static void test_threads(void) {
     free(a), free(b), free(ref);
 }
 
+/* zaya_matmul_batched: against the double reference (small shapes, both dtypes, alpha and beta = 1), and
+ * bit for bit against one zaya_matmul per matrix at the Newton-Schulz shapes of a hidden-256 model
+ * (X X^T on 256 x 512 and 256 x 256 iterates, A A, B X), on 1 and 2 threads: Muon batches its
+ * matrices on the strength of this identity. */
+static void test_batched(void) {
+    for (int dt = 0; dt < 2; dt++) {
+        const int64_t G = 5, m = 24, n = 40, k = 33;
+        float *a = th_alloc(G * m * k), *b = th_alloc(G * n * k), *c = th_alloc(G * m * n);
+        double *ad = th_alloc_d(G * m * k), *bd = th_alloc_d(G * n * k), *cd = th_alloc_d(G * m * n);
+        uint16_t *a16 = malloc(sizeof(uint16_t) * (size_t)(G * m * k)), *b16 = malloc(sizeof(uint16_t) * (size_t)(G * n * k));
+        th_fill(a, G * m * k, 9, 1, -1, 1);
+        th_fill(b, G * n * k, 9, 2, -1, 1);
+        th_fill(c, G * m * n, 9, 3, -1, 1);
+        if (dt) {
+            zaya_f32_to_bf16_n(a16, a, (size_t)(G * m * k));
+            zaya_f32_to_bf16_n(b16, b, (size_t)(G * n * k));
+            zaya_round_bf16_n(a, (size_t)(G * m * k));
+            zaya_round_bf16_n(b, (size_t)(G * n * k));
+        }
+        th_to_double(ad, a, G * m * k);
+        th_to_double(bd, b, G * n * k);
+        th_to_double(cd, c, G * m * n);
+        zaya_matmul_desc r = {.dtype = (zaya_dtype)dt, .trans_b = 1, .m = m, .n = n, .k = k, .lda = k, .ldb = k,
+                              .ldc = n, .batch = G, .stride_a = m * k, .stride_b = n * k, .stride_c = m * n,
+                              .alpha = -1.5f, .beta = 1};
+        ref_matmul(&r, ad, bd, cd);
+        zaya_matmul_batched((zaya_dtype)dt, 0, 1, G, m, n, k, dt ? (const void *)a16 : a, dt ? (const void *)b16 : b, c,
+                            -1.5f, 1.0f);
+        CHECK_ERR(dt ? "batched bf16 vs double" : "batched f32 vs double", th_rel_err(c, cd, G * m * n, 1.0),
+                  tol_for(k));
+        free(a), free(b), free(c), free(ad), free(bd), free(cd), free(a16), free(b16);
+    }
+    /* {trans_b, m, n, k, alpha, beta} */
+    const struct { int tb; int64_t m, n, k; float alpha, beta; } sh[] = {
+        {1, 256, 256, 512, 1.0f, 0.0f}, {1, 256, 256, 256, 1.0f, 0.0f}, {0, 256, 256, 256, 2.0315f, 1.0f},
+        {0, 256, 512, 256, 1.0f, 1.0f}, {0, 64, 256, 64, 1.0f, 1.0f}};
+    const int64_t G = 8;
+    for (int thr = 1; thr <= 2; thr++) {
+        zaya_threads_init(thr);
+        for (int dt = 0; dt < 2; dt++)
+            for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++) {
+                const int64_t m = sh[s].m, n = sh[s].n, k = sh[s].k, na = m * k, nb = k * n, nc = m * n;
+                const size_t es = dt ? sizeof(uint16_t) : sizeof(float);
+                float *af = th_alloc(G * na), *bf = th_alloc(G * nb), *c1 = th_alloc(G * nc), *c2 = th_alloc(G * nc);
+                uint16_t *ah = malloc(sizeof(uint16_t) * (size_t)(G * na)), *bh = malloc(sizeof(uint16_t) * (size_t)(G * nb));
+                th_fill(af, G * na, 11, (uint64_t)s, -1, 1);
+                th_fill(bf, G * nb, 12, (uint64_t)s, -1, 1);
+                th_fill(c1, G * nc, 13, (uint64_t)s, -1, 1);
+                memcpy(c2, c1, sizeof(float) * (size_t)(G * nc));
+                zaya_f32_to_bf16_n(ah, af, (size_t)(G * na));
+                zaya_f32_to_bf16_n(bh, bf, (size_t)(G * nb));
+                const char *A = dt ? (const char *)ah : (const char *)af, *B = dt ? (const char *)bh : (const char *)bf;
+                zaya_matmul_desc d = {.dtype = (zaya_dtype)dt, .trans_b = sh[s].tb, .m = m, .n = n, .k = k,
+                                      .alpha = sh[s].alpha, .beta = sh[s].beta};
+                for (int64_t i = 0; i < G; i++)
+                    CHECK(zaya_matmul(&d, A + es * (size_t)(i * na), B + es * (size_t)(i * nb), c1 + i * nc) == ZAYA_OK,
+                          "single matmul: %s", zaya_error_message());
+                zaya_matmul_batched((zaya_dtype)dt, 0, sh[s].tb, G, m, n, k, A, B, c2, sh[s].alpha, sh[s].beta);
+                CHECK(!memcmp(c1, c2, sizeof(float) * (size_t)(G * nc)),
+                      "%d threads %s tb=%d %lldx%lldx%lld: batched differs from one product per matrix", thr,
+                      dt ? "bf16" : "f32", sh[s].tb, (long long)m, (long long)n, (long long)k);
+                free(af), free(bf), free(c1), free(c2), free(ah), free(bh);
+            }
+    }
+    zaya_threads_init(2);
+}
+
 int main(void) {
     test_transposes_and_sizes();
     test_padded_ld_batch_alpha_beta();
@@ -271,6 +339,7 @@ int main(void) {
     test_cache();
     test_invalid();
     test_threads();
+    test_batched();
     zaya_matmul_cache_clear();
     return th_finish("test_matmul");
 }

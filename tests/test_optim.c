@@ -9,6 +9,7 @@
 #include "optim_fixture.h"
 #include "testutil.h"
 #include "zaya/balance.h"
+#include "zaya/bf16.h"
 #include "zaya/kernels.h"
 #include "zaya/optim.h"
 #include "zaya/train.h"
@@ -802,36 +803,189 @@ static void test_spike(void) {
     CHECK(zaya_spike_guard_init(&s, &c) == ZAYA_EINVAL && strstr(zaya_error_message(), "window"), "bad window");
 }
 
-/* Same steps on 1 thread, on 2 threads (small Muon matrices one per thread) and on 2 threads with
- * every matrix on the whole pool: bit-identical parameters. 40 steps, since a race shows up only now
- * and then. */
+/* Same steps on 1 thread, on 2 threads with each Newton-Schulz schedule (pool: every same-shape matrix
+ * in one batch on the whole pool; threads: one batch per thread; auto: switching between them), and on
+ * 2 threads with one matrix per batch: bit-identical parameters. 40 steps, since a race shows up only
+ * now and then. */
 static void test_thread_invariance(void) {
     fx_table f;
     fx_build(&f);
     zaya_optim_config cfg;
     zaya_optim_config_default(&cfg);
-    float *pp[3], *g = th_alloc(f.nfloats);
-    for (int k = 0; k < 3; k++) {
+    enum { NC = 5 };
+    const int sched[NC] = {ZAYA_MUON_SCHEDULE_AUTO, ZAYA_MUON_SCHEDULE_POOL, ZAYA_MUON_SCHEDULE_THREADS,
+                           ZAYA_MUON_SCHEDULE_AUTO, ZAYA_MUON_SCHEDULE_POOL};
+    float *pp[NC], *g = th_alloc(f.nfloats);
+    for (int k = 0; k < NC; k++) {
         zaya_threads_init(k == 0 ? 1 : 2);
-        cfg.muon_pool_flops = k == 2 ? 0 : ZAYA_MUON_POOL_FLOPS; /* k = 2: every matrix on the whole pool */
+        cfg.muon_batch_floats = k == 4 ? 1 : 0;
+        cfg.muon_schedule = sched[k];
         zaya_optim_plan p;
         zaya_optim o;
         CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK && zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
         pp[k] = th_alloc(f.nfloats);
         th_fill(pp[k], f.nfloats, 4, 1, -1, 1);
-        CHECK(o.nslots == (k == 1 ? 2 : 1) && o.nmuon_large == (k == 2 ? 5 : 0), "case %d: %d slots, %d large", k,
-              o.nslots, o.nmuon_large);
+        /* q_proj 24x40, o_proj 48x16 (16x48 transposed), 3 experts 20x12 (12x20): three shapes */
+        CHECK(o.nns_groups == 3 && o.ns_groups[2].count == 3 && o.ns_groups[2].batch == (k == 4 ? 1 : 3) &&
+                  o.nns_slots == (k == 0 ? 0 : 2),
+              "case %d: %d groups, experts batched %d at a time, %d slots", k, o.nns_groups,
+              o.nns_groups == 3 ? o.ns_groups[2].batch : -1, o.nns_slots);
+        int used[3] = {0, 0, 0};
         for (int t = 0; t < 40; t++) {
             th_fill(g, f.nfloats, 4, 2 + (uint64_t)t, -1, 1);
             zaya_optim_step(&o, pp[k], g, 0.01, 1.0);
+            used[o.muon_last_schedule]++;
         }
+        CHECK(k == 0 ? used[ZAYA_MUON_SCHEDULE_POOL] == 40
+                     : k == 3 ? used[ZAYA_MUON_SCHEDULE_POOL] >= 2 && used[ZAYA_MUON_SCHEDULE_THREADS] >= 2
+                              : used[sched[k]] == 40,
+              "case %d: schedules used pool %d, threads %d", k, used[1], used[2]);
         zaya_optim_free(&o);
         zaya_optim_plan_free(&p);
     }
-    CHECK(!memcmp(pp[0], pp[1], sizeof(float) * (size_t)f.nfloats), "1 and 2 threads give different parameters");
-    CHECK(!memcmp(pp[0], pp[2], sizeof(float) * (size_t)f.nfloats), "pooled and per-thread Newton-Schulz differ");
+    for (int k = 1; k < NC; k++)
+        CHECK(!memcmp(pp[0], pp[k], sizeof(float) * (size_t)f.nfloats), "case %d differs from 1 thread", k);
     zaya_threads_init(2);
-    free(pp[0]), free(pp[1]), free(pp[2]), free(g);
+    for (int k = 0; k < NC; k++) free(pp[k]);
+    free(g);
+}
+
+/* ---- batched Newton-Schulz equals one matrix at a time ---- */
+
+/* zaya_optim_sumsq (src/optim/optim.c): fixed blocks of 4096, 8 lanes each, added in order. */
+static double pm_sumsq(const float *x, int64_t n) {
+    double t = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+        const int64_t i1 = i0 + 4096 < n ? i0 + 4096 : n;
+        double s[8] = {0};
+        int64_t i = i0;
+        for (; i + 8 <= i1; i += 8)
+            for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * (double)x[i + j];
+        for (; i < i1; i++) s[0] += (double)x[i] * (double)x[i];
+        t += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+    return t;
+}
+
+static void pm_mm(zaya_dtype dt, int tb, int64_t m, int64_t n, int64_t k, const void *a, const void *b, float *c,
+                  float alpha, float beta) {
+    zaya_matmul_desc d = {.dtype = dt, .trans_b = tb, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta};
+    CHECK(zaya_matmul(&d, a, b, c) == ZAYA_OK, "matmul: %s", zaya_error_message());
+}
+
+/* One Muon step of one unit, one matrix at a time with one zaya_matmul per product: the computation the
+ * optimizer ran before it batched same-shape matrices (momentum, packing, normalisation, 5 quintic
+ * iterations with f32 or bf16 GEMM inputs, the update), element operations in the same order. */
+static void pm_step_unit(const zaya_optim_config *c, const zaya_optim_unit *u, float *prm, float *buf,
+                         const float *grads, double lr, float gs) {
+    const int64_t r = u->rows, cc = u->cols, tr = r > cc, m = tr ? cc : r, n = tr ? r : cc;
+    const float beta = (float)c->muon_momentum, w = (float)(1.0 - c->muon_momentum);
+    const int bf = c->muon_ns_dtype == ZAYA_DTYPE_BF16;
+    const zaya_dtype dt = bf ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+    float *X = th_alloc(m * n), *Y = th_alloc(m * n), *A = th_alloc(m * m), *B = th_alloc(m * m);
+    uint16_t *xh = malloc(2 * (size_t)(m * n)), *ah = malloc(2 * (size_t)(m * m)), *bh = malloc(2 * (size_t)(m * m));
+    const float *g = grads + u->offset;
+    for (int64_t a = 0; a < r; a++)
+        for (int64_t b = 0; b < cc; b++) {
+            const int64_t k = a * cc + b;
+            float gk = g[k] * gs, mk = buf[k] + w * (gk - buf[k]);
+            buf[k] = mk;
+            X[tr ? b * r + a : k] = c->muon_nesterov ? gk + beta * (mk - gk) : mk;
+        }
+    const float denom = (float)(sqrt(pm_sumsq(X, m * n)) + 1e-7);
+    for (int64_t i = 0; i < m * n; i++) X[i] = X[i] / denom;
+    for (int it = 0; it < c->muon_ns_steps; it++) {
+        for (int64_t i = 0; i < m * n && bf; i++) xh[i] = zaya_f32_to_bf16(X[i]);
+        const void *xa = bf ? (const void *)xh : (const void *)X;
+        pm_mm(dt, 1, m, m, n, xa, xa, A, 1.0f, 0.0f);
+        for (int64_t i = 0; i < m * m && bf; i++) ah[i] = zaya_f32_to_bf16(A[i]);
+        for (int64_t i = 0; i < m * m; i++) B[i] = -4.7750f * A[i];
+        const void *aa = bf ? (const void *)ah : (const void *)A;
+        pm_mm(dt, 0, m, m, m, aa, aa, B, 2.0315f, 1.0f);
+        for (int64_t i = 0; i < m * m && bf; i++) bh[i] = zaya_f32_to_bf16(B[i]);
+        for (int64_t i = 0; i < m * n; i++) Y[i] = 3.4445f * X[i];
+        pm_mm(dt, 0, m, n, m, bf ? (const void *)bh : (const void *)B, xa, Y, 1.0f, 1.0f);
+        float *t = X;
+        X = Y;
+        Y = t;
+    }
+    const float decay = u->decay ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
+    const float neg = (float)(-lr * 0.2 * sqrt((double)n));
+    float *p = prm + u->offset;
+    for (int64_t a = 0; a < r; a++)
+        for (int64_t b = 0; b < cc; b++) p[a * cc + b] = p[a * cc + b] * decay + neg * X[tr ? b * r + a : a * cc + b];
+    free(X), free(Y), free(A), free(B), free(xh), free(ah), free(bh);
+}
+
+/* Experts of two layers in both orientations (8 x 64x32 and 8 x 32x64: one 32x64 group of 16 plus a
+ * 2-D 32x64 matrix), a 16x32 matrix and a 9x16 one (a shape of its own): 3 Muon steps of the optimizer
+ * against pm_step_unit, f32 and bf16 Newton-Schulz, 1 and 2 threads, each schedule, the whole group in one
+ * batch and in batches of at most 3 (five of 3, one of 2). Every parameter and momentum bit-identical. */
+static void test_batched_vs_per_matrix(void) {
+    fx_table f;
+    memset(&f, 0, sizeof f);
+    fx_add(&f, "model.layers.0.mlp.experts.gate_up_proj", ZAYA_OPT_MUON, 3, 8, 64, 32, 0);
+    fx_add(&f, "model.layers.0.mlp.experts.down_proj", ZAYA_OPT_MUON, 3, 8, 32, 64, 0);
+    fx_add(&f, "model.layers.0.norm.weight", ZAYA_OPT_ADAMW, 1, 32, 0, 0, 0);
+    fx_add(&f, "model.layers.1.self_attn.q_proj.weight", ZAYA_OPT_MUON, 2, 16, 32, 0, 1);
+    fx_add(&f, "model.layers.1.mlp.gate.out_proj.weight", ZAYA_OPT_MUON, 2, 9, 16, 0, 1);
+    fx_add(&f, "model.layers.1.o_proj.weight", ZAYA_OPT_MUON, 2, 32, 64, 0, 1);
+    zaya_optim_plan p;
+    CHECK(zaya_optim_plan_build(f.t, f.n, 1, 0, &p) == ZAYA_OK, "plan");
+    float *g = th_alloc(f.nfloats), *pa = th_alloc(f.nfloats), *pb = th_alloc(f.nfloats), *bb = th_alloc(f.nfloats);
+    for (int bf = 0; bf < 2; bf++)
+        for (int c = 0; c < 7; c++) { /* 1 thread; 2 threads with each schedule (auto switches) */
+            const int thr = c == 0 ? 1 : 2, small = c % 2, sch = c < 3 ? ZAYA_MUON_SCHEDULE_POOL
+                                                               : c < 5 ? ZAYA_MUON_SCHEDULE_THREADS
+                                                                       : ZAYA_MUON_SCHEDULE_AUTO;
+            {
+                zaya_threads_init(thr);
+                zaya_optim_config cfg;
+                zaya_optim_config_default(&cfg);
+                cfg.muon_ns_dtype = bf ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+                cfg.muon_schedule = sch;
+                cfg.muon_batch_floats = small ? 3 * 32 * 64 : 0;
+                zaya_optim o;
+                CHECK(zaya_optim_init(&o, &p, &cfg, 0) == ZAYA_OK, "init");
+                CHECK(o.nns_groups == 3 && o.ns_groups[0].count == 17 && o.ns_groups[0].batch == (small ? 3 : 17),
+                      "groups: %d, first of %d in batches of %d", o.nns_groups, o.ns_groups[0].count,
+                      o.ns_groups[0].batch);
+                th_fill(pa, f.nfloats, 21, 1, -1, 1);
+                memcpy(pb, pa, sizeof(float) * (size_t)f.nfloats);
+                memset(bb, 0, sizeof(float) * (size_t)f.nfloats);
+                for (int t = 0; t < 3; t++) {
+                    th_fill(g, f.nfloats, 21, 10 + (uint64_t)t, -1, 1);
+                    zaya_optim_step_muon(&o, pa, g, 0.02, 0.75);
+                    for (int i = 0; i < p.nunits; i++)
+                        if (p.units[i].kind == ZAYA_UNIT_MUON)
+                            pm_step_unit(&cfg, &p.units[i], pb, bb + p.units[i].offset, g, 0.02, 0.75f);
+                }
+                int diff = 0;
+                for (int i = 0; i < p.nunits; i++) {
+                    const zaya_optim_unit *u = &p.units[i];
+                    if (u->kind != ZAYA_UNIT_MUON) continue;
+                    diff += memcmp(pa + u->offset, pb + u->offset, sizeof(float) * (size_t)u->numel) != 0;
+                    diff += memcmp(o.momentum[i], bb + u->offset, sizeof(float) * (size_t)u->numel) != 0;
+                }
+                CHECK(diff == 0, "%s NS, %d threads, schedule %d, batches of %d: %d matrices differ from one-at-a-time Muon",
+                      bf ? "bf16" : "f32", thr, sch, o.ns_groups[0].batch, diff);
+                CHECK(o.muon_ns_s > 0, "Newton-Schulz time not recorded");
+                zaya_optim_free(&o);
+            }
+        }
+    zaya_optim_config bad;
+    zaya_optim_config_default(&bad);
+    bad.muon_batch_floats = -1;
+    zaya_optim o;
+    CHECK(zaya_optim_init(&o, &p, &bad, 0) == ZAYA_EINVAL && strstr(zaya_error_message(), "batch"),
+          "negative batch rejected: %s", zaya_error_message());
+    zaya_optim_config_default(&bad);
+    bad.muon_schedule = 3;
+    CHECK(zaya_optim_init(&o, &p, &bad, 0) == ZAYA_EINVAL && strstr(zaya_error_message(), "schedule"),
+          "unknown schedule rejected: %s", zaya_error_message());
+    zaya_threads_init(2);
+    free(g), free(pa), free(pb), free(bb);
+    zaya_optim_plan_free(&p);
 }
 
 int main(void) {
@@ -840,6 +994,7 @@ int main(void) {
     test_newton_schulz();
     test_steps_vs_double();
     test_thread_invariance();
+    test_batched_vs_per_matrix();
     test_grad_norm();
     test_state();
     test_balancer();

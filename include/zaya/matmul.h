@@ -45,6 +45,15 @@ void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
 void zaya_matmul_bf16(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                       const uint16_t *b, float *c, float beta);
 
+/* Dense batched product: C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for i < batch, the matrices of each
+ * operand packed back to back (strides m*k, k*n, m*n); dtype F32 (float inputs) or BF16 (uint16_t
+ * inputs), C in f32. One oneDNN call on the whole thread pool. Each C[i] equals, bit for bit, the single
+ * product on the same operands (oneDNN's matmul kernels keep one matrix's k reduction in one place and
+ * order whatever the batch; tests/test_matmul.c checks it at the Newton-Schulz shapes). Asserts on
+ * failure (shapes come from the program). */
+void zaya_matmul_batched(zaya_dtype dtype, int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                         const void *a, const void *b, float *c, float alpha, float beta);
+
 /* Validates d and writes a copy with every default resolved (ld, strides, batch >= 1, alpha).
  * Invalid descriptors give ZAYA_EINVAL naming the field. */
 zaya_status zaya_matmul_resolve(const zaya_matmul_desc *d, zaya_matmul_desc *out);

@@ -86,10 +86,23 @@ void zaya_optim_plan_print(const zaya_optim_plan *plan, FILE *f);
 /* Newton-Schulz FLOPs of one rows x cols matrix (5 iterations, multiply-add = 2). */
 double zaya_muon_ns_flops(int64_t rows, int64_t cols, int steps);
 
-/* Muon units whose Newton-Schulz costs more than this many FLOPs run one at a time with GEMMs on the
- * whole thread pool; smaller ones run concurrently, one per thread, with single-threaded GEMMs (see
- * src/optim/muon.c). */
-#define ZAYA_MUON_POOL_FLOPS 2e10
+/* Newton-Schulz runs the owned Muon matrices of one shape in batches, each GEMM one batched oneDNN
+ * call on the whole thread pool. By default a batch holds up to this many iterate floats per thread
+ * (one 256 x 512 matrix: a thread's matrices and their Gram matrices stay in its L2 cache through the
+ * five iterations); a shape with more matrices runs in several batches of equal size. */
+#define ZAYA_MUON_THREAD_FLOATS ((int64_t)1 << 17)
+
+/* How the Newton-Schulz batches share the threads (same bits either way):
+ *  POOL: batches of threads x ZAYA_MUON_THREAD_FLOATS, one after another, every GEMM a batched call on
+ *        the whole pool (fast when the threads run together; one barrier per GEMM and pass);
+ *  THREADS: batches of ZAYA_MUON_THREAD_FLOATS, one per thread at a time, single-threaded with the
+ *        GEMMs serialised (no barrier: robust when other processes share the cores);
+ *  AUTO (default): the one measured faster on this run, re-checked every 16 steps. */
+typedef enum zaya_muon_schedule {
+    ZAYA_MUON_SCHEDULE_AUTO = 0,
+    ZAYA_MUON_SCHEDULE_POOL = 1,
+    ZAYA_MUON_SCHEDULE_THREADS = 2
+} zaya_muon_schedule;
 
 typedef struct zaya_optim_config {
     double weight_decay;          /* decoupled, on decayed units of both kinds (default 0.1) */
@@ -100,16 +113,37 @@ typedef struct zaya_optim_config {
     int muon_ns_steps;            /* 5 */
     double muon_lr_scale;         /* Muon lr = lr * this (1: shared lr thanks to RMS matching) */
     zaya_dtype muon_ns_dtype;     /* F32 (default) or BF16 GEMM inputs in Newton-Schulz */
-    double muon_pool_flops;       /* matrices above this NS cost use the whole pool (ZAYA_MUON_POOL_FLOPS) */
+    int64_t muon_batch_floats;    /* most iterate floats per Newton-Schulz batch; 0 (default): threads x
+                                     ZAYA_MUON_THREAD_FLOATS (pool) or ZAYA_MUON_THREAD_FLOATS
+                                     (per thread). At least one matrix per batch. */
+    int muon_schedule;            /* zaya_muon_schedule (default AUTO) */
 } zaya_optim_config;
 
 void zaya_optim_config_default(zaya_optim_config *c);
 
-/* Newton-Schulz scratch of one thread. */
-typedef struct zaya_ns_slot {
+/* Owned Muon matrices of one Newton-Schulz shape: m x n with m <= n (a tall matrix is transposed), in
+ * block order, orthogonalised `batch` at a time (the last batch may be smaller). */
+typedef struct zaya_ns_group {
+    int64_t m, n;
+    int count, batch, tbatch; /* batch: pool schedule; tbatch: per-thread schedule */
+    int *units; /* [count] indices into plan.units */
+} zaya_ns_group;
+
+/* One batch of the per-thread schedule: matrices [first, first + mats) of a group. */
+typedef struct zaya_ns_task {
+    int group, first, mats;
+    double cost;
+} zaya_ns_task;
+
+/* Newton-Schulz scratch for the largest batch of any group: iterates x, y [batch, m, n], Gram matrices
+ * a, b [batch, m, m], their bf16 copies (bf16 Newton-Schulz only) and per-matrix norms. */
+typedef struct zaya_ns_scratch {
     float *x, *y, *a, *b;
-    uint16_t *xh, *ah, *bh; /* bf16 copies (bf16 Newton-Schulz only) */
-} zaya_ns_slot;
+    uint16_t *xh, *ah, *bh;
+    float *denom;
+    int64_t cap_mn, cap_mm;
+    int cap_mats;
+} zaya_ns_scratch;
 
 typedef struct zaya_optim {
     zaya_optim_config cfg;
@@ -120,14 +154,21 @@ typedef struct zaya_optim {
     float **exp_avg, **exp_avg_sq, **momentum;
     float *state_block; /* one allocation backing every state array */
     int64_t state_floats;
-    /* owned Muon units: large ones (pooled GEMMs) then small ones by decreasing cost */
-    int *muon_order;
-    int nmuon_large, nmuon_small;
-    zaya_ns_slot *slots; /* slot 0 fits every owned matrix; the others fit the small ones */
-    int nslots;
+    /* owned Muon units grouped by Newton-Schulz shape (first appearance in block order) */
+    zaya_ns_group *ns_groups;
+    int nns_groups;
+    int *ns_units; /* backs every group's units */
+    zaya_ns_scratch ns;        /* pool schedule (and zaya_muon_orthogonalize) */
+    zaya_ns_scratch *ns_slots; /* per-thread schedule: one per thread (none on one thread) */
+    int nns_slots;
+    zaya_ns_task *ns_tasks; /* per-thread schedule's batches, by decreasing cost */
+    int nns_tasks;
+    double muon_sched_s[2]; /* last measured Muon step time of the pool and per-thread schedules */
+    int muon_last_schedule; /* schedule of the last Muon step */
     int *adamw_order;   /* owned AdamW units by decreasing size (dynamic schedule, one unit per thread) */
     int nadamw;
     double *unit_sums;  /* [nunits] per-unit squared gradient norms */
+    double muon_ns_s;   /* seconds the last Muon step spent in Newton-Schulz (profiling) */
 } zaya_optim;
 
 /* Allocates state and scratch for the units `rank` owns (copies the plan). */

@@ -337,14 +337,25 @@ zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b,
     return execute(&r, e, a, b, c);
 }
 
-static void dense(zaya_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const void *a,
-                  const void *b, float *c, float beta) {
-    zaya_matmul_desc d = {.dtype = dt, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .beta = beta};
+static void dense_batched(zaya_dtype dt, int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                          const void *a, const void *b, float *c, float alpha, float beta) {
+    zaya_matmul_desc d = {.dtype = dt, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+                          .batch = batch, .alpha = alpha, .beta = beta};
     zaya_status s = zaya_matmul(&d, a, b, c);
     if (s != ZAYA_OK) {
         fprintf(stderr, "zaya: internal error: %s\n", zaya_error_message());
         ZAYA_ASSERT(s == ZAYA_OK);
     }
+}
+
+static void dense(zaya_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const void *a,
+                  const void *b, float *c, float beta) {
+    dense_batched(dt, trans_a, trans_b, 1, m, n, k, a, b, c, 1.0f, beta);
+}
+
+void zaya_matmul_batched(zaya_dtype dtype, int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                         const void *a, const void *b, float *c, float alpha, float beta) {
+    dense_batched(dtype, trans_a, trans_b, batch, m, n, k, a, b, c, alpha, beta);
 }
 
 void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, const float *b,

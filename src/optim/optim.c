@@ -16,7 +16,7 @@ void zaya_optim_config_default(zaya_optim_config *c) {
     c->muon_ns_steps = 5;
     c->muon_lr_scale = 1.0;
     c->muon_ns_dtype = ZAYA_DTYPE_F32;
-    c->muon_pool_flops = ZAYA_MUON_POOL_FLOPS;
+    c->muon_batch_floats = 0;
 }
 
 static zaya_status check_config(const zaya_optim_config *c) {
@@ -31,6 +31,12 @@ static zaya_status check_config(const zaya_optim_config *c) {
         return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz steps %d outside [1, 20]", c->muon_ns_steps);
     if (c->muon_ns_dtype != ZAYA_DTYPE_F32 && c->muon_ns_dtype != ZAYA_DTYPE_BF16)
         return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz dtype must be f32 or bf16");
+    if (c->muon_schedule < ZAYA_MUON_SCHEDULE_AUTO || c->muon_schedule > ZAYA_MUON_SCHEDULE_THREADS)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Muon schedule %d is not auto (0), pool (1) or threads (2)",
+                              c->muon_schedule);
+    if (c->muon_batch_floats < 0)
+        return zaya_error_set(ZAYA_EINVAL, "optimizer: Newton-Schulz batch of %lld floats must be >= 0 (0: automatic)",
+                              (long long)c->muon_batch_floats);
     return ZAYA_OK;
 }
 

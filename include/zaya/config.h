@@ -17,6 +17,15 @@ typedef enum zaya_skip_mode {
     ZAYA_SKIP_ZERO = 1,     /* zero (Hugging Face / vLLM inference) */
 } zaya_skip_mode;
 
+/* The attention of each block: zaya extension key "zaya_attention" (default "cca"). GQA and MHA are
+ * standard softmax attention (q/k/v/o projections, partial RoPE, causal) for architecture studies. */
+typedef enum zaya_attention_kind {
+    ZAYA_ATTENTION_CCA = 0, /* Compressed Convolutional Attention (ZAYA1) */
+    ZAYA_ATTENTION_GQA = 1, /* num_key_value_heads KV heads shared by groups of query heads */
+    ZAYA_ATTENTION_MHA = 2, /* num_key_value_heads == num_attention_heads (validated) */
+} zaya_attention_kind;
+const char *zaya_config_attention_name(zaya_attention_kind k); /* "cca" | "gqa" | "mha" */
+
 typedef struct zaya_config {
     char name[64];
     int64_t vocab_size;
@@ -38,6 +47,7 @@ typedef struct zaya_config {
     int tie_word_embeddings;      /* must be true */
     int64_t bos_token_id, eos_token_id, pad_token_id;
     zaya_skip_mode skip_mode;     /* zaya extension key "zaya_skip_mode": "identity" | "zero" */
+    zaya_attention_kind attention;/* zaya extension key "zaya_attention": "cca" | "gqa" | "mha" */
 } zaya_config;
 
 /* Upper bounds of the integer keys. They are far above any ZAYA1 configuration (ZAYA1-8B: 40 blocks,

@@ -213,6 +213,9 @@ static zaya_status hf_config_load(const char *dir, zaya_config *cfg, int *from_c
     const int has = cJSON_GetObjectItemCaseSensitive(root, "zaya_skip_mode") != NULL;
     cJSON_Delete(root);
     ZAYA_TRY(zaya_config_load(p, cfg));
+    if (cfg->attention != ZAYA_ATTENTION_CCA)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: key 'zaya_attention' is \"%s\"; HF directories hold \"cca\" models only", p,
+                              zaya_config_attention_name(cfg->attention));
     if (!has) cfg->skip_mode = ZAYA_SKIP_ZERO;
     if (from_config) *from_config = has;
     return ZAYA_OK;
@@ -389,6 +392,11 @@ zaya_status zaya_ckpt_export_hf(const char *ckpt, const char *out_dir, const zay
     zaya_config cfg;
     const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
     zaya_status s = sec ? zaya_config_from_json(sec, &cfg) : zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    /* transformers' Zaya has CCA only: a GQA / MHA study model has no HF layout to export to. */
+    if (s == ZAYA_OK && cfg.attention != ZAYA_ATTENTION_CCA)
+        s = zaya_error_set(ZAYA_EUNSUPPORTED,
+                           "%s: key 'zaya_attention' is \"%s\"; HF export supports only \"cca\" (transformers' Zaya)",
+                           c->dir, zaya_config_attention_name(cfg.attention));
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;

@@ -20,6 +20,7 @@ typedef struct parity_case {
     double rot_factor;
     const char *skip_mode;
     int64_t B, T;
+    const char *attention; /* zaya_attention; NULL: "cca" */
 } parity_case;
 
 /* Random but well-conditioned parameters: every tensor moves away from its init so that a wrong
@@ -94,6 +95,7 @@ static void run_case(const parity_case *pc, const char *script, const char *pyth
     c.partial_rotary_factor = pc->rot_factor;
     c.max_position_embeddings = 64;
     c.skip_mode = !strcmp(pc->skip_mode, "zero") ? ZAYA_SKIP_ZERO : ZAYA_SKIP_IDENTITY;
+    c.attention = !pc->attention ? ZAYA_ATTENTION_CCA : !strcmp(pc->attention, "gqa") ? ZAYA_ATTENTION_GQA : ZAYA_ATTENTION_MHA;
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "%s: init: %s", pc->label, zaya_error_message());
     zaya_model_init_weights(&m, 11);
@@ -185,9 +187,12 @@ int main(int argc, char **argv) {
     zaya_threads_init(2);
     const parity_case cases[] = {
         /* label     D   L  Hq Hkv hd  E   F   R   V  k0 k1 rot   skip        B  T */
-        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11},
-        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13},
-        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9},
+        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL},
+        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL},
+        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9,  NULL},
+        /* standard softmax attention variants (zaya_attention) */
+        {"att-gqa",  24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, "gqa"},
+        {"att-mha",  20, 2, 3, 3,  6,  2,  8,  6, 31, 2, 2, 1.0,  "zero",     2, 9,  "mha"},
     };
     int skip_seen = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], argv[1], argv[2], &skip_seen);

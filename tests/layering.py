@@ -20,6 +20,7 @@ OWNER = {
     'bench': 'bench bench_coll bench_gemm bench_mem',
     'ft': 'ft',
     'train': 'corpus train',
+    'study': 'study',
 }
 
 

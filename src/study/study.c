@@ -7,6 +7,7 @@
 
 #include "study/internal.h"
 #include "zaya/config.h"
+#include "zaya/dist.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/log.h"
@@ -279,12 +280,13 @@ static zaya_status check_saved(const char *path, const cJSON *want, const char *
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(saved, "settings");
     if (!set) set = saved;
     if (!cJSON_Compare(set, want, 1)) {
-        const char *k = first_difference(set, want);
+        char key[128];
+        snprintf(key, sizeof key, "%s", first_difference(set, want));
         cJSON_Delete(saved);
         return zaya_error_set(ZAYA_EINVAL,
                               "run directory '%s' holds a run with other settings (key '%s' differs): use another -o "
                               "or remove that directory",
-                              run_dir, k);
+                              run_dir, key);
     }
     *saved_out = saved;
     return ZAYA_OK;
@@ -442,6 +444,13 @@ zaya_status zaya_study_run(const zaya_study_opts *o, zaya_study_result *res) {
         }
     }
     if (st == ZAYA_OK) st = data_sources(data_dir, src, ZAYA_STUDY_MAX_SOURCES, &nsrc);
+    /* One MPI reference for the whole study: the trainer's init/finalize pairs nest inside it, so MPI
+     * stays initialised across the runs of this process. Studies run single-process. */
+    zaya_comm *world = NULL;
+    if (st == ZAYA_OK) st = zaya_dist_init(NULL, NULL, &world);
+    if (st == ZAYA_OK && zaya_comm_size(world) != 1)
+        st = zaya_error_set(ZAYA_EUNSUPPORTED, "zaya study runs in one process (started under mpirun with %d ranks)",
+                            zaya_comm_size(world));
     for (int i = 0; i < plan->nstudies; i++) res->runs_total += plan->s[i].nvariants * o->seeds;
     zaya_progress pg;
     zaya_progress_init(&pg, "study", "run", res->runs_total);
@@ -470,8 +479,10 @@ zaya_status zaya_study_run(const zaya_study_opts *o, zaya_study_result *res) {
                 zaya_progress_update(&pg, done, note);
             }
     }
-    if (st == ZAYA_OK) zaya_progress_finish(&pg, res->preempted ? "interrupted" : "done");
+    if (st == ZAYA_OK && res->preempted) zaya_progress_update(&pg, done, "interrupted: rerun to resume");
+    else if (st == ZAYA_OK) zaya_progress_finish(&pg, "done");
     res->seconds = zaya_now_s() - t0;
+    if (world) zaya_dist_finalize(world);
     if (st == ZAYA_OK && !res->preempted) st = zaya_study_write_tables(o, plan, stdout);
     for (int i = 0; i < plan->nstudies; i++)
         for (int v = 0; v < plan->s[i].nvariants; v++) cJSON_Delete(plan->s[i].config[v]);

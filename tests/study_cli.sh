@@ -105,12 +105,27 @@ stamp=$(stat -c %Y.%s "$dir/r/optimizer/muon_adamw/seed1/study_run.json")
 check "rerun finishes: the first run skipped, the interrupted one resumed from its checkpoint" \
   '[ $rc = 0 ] && grep -q "4 runs: 3 trained now, 1 finished earlier" "$dir/r2.txt" && [ "$(stat -c %Y.%s "$dir/r/optimizer/muon_adamw/seed1/study_run.json")" = "$stamp" ] && grep -q "resumed from .*muon_adamw/seed2/ckpt" "$dir/r2.err"'
 [ $rc = 0 ] || tail -20 "$dir/r2.err"
-check "resumed run reaches the end" 'python3 -c "
-import json,sys
-r=json.load(open(\"$second/study_run.json\"))
-v=[json.loads(l) for l in open(\"$second/metrics.jsonl\") if \"val_loss\" in l]
-sys.exit(0 if r[\"result\"][\"final_val_loss\"] == v[-1][\"val_loss\"] and v[-1][\"step\"] == 24 else 1)"'
-check "adamw variant ran with --optimizer adamw" 'grep -q "\"optimizer\": *\"adamw\"" "$dir/r/optimizer/adamw/seed1/study_run.json"'
+cat > "$dir/resumed.py" <<'PY'
+import json, sys
+run = sys.argv[1]
+r = json.load(open(run + "/study_run.json"))
+last = {}
+for l in open(run + "/metrics.jsonl"):
+    try:
+        d = json.loads(l)
+    except ValueError:
+        print("metrics.jsonl: unreadable line:", l[:200])
+        continue
+    if "val_loss" in d:
+        last[d["step"]] = d["val_loss"]
+end = max(last)
+ok = end == 12 and r["result"]["final_val_loss"] == last[end]
+if not ok:
+    print("resumed run: last validation step", end, "loss", last[end], "study result", r["result"])
+sys.exit(0 if ok else 1)
+PY
+check "resumed run reaches the end" 'python3 "$dir/resumed.py" "$second"'
+check "adamw variant ran with --optimizer adamw" 'python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"settings\"][\"optimizer\"] == \"adamw\" else 1)" "$dir/r/optimizer/adamw/seed1/study_run.json"'
 
 echo "study_cli: $fail failed"
 [ $fail = 0 ]

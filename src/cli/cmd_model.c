@@ -100,14 +100,17 @@ int zaya_cmd_model_info(int argc, char **argv) {
         printf("%s\n", s);
         free(s);
     } else {
-        char b1[40], b2[40];
+        char b1[40], b2[40], att[64];
+        if (c.attention == ZAYA_ATTENTION_CCA)
+            snprintf(att, sizeof att, "CCA convs %lld/%lld", (long long)c.cca_time0, (long long)c.cca_time1);
+        else
+            snprintf(att, sizeof att, "%s softmax attention (zaya_attention)", c.attention == ZAYA_ATTENTION_MHA ? "MHA" : "GQA");
         printf("model %s: vocab %lld, hidden %lld, %lld blocks, %lld query heads and %lld KV heads of %lld,\n"
-               "  %lld experts (+1 skip class) of width %lld, top-1, router width %lld, convs %lld/%lld, RoPE theta %g on %lld of %lld dims\n\n",
+               "  %lld experts (+1 skip class) of width %lld, top-1, router width %lld, %s, RoPE theta %g on %lld of %lld dims\n\n",
                c.name, (long long)c.vocab_size, (long long)c.hidden_size, (long long)c.num_hidden_layers,
                (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim,
-               (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size,
-               (long long)c.cca_time0, (long long)c.cca_time1, c.rope_theta, (long long)zaya_config_rot_dims(&c),
-               (long long)c.head_dim);
+               (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size, att,
+               c.rope_theta, (long long)zaya_config_rot_dims(&c), (long long)c.head_dim);
         printf("parameters\n");
         printf("  %-30s %18s\n", "stored in total", with_commas(pc.total, b1, sizeof b1));
         printf("  %-30s %18s\n", "embedding (tied LM head)", with_commas(pc.embedding, b1, sizeof b1));
@@ -115,7 +118,7 @@ int zaya_cmd_model_info(int argc, char **argv) {
         printf("  %-30s %18s\n", "active non-embedding (top-1)", with_commas(pc.active_non_embedding, b1, sizeof b1));
         printf("\n  %-30s %18s %18s\n", "component", "parameters", "active");
         for (int i = 0; i < NCOMP; i++)
-            printf("  %-30s %18s %18s\n", comp_names[i], with_commas(comp[i], b1, sizeof b1),
+            printf("  %-30s %18s %18s\n", i == 2 && c.attention != ZAYA_ATTENTION_CCA ? (c.attention == ZAYA_ATTENTION_MHA ? "attention (MHA)" : "attention (GQA)") : comp_names[i], with_commas(comp[i], b1, sizeof b1),
                    with_commas(i == COMP_BUFFERS ? 0 : comp_active[i], b2, sizeof b2));
         printf("\nKV cache per token: %lld bytes = %.1f KiB in bf16 (%.1f KiB in f32); per-sequence conv/value state %.1f KiB (bf16)\n",
                (long long)k16.kv_bytes_per_token, (double)k16.kv_bytes_per_token / 1024.0,

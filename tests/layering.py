@@ -20,6 +20,7 @@ OWNER = {
     'bench': 'bench bench_all bench_coll bench_gemm bench_kernels bench_mem bench_model profile',
     'ft': 'ft',
     'train': 'corpus train',
+    'study': 'study',
 }
 
 

@@ -13,3 +13,7 @@ set_tests_properties(train_dp PROPERTIES LABELS mpi TIMEOUT 900)
 # Checkpoint/resume: bit-exact at world 1 and 2, 2 -> 1 ranks, corrupt-checkpoint fallback, config mismatch.
 add_test(NAME train_resume COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_resume.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_resume PROPERTIES LABELS mpi TIMEOUT 900)
+
+# zaya study: list, bad input, a 2-variant x 2-seed study's tables, skip and resume after Ctrl-C.
+add_test(NAME study_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/study_cli.sh $<TARGET_FILE:zaya>)
+set_tests_properties(study_cli PROPERTIES LABELS cli TIMEOUT 1800)

@@ -31,6 +31,14 @@ typedef enum zaya_residual_kind {
     ZAYA_RESIDUAL_SCALED = 0, /* zaya_residual_scaling true: (x + b) * s merges */
     ZAYA_RESIDUAL_PLAIN = 1,  /* false: x' = x + layer output, no residual-scale tensors */
 } zaya_residual_kind;
+/* The attention of each block: zaya extension key "zaya_attention" (default "cca"). GQA and MHA are
+ * standard softmax attention (q/k/v/o projections, partial RoPE, causal) for architecture studies. */
+typedef enum zaya_attention_kind {
+    ZAYA_ATTENTION_CCA = 0, /* Compressed Convolutional Attention (ZAYA1) */
+    ZAYA_ATTENTION_GQA = 1, /* num_key_value_heads KV heads shared by groups of query heads */
+    ZAYA_ATTENTION_MHA = 2, /* num_key_value_heads == num_attention_heads (validated) */
+} zaya_attention_kind;
+const char *zaya_config_attention_name(zaya_attention_kind k); /* "cca" | "gqa" | "mha" */
 
 typedef struct zaya_config {
     char name[64];
@@ -57,6 +65,7 @@ typedef struct zaya_config {
     zaya_mlp_kind mlp;            /* "zaya_mlp": "moe" | "dense" */
     int64_t dense_intermediate_size; /* "zaya_dense_intermediate_size" (dense only; 0 = moe_intermediate_size) */
     zaya_residual_kind residual;  /* "zaya_residual_scaling": true | false */
+    zaya_attention_kind attention;/* zaya extension key "zaya_attention": "cca" | "gqa" | "mha" */
 } zaya_config;
 
 /* Upper bounds of the integer keys. They are far above any ZAYA1 configuration (ZAYA1-8B: 40 blocks,

@@ -213,6 +213,9 @@ static zaya_status hf_config_load(const char *dir, zaya_config *cfg, int *from_c
     const int has = cJSON_GetObjectItemCaseSensitive(root, "zaya_skip_mode") != NULL;
     cJSON_Delete(root);
     ZAYA_TRY(zaya_config_load(p, cfg));
+    if (cfg->attention != ZAYA_ATTENTION_CCA)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: key 'zaya_attention' is \"%s\"; HF directories hold \"cca\" models only", p,
+                              zaya_config_attention_name(cfg->attention));
     if (!has) cfg->skip_mode = ZAYA_SKIP_ZERO;
     if (from_config) *from_config = has;
     return ZAYA_OK;
@@ -415,6 +418,10 @@ static zaya_status export_model(const export_source *src, const char *out_dir, c
                               "(\"zaya\", \"moe\", true) export to the Hugging Face layout",
                               zaya_router_name(cfg->router), zaya_mlp_name(cfg->mlp),
                               cfg->residual == ZAYA_RESIDUAL_SCALED ? "true" : "false");
+    /* transformers' Zaya has CCA only: a GQA / MHA study model has no HF layout to export to */
+    if (cfg->attention != ZAYA_ATTENTION_CCA)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'zaya_attention' is \"%s\"; HF export supports only \"cca\" "
+                              "(transformers' Zaya)", zaya_config_attention_name(cfg->attention));
     zaya_tensor_info *t = NULL;
     int n = 0;
     int64_t nf = 0;

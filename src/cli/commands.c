@@ -16,6 +16,7 @@ const zaya_group zaya_groups[] = {
 /* One line per command, so that additions never collide. */
 const zaya_command zaya_commands[] = {
     {NULL, "train", "pretrain a ZAYA1 model through a curriculum run (default: the built-in CPU run)", zaya_cmd_train},
+    {NULL, "study", "controlled architecture comparisons (router, attention, MoE, residual, optimizer) over seeds", zaya_cmd_study},
     {NULL, "supervise", "run a training job under automated fault tolerance (restart on crash/hang)", zaya_cmd_supervise},
     {"model", "info", "parameter counts, components, KV cache and FLOPs of a config", zaya_cmd_model_info},
     {"data", "prepare", "tokenize text, directories and JSONL into token shards with a validation split", zaya_cmd_data_prepare},

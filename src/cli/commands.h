@@ -29,6 +29,7 @@ int zaya_cli_main(int argc, char **argv);
 /* Leaf commands (one cmd_*.c file per command or group). */
 int zaya_cmd_train(int argc, char **argv);         /* cmd_train.c */
 int zaya_cmd_supervise(int argc, char **argv);     /* cmd_supervise.c */
+int zaya_cmd_study(int argc, char **argv);         /* cmd_study.c */
 int zaya_cmd_model_info(int argc, char **argv);    /* cmd_model.c */
 int zaya_cmd_data_prepare(int argc, char **argv);  /* cmd_data_prepare.c */
 int zaya_cmd_data_inspect(int argc, char **argv);  /* cmd_data.c */

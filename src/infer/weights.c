@@ -80,6 +80,12 @@ static void bind(zaya_infer_weights *w) {
 
 zaya_status zaya_infer_weights_table(zaya_infer_weights *w, const zaya_config *cfg, zaya_dtype dtype) {
     memset(w, 0, sizeof *w);
+    /* The engine's attention is CCA's (conv state, delayed values, compressed KV cache). */
+    if (cfg->attention != ZAYA_ATTENTION_CCA)
+        return zaya_error_set(ZAYA_EUNSUPPORTED,
+                              "key 'zaya_attention' is \"%s\": inference (generate, eval, bench infer) supports only \"cca\"; "
+                              "GQA / MHA are training-study variants",
+                              zaya_config_attention_name(cfg->attention));
     w->cfg = *cfg;
     w->dtype = dtype;
     int64_t nfloats;

@@ -19,13 +19,15 @@ zaya_model_costs zaya_model_costs_at(const zaya_config *c, int64_t T, int elem_b
                        + qd * D         /* o_proj */
                        + router + mlp;
     k.matmul_flops = 2.0 * (L * per_block + D * (double)c->vocab_size);
-    k.conv_flops = 2.0 * L * (C * (double)c->cca_time0 + C * hd * (double)c->cca_time1);
+    /* GQA / MHA have the same projection shapes (q|k, v, o) and no convolutions or conv state. */
+    const int cca = c->attention == ZAYA_ATTENTION_CCA;
+    k.conv_flops = cca ? 2.0 * L * (C * (double)c->cca_time0 + C * hd * (double)c->cca_time1) : 0.0;
     /* QK^T and PV: 2 * 2 * q_dim multiply-adds per visible key; (T + 1) / 2 keys on average. */
     k.attention_flops = L * 4.0 * qd * ((double)T + 1.0) / 2.0;
     k.forward_flops = k.matmul_flops + k.conv_flops + k.attention_flops;
     k.training_flops = 3.0 * k.forward_flops;
     k.kv_bytes_per_token = (int64_t)c->num_hidden_layers * 2 * zaya_config_kv_dim(c) * elem_bytes;
-    k.state_bytes_per_seq = (int64_t)c->num_hidden_layers *
+    k.state_bytes_per_seq = !cca ? 0 : (int64_t)c->num_hidden_layers *
                             ((zaya_config_q_dim(c) + zaya_config_kv_dim(c)) * (c->cca_time0 + c->cca_time1 - 2) +
                              zaya_config_kv_dim(c) / 2) * elem_bytes;
     return k;

@@ -257,6 +257,15 @@ zaya_status zaya_config_from_json(const cJSON *obj, zaya_config *c) {
         else return zaya_error_set(ZAYA_EINVAL, "key 'zaya_skip_mode' must be \"identity\" or \"zero\", got \"%s\"", skip);
     }
     ZAYA_TRY(read_variants(obj, c));
+    const char *att = NULL;
+    ZAYA_TRY(zaya_json_get_str(obj, "zaya_attention", &att, 0));
+    if (att) {
+        if (!strcmp(att, "cca")) c->attention = ZAYA_ATTENTION_CCA;
+        else if (!strcmp(att, "gqa")) c->attention = ZAYA_ATTENTION_GQA;
+        else if (!strcmp(att, "mha")) c->attention = ZAYA_ATTENTION_MHA;
+        else
+            return zaya_error_set(ZAYA_EINVAL, "key 'zaya_attention' must be \"cca\", \"gqa\" or \"mha\", got \"%s\"", att);
+    }
     return zaya_config_validate(c);
 }
 
@@ -340,7 +349,14 @@ zaya_status zaya_config_validate(const zaya_config *c) {
     if (c->num_experts_per_tok != 1)
         return zaya_error_set(ZAYA_EUNSUPPORTED, "key 'num_experts_per_tok' must be 1 (ZAYA1 routes top-1), got %lld",
                               (long long)c->num_experts_per_tok);
-    if ((c->num_key_value_heads * c->head_dim) % 2)
+    if (!(c->attention == ZAYA_ATTENTION_CCA || c->attention == ZAYA_ATTENTION_GQA || c->attention == ZAYA_ATTENTION_MHA))
+        return zaya_error_set(ZAYA_EINVAL, "key 'zaya_attention' holds an unknown kind %d", (int)c->attention);
+    if (c->attention == ZAYA_ATTENTION_MHA && c->num_key_value_heads != c->num_attention_heads)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "key 'num_key_value_heads' (%lld) must equal 'num_attention_heads' (%lld) with "
+                              "'zaya_attention' \"mha\" (use \"gqa\" for fewer KV heads)",
+                              (long long)c->num_key_value_heads, (long long)c->num_attention_heads);
+    if (c->attention == ZAYA_ATTENTION_CCA && (c->num_key_value_heads * c->head_dim) % 2)
         return zaya_error_set(ZAYA_EINVAL,
                               "num_key_value_heads * head_dim must be even (values split into current and delayed halves)");
     if (!(c->partial_rotary_factor > 0 && c->partial_rotary_factor <= 1))
@@ -407,6 +423,7 @@ cJSON *zaya_config_to_json(const zaya_config *c) {
     if (c->mlp == ZAYA_MLP_DENSE)
         cJSON_AddNumberToObject(o, "zaya_dense_intermediate_size", (double)zaya_config_dense_ffn(c));
     cJSON_AddBoolToObject(o, "zaya_residual_scaling", c->residual == ZAYA_RESIDUAL_SCALED);
+    cJSON_AddStringToObject(o, "zaya_attention", zaya_config_attention_name(c->attention));
     return o;
 }
 
@@ -420,5 +437,9 @@ int zaya_config_same_architecture(const zaya_config *a, const zaya_config *b) {
            a->partial_rotary_factor == b->partial_rotary_factor && a->rms_norm_eps == b->rms_norm_eps &&
            a->skip_mode == b->skip_mode && a->router == b->router && a->mlp == b->mlp &&
            (a->mlp != ZAYA_MLP_DENSE || zaya_config_dense_ffn(a) == zaya_config_dense_ffn(b)) &&
-           a->residual == b->residual;
+           a->residual == b->residual && a->attention == b->attention;
+}
+
+const char *zaya_config_attention_name(zaya_attention_kind k) {
+    return k == ZAYA_ATTENTION_GQA ? "gqa" : k == ZAYA_ATTENTION_MHA ? "mha" : "cca";
 }

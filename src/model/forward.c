@@ -37,7 +37,8 @@ static void blocks_forward(zaya_model *m) {
         zaya_layer_acts *A = &m->acts[l];
         const zaya_layer_params *P = &m->p.layers[l];
         zaya_rmsnorm_forward(A->xn, A->rstd_in, A->x, P->in_norm, N, D, eps);
-        zaya_cca_forward(m, l, A->xn, A->a);
+        if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_forward(m, l, A->xn, A->a);
+        else zaya_softmax_attn_forward(m, l, A->xn, A->a);
         zaya_ops_merge_forward(A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
         zaya_rmsnorm_forward(A->z, A->rstd_post, A->h, P->post_norm, N, D, eps);
         zaya_moe_forward(m, l, l > 0 ? m->acts[l - 1].r : NULL);
@@ -110,7 +111,8 @@ void zaya_model_backward(zaya_model *m) {
         /* h = (a + hb)*hs + (x + rb)*rs */
         zaya_ops_merge_backward(m, w->da, w->dx, 0, w->dh, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs,
                                 G->att_hb, G->att_hs, G->att_rb, G->att_rs, N, D);
-        zaya_cca_backward(m, l, w->da, w->dxn);
+        if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_backward(m, l, w->da, w->dxn);
+        else zaya_softmax_attn_backward(m, l, w->da, w->dxn);
         zaya_rmsnorm_backward(w->dz, G->in_norm, w->dxn, A->x, P->in_norm, A->rstd_in, N, D);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
         for (int64_t i = 0; i < N * D; i++) w->dx[i] += w->dz[i];

@@ -82,13 +82,17 @@ zaya_status zaya_model_info_report(const char *config, int64_t seq, int json, co
         free(s);
     } else {
         char b1[40], b2[40];
+        char att[64];
+        if (c.attention == ZAYA_ATTENTION_CCA)
+            snprintf(att, sizeof att, "CCA convs %lld/%lld", (long long)c.cca_time0, (long long)c.cca_time1);
+        else
+            snprintf(att, sizeof att, "%s softmax attention (zaya_attention)", c.attention == ZAYA_ATTENTION_MHA ? "MHA" : "GQA");
         fprintf(outf, "model %s: vocab %lld, hidden %lld, %lld blocks, %lld query heads and %lld KV heads of %lld,\n"
-               "  %lld experts (+1 skip class) of width %lld, top-1, router width %lld, convs %lld/%lld, RoPE theta %g on %lld of %lld dims\n\n",
-               c.name, (long long)c.vocab_size, (long long)c.hidden_size, (long long)c.num_hidden_layers,
-               (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim,
-               (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size,
-               (long long)c.cca_time0, (long long)c.cca_time1, c.rope_theta, (long long)zaya_config_rot_dims(&c),
-               (long long)c.head_dim);
+                "  %lld experts (+1 skip class) of width %lld, top-1, router width %lld, %s, RoPE theta %g on %lld of %lld dims\n\n",
+                c.name, (long long)c.vocab_size, (long long)c.hidden_size, (long long)c.num_hidden_layers,
+                (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim,
+                (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size, att,
+                c.rope_theta, (long long)zaya_config_rot_dims(&c), (long long)c.head_dim);
         if (!zaya_config_is_zaya1(&c))
             fprintf(outf, "variant: zaya_router \"%s\", zaya_mlp \"%s\" (dense width %lld), zaya_residual_scaling %s\n\n",
                     zaya_router_name(c.router), zaya_mlp_name(c.mlp), (long long)zaya_config_dense_ffn(&c),
@@ -100,7 +104,10 @@ zaya_status zaya_model_info_report(const char *config, int64_t seq, int json, co
         fprintf(outf, "  %-30s %18s\n", "active non-embedding (top-1)", with_commas(pc.active_non_embedding, b1, sizeof b1));
         fprintf(outf, "\n  %-30s %18s %18s\n", "component", "parameters", "active");
         for (int i = 0; i < NCOMP; i++)
-            fprintf(outf, "  %-30s %18s %18s\n", comp_names[i], with_commas(comp[i], b1, sizeof b1),
+            fprintf(outf, "  %-30s %18s %18s\n",
+                    i == COMP_ATTN && c.attention != ZAYA_ATTENTION_CCA
+                        ? (c.attention == ZAYA_ATTENTION_MHA ? "attention (MHA)" : "attention (GQA)")
+                        : comp_names[i], with_commas(comp[i], b1, sizeof b1),
                    with_commas(i == COMP_BUFFERS ? 0 : comp_active[i], b2, sizeof b2));
         fprintf(outf, "\nKV cache per token: %lld bytes = %.1f KiB in bf16 (%.1f KiB in f32); per-sequence conv/value state %.1f KiB (bf16)\n",
                (long long)k16.kv_bytes_per_token, (double)k16.kv_bytes_per_token / 1024.0,

@@ -108,6 +108,9 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out);
  * (also used by the inference engine, src/infer/). */
 void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N);
 void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn);
+/* GQA / MHA blocks (zaya_attention "gqa" | "mha", src/model/softmax_attn.c). */
+void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_out);
+void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dxn);
 void zaya_moe_forward(zaya_model *m, int l, const float *r_prev);
 void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz);
 

@@ -60,18 +60,27 @@ static void build(const zaya_config *c, layout_builder *b) {
     add(b, "model.input_hidden_states_bias", -1, ZAYA_OPT_ADAMW, 1, D, 0, 0);
     for (int l = 0; l < (int)c->num_hidden_layers; l++) {
         add(b, LN(nm, l, "input_layernorm.weight"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
-        fuse_with_next(b);
-        add(b, LN(nm, l, "self_attn.qkv_proj.q_proj.weight"), l, ZAYA_OPT_MUON, 2, qd, D, 0);
-        add(b, LN(nm, l, "self_attn.qkv_proj.k_proj.weight"), l, ZAYA_OPT_MUON, 2, kvd, D, 0);
-        fuse_with_next(b);
-        add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_current.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
-        add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_delayed.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
-        add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_depthwise.weight"), l, ZAYA_OPT_ADAMW, 3, C, 1, c->cca_time0);
-        add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_depthwise.bias"), l, ZAYA_OPT_ADAMW, 1, C, 0, 0);
-        add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_grouped.weight"), l, ZAYA_OPT_ADAMW, 3, C, hd, c->cca_time1);
-        add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_grouped.bias"), l, ZAYA_OPT_ADAMW, 1, C, 0, 0);
-        add(b, LN(nm, l, "self_attn.qk_norm.temp"), l, ZAYA_OPT_ADAMW, 1, c->num_key_value_heads, 0, 0);
-        add(b, LN(nm, l, "self_attn.o_proj.weight"), l, ZAYA_OPT_MUON, 2, D, qd, 0);
+        if (c->attention != ZAYA_ATTENTION_CCA) {
+            /* GQA / MHA: standard projections, q|k adjacent for one GEMM (RoPE rotates both at once). */
+            fuse_with_next(b);
+            add(b, LN(nm, l, "self_attn.q_proj.weight"), l, ZAYA_OPT_MUON, 2, qd, D, 0);
+            add(b, LN(nm, l, "self_attn.k_proj.weight"), l, ZAYA_OPT_MUON, 2, kvd, D, 0);
+            add(b, LN(nm, l, "self_attn.v_proj.weight"), l, ZAYA_OPT_MUON, 2, kvd, D, 0);
+            add(b, LN(nm, l, "self_attn.o_proj.weight"), l, ZAYA_OPT_MUON, 2, D, qd, 0);
+        } else {
+            fuse_with_next(b);
+            add(b, LN(nm, l, "self_attn.qkv_proj.q_proj.weight"), l, ZAYA_OPT_MUON, 2, qd, D, 0);
+            add(b, LN(nm, l, "self_attn.qkv_proj.k_proj.weight"), l, ZAYA_OPT_MUON, 2, kvd, D, 0);
+            fuse_with_next(b);
+            add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_current.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
+            add(b, LN(nm, l, "self_attn.qkv_proj.v_proj_delayed.weight"), l, ZAYA_OPT_MUON, 2, kvd / 2, D, 0);
+            add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_depthwise.weight"), l, ZAYA_OPT_ADAMW, 3, C, 1, c->cca_time0);
+            add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_depthwise.bias"), l, ZAYA_OPT_ADAMW, 1, C, 0, 0);
+            add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_grouped.weight"), l, ZAYA_OPT_ADAMW, 3, C, hd, c->cca_time1);
+            add(b, LN(nm, l, "self_attn.qkv_proj.conv_qk_grouped.bias"), l, ZAYA_OPT_ADAMW, 1, C, 0, 0);
+            add(b, LN(nm, l, "self_attn.qk_norm.temp"), l, ZAYA_OPT_ADAMW, 1, c->num_key_value_heads, 0, 0);
+            add(b, LN(nm, l, "self_attn.o_proj.weight"), l, ZAYA_OPT_MUON, 2, D, qd, 0);
+        }
         if (scaled) {
             add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_scale"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
             add(b, LN(nm, l, "post_attention_residual_scale.hidden_states_bias"), l, ZAYA_OPT_ADAMW, 1, D, 0, 0);
@@ -144,16 +153,23 @@ void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p) {
         zaya_layer_params *L = &p->layers[l];
         memset(L, 0, sizeof *L); /* tensors a variant lacks stay NULL */
         L->in_norm = NEXT();
-        L->wqk = NEXT();
-        i++; /* k_proj: adjacent to q_proj, addressed through wqk */
-        L->wv = NEXT();
-        i++; /* v_proj_delayed: adjacent to v_proj_current */
-        L->conv0_w = NEXT();
-        L->conv0_b = NEXT();
-        L->conv1_w = NEXT();
-        L->conv1_b = NEXT();
-        L->temp = NEXT();
-        L->wo = NEXT();
+        if (m->cfg.attention != ZAYA_ATTENTION_CCA) {
+            L->wqk = NEXT();
+            i++; /* k_proj: adjacent to q_proj, addressed through wqk */
+            L->wv = NEXT();
+            L->wo = NEXT();
+        } else {
+            L->wqk = NEXT();
+            i++; /* k_proj: adjacent to q_proj, addressed through wqk */
+            L->wv = NEXT();
+            i++; /* v_proj_delayed: adjacent to v_proj_current */
+            L->conv0_w = NEXT();
+            L->conv0_b = NEXT();
+            L->conv1_w = NEXT();
+            L->conv1_b = NEXT();
+            L->temp = NEXT();
+            L->wo = NEXT();
+        }
         if (scaled) {
             L->att_hs = NEXT();
             L->att_hb = NEXT();

@@ -181,6 +181,8 @@ void zaya_size_arch_from_zaya_config(const zaya_config *zc, zaya_size_arch *a) {
         a->router_eda = 0;
     }
     if (zc->residual == ZAYA_RESIDUAL_PLAIN) a->residual_scales = 0;
+    /* zaya_attention "gqa" / "mha": plain q/k/v/o projections, no convolutions, temperatures or conv state. */
+    if (zc->attention != ZAYA_ATTENTION_CCA) a->attn = zc->attention == ZAYA_ATTENTION_MHA ? ZAYA_SIZE_ATTN_MHA : ZAYA_SIZE_ATTN_GQA;
 }
 
 /* deepseek_v2 / deepseek_v3 (and the MLA + dense-first + shared-expert layout they define). */

@@ -168,6 +168,11 @@ void zaya_train_log_eval(zaya_trainer *t, const double *per, double mean, double
  * at temperature 0.8, one sequence per prompt, decoded with the run's tokenizer. */
 static zaya_status write_samples(zaya_trainer *t) {
     if (!t->tokenizer || t->opts->samples <= 0) return ZAYA_OK;
+    if (t->model.cfg.attention != ZAYA_ATTENTION_CCA) { /* the inference engine is CCA's */
+        ZAYA_WARN("no samples: the inference engine supports zaya_attention \"cca\" only (this model: \"%s\")",
+                  zaya_config_attention_name(t->model.cfg.attention));
+        return ZAYA_OK;
+    }
     static const char *prompts[] = {"The ", "#include <", "A man ", "static int ", "Love is "};
     const int64_t n = t->opts->samples < 5 ? t->opts->samples : 5;
     int64_t max_len = 16 + t->opts->sample_tokens;

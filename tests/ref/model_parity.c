@@ -24,6 +24,7 @@ typedef struct parity_case {
     const char *router, *mlp;
     int64_t dense_ffn;
     int plain_residual;
+    const char *attention; /* zaya_attention; NULL: "cca" */
 } parity_case;
 
 /* Random but well-conditioned parameters: every tensor moves away from its init so that a wrong
@@ -103,6 +104,7 @@ static void run_case(const parity_case *pc, const char *script, const char *pyth
     if (pc->mlp && !strcmp(pc->mlp, "dense")) c.mlp = ZAYA_MLP_DENSE;
     c.dense_intermediate_size = pc->dense_ffn;
     if (pc->plain_residual) c.residual = ZAYA_RESIDUAL_PLAIN;
+    c.attention = !pc->attention ? ZAYA_ATTENTION_CCA : !strcmp(pc->attention, "gqa") ? ZAYA_ATTENTION_GQA : ZAYA_ATTENTION_MHA;
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "%s: init: %s", pc->label, zaya_error_message());
     zaya_model_init_weights(&m, 11);
@@ -193,17 +195,20 @@ int main(int argc, char **argv) {
     }
     zaya_threads_init(2);
     const parity_case cases[] = {
-        /* label     D   L  Hq Hkv hd  E   F   R   V  k0 k1 rot   skip        B  T  router mlp dense_ffn plain */
-        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, NULL, 0, 0},
-        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, NULL, 0, 0},
-        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9,  NULL, NULL, 0, 0},
+        /* label     D   L  Hq Hkv hd  E   F   R   V  k0 k1 rot   skip        B  T  router mlp dense_ffn plain attention */
+        {"gqa2",     24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, NULL, 0, 0, NULL},
+        {"gqa3-odd", 21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, NULL, 0, 0, NULL},
+        {"mha-zero", 32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "zero",     3, 9,  NULL, NULL, 0, 0, NULL},
         /* architecture variants (docs/model.md "Variants") */
-        {"no-eda",   24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, "zaya_no_eda", NULL, 0, 0},
-        {"linear",   21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, "linear", NULL, 0, 0},
-        {"dense",    24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, "dense", 19, 0},
-        {"plain",    24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "zero",     2, 11, NULL, NULL, 0, 1},
-        {"lin-plain",32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "identity", 3, 9,  "linear", NULL, 0, 1},
-        {"dns-plain",21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, "dense", 0, 1},
+        {"no-eda",   24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, "zaya_no_eda", NULL, 0, 0, NULL},
+        {"linear",   21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, "linear", NULL, 0, 0, NULL},
+        {"dense",    24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11, NULL, "dense", 19, 0, NULL},
+        {"plain",    24, 3, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "zero",     2, 11, NULL, NULL, 0, 1, NULL},
+        {"lin-plain",32, 2, 4, 4,  8,  2, 16,  8, 50, 2, 3, 0.25, "identity", 3, 9,  "linear", NULL, 0, 1, NULL},
+        {"dns-plain",21, 3, 3, 1,  6,  4,  9,  7, 29, 3, 2, 1.0,  "identity", 2, 13, NULL, "dense", 0, 1, NULL},
+        /* standard softmax attention variants (zaya_attention) */
+        {"att-gqa",  24, 2, 4, 2,  8,  3, 12, 10, 37, 2, 2, 0.5,  "identity", 2, 11,  NULL, NULL, 0, 0, "gqa"},
+        {"att-mha",  20, 2, 3, 3,  6,  2,  8,  6, 31, 2, 2, 1.0,  "zero",     2, 9,  NULL, NULL, 0, 0, "mha"},
     };
     int skip_seen = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], argv[1], argv[2], &skip_seen);

@@ -94,6 +94,26 @@ class Ref:
         return (F.silu(z @ self.P(pre + "gate_proj.weight").T) * (z @ self.P(pre + "up_proj.weight").T)) @ \
             self.P(pre + "down_proj.weight").T
 
+    def softmax_attention(self, l, u, B, T):
+        # zaya_attention "gqa" / "mha": q/k/v/o projections, partial RoPE, causal softmax attention
+        c = self.c
+        hd, Hq, Hkv = c["head_dim"], c["num_attention_heads"], c["num_key_value_heads"]
+        pre = f"model.layers.{l}.self_attn."
+        q = (u @ self.P(pre + "q_proj.weight").T).view(B, T, Hq, hd)
+        k = (u @ self.P(pre + "k_proj.weight").T).view(B, T, Hkv, hd)
+        v = (u @ self.P(pre + "v_proj.weight").T).view(B, T, Hkv, hd)
+        pos = torch.arange(T)
+        rot = int(round(c["partial_rotary_factor"] * hd))
+        q = rope(q, pos, rot, c["rope_theta"])
+        k = rope(k, pos, rot, c["rope_theta"])
+        G = Hq // Hkv
+        kr, vr = k.repeat_interleave(G, dim=2), v.repeat_interleave(G, dim=2)
+        s = torch.einsum("bthd,bshd->bhts", q, kr) / math.sqrt(hd)
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+        a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), vr).reshape(B, T, Hq * hd)
+        return a @ self.P(pre + "o_proj.weight").T
+
     def moe(self, l, z, r_prev, info):
         c = self.c
         E = c["num_experts"]
@@ -162,7 +182,8 @@ class Ref:
 
         for l in range(c["num_hidden_layers"]):
             L = f"model.layers.{l}."
-            a = self.cca(l, rmsnorm(x, self.P(L + "input_layernorm.weight"), eps), B, T)
+            attn = self.cca if c.get("zaya_attention", "cca") == "cca" else self.softmax_attention
+            a = attn(l, rmsnorm(x, self.P(L + "input_layernorm.weight"), eps), B, T)
             h = merge(L + "post_attention_residual_scale.", a, x)
             z = rmsnorm(h, self.P(L + "post_attention_layernorm.weight"), eps)
             if c.get("zaya_mlp", "moe") == "dense":
@@ -192,15 +213,19 @@ def shapes(cfg):
     for l in range(cfg["num_hidden_layers"]):
         L = f"model.layers.{l}."
         a = L + "self_attn."
-        out.update({L + "input_layernorm.weight": (D,), L + "post_attention_layernorm.weight": (D,),
-                    a + "qkv_proj.q_proj.weight": (Hq * hd, D), a + "qkv_proj.k_proj.weight": (Hkv * hd, D),
-                    a + "qkv_proj.v_proj_current.weight": (Hkv * hd // 2, D),
-                    a + "qkv_proj.v_proj_delayed.weight": (Hkv * hd // 2, D),
-                    a + "qkv_proj.conv_qk_depthwise.weight": (C, 1, cfg["cca_time0"]),
-                    a + "qkv_proj.conv_qk_depthwise.bias": (C,),
-                    a + "qkv_proj.conv_qk_grouped.weight": (C, hd, cfg["cca_time1"]),
-                    a + "qkv_proj.conv_qk_grouped.bias": (C,), a + "qk_norm.temp": (Hkv,),
-                    a + "o_proj.weight": (D, Hq * hd)})
+        out.update({L + "input_layernorm.weight": (D,), L + "post_attention_layernorm.weight": (D,)})
+        if cfg.get("zaya_attention", "cca") != "cca":
+            out.update({a + "q_proj.weight": (Hq * hd, D), a + "k_proj.weight": (Hkv * hd, D),
+                        a + "v_proj.weight": (Hkv * hd, D), a + "o_proj.weight": (D, Hq * hd)})
+        else:
+            out.update({a + "qkv_proj.q_proj.weight": (Hq * hd, D), a + "qkv_proj.k_proj.weight": (Hkv * hd, D),
+                        a + "qkv_proj.v_proj_current.weight": (Hkv * hd // 2, D),
+                        a + "qkv_proj.v_proj_delayed.weight": (Hkv * hd // 2, D),
+                        a + "qkv_proj.conv_qk_depthwise.weight": (C, 1, cfg["cca_time0"]),
+                        a + "qkv_proj.conv_qk_depthwise.bias": (C,),
+                        a + "qkv_proj.conv_qk_grouped.weight": (C, hd, cfg["cca_time1"]),
+                        a + "qkv_proj.conv_qk_grouped.bias": (C,), a + "qk_norm.temp": (Hkv,),
+                        a + "o_proj.weight": (D, Hq * hd)})
         for s in ("post_attention_residual_scale.", "post_mlp_residual_scale."):
             for v in ("hidden_states_scale", "hidden_states_bias", "residual_scale", "residual_bias"):
                 if cfg.get("zaya_residual_scaling", True):

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "infer/weights_internal.h"
 #include "zaya/alloc.h"
@@ -38,6 +39,19 @@ static zaya_status fill(zaya_infer_weights *w, const unsigned char *mapped, floa
     return ZAYA_OK;
 }
 
+/* Page-table entries for a tensor used in place, made at load rather than at its first use: a decode
+ * step touches experts it has not met before for many tokens, and each first touch of a 4 KiB page is
+ * a fault (measured on ZAYA1-8B: 64% of the bandwidth bound over 31 decode tokens without this, 78%
+ * over 95). Pages already in the page cache cost no I/O; others are read once, here. */
+static void prefault(const void *p, int64_t bytes) {
+    const uintptr_t page = 4096, a = (uintptr_t)p & ~(page - 1), e = (uintptr_t)p + (uintptr_t)bytes;
+#ifdef MADV_POPULATE_READ
+    if (madvise((void *)a, e - a, MADV_POPULATE_READ) == 0) return;
+#endif
+    volatile const unsigned char *b = (const unsigned char *)a; /* older kernels: touch every page */
+    for (uintptr_t off = 0; a + off < e; off += page) (void)b[off];
+}
+
 zaya_status zaya_infer_weights_load(zaya_infer_weights *w, const char *path, zaya_dtype dtype, int map) {
     zaya_config cfg;
     ZAYA_TRY(zaya_ckpt_load_config(path, &cfg));
@@ -63,6 +77,8 @@ zaya_status zaya_infer_weights_load(zaya_infer_weights *w, const char *path, zay
         s = zaya_error_set(ZAYA_ENOMEM, "conversion buffer");
     if (s == ZAYA_OK) s = fill(w, mapped, buf);
     zaya_free(buf);
+    for (int i = 0; i < w->ntensors && s == ZAYA_OK && w->mapped_bytes > 0; i++)
+        if (mapped[i]) prefault(w->data[i], w->tensors[i].numel * (int64_t)sizeof(uint16_t));
     free(mapped);
     if (s == ZAYA_OK && w->mapped_bytes == 0) zaya_infer_weights_close_sources(w); /* nothing used in place */
     if (s == ZAYA_OK) s = zaya_infer_weights_finish(w);

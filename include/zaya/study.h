@@ -32,7 +32,7 @@ typedef struct zaya_study_def {
     int nvariants;
     zaya_study_variant variants[ZAYA_STUDY_MAX_VARIANTS];
     int64_t steps;              /* default steps per run */
-    double seconds_per_run;     /* measured wall time per run at the default steps (2 cores, unloaded) */
+    double seconds_per_run;     /* measured wall time per run at the default steps (this 2-core machine, docs/study.md) */
 } zaya_study_def;
 
 /* The built-in studies (router, attention, moe, residual, optimizer). */

@@ -16,7 +16,7 @@ static const zaya_study_def g_studies[] = {
      {{"zaya", "{\"zaya_router\": \"zaya\"}", 1, "ZAYA1 router"},
       {"linear", "{\"zaya_router\": \"linear\"}", 1, "linear router, softmax over the experts"},
       {"zaya_no_eda", "{\"zaya_router\": \"zaya_no_eda\"}", 1, "ZAYA1 router without EDA"}},
-     120, 90},
+     120, 20},
     /* Matched parameters: CCA's attention of the base holds 62,210 parameters per block (q 16,384, k 8,192,
      * v 8,192, o 16,384, convolutions 13,056, temperatures 2). GQA with head_dim 40 (4 query, 2 KV heads)
      * and MHA with 3 heads of 40 hold 61,440 (-1.2%). */
@@ -26,7 +26,7 @@ static const zaya_study_def g_studies[] = {
       {"gqa", "{\"zaya_attention\": \"gqa\", \"head_dim\": 40}", 1, "GQA, 4 query / 2 KV heads of 40"},
       {"mha", "{\"zaya_attention\": \"mha\", \"num_attention_heads\": 3, \"num_key_value_heads\": 3, \"head_dim\": 40}",
        1, "MHA, 3 heads of 40"}},
-     120, 90},
+     120, 22},
     {"moe", "MoE (4 experts, top-1) vs a dense SwiGLU MLP with the same active and with the same total parameters",
      "zaya1-tiny", SMALL_BASE, 3,
      {{"moe", "{\"zaya_mlp\": \"moe\"}", 1, "4 experts of width 128, top-1"},
@@ -34,17 +34,17 @@ static const zaya_study_def g_studies[] = {
        "dense SwiGLU of width 128 (one expert's parameters)"},
       {"dense_total", "{\"zaya_mlp\": \"dense\", \"zaya_dense_intermediate_size\": 512}", 1,
        "dense SwiGLU of width 512 (all experts' parameters)"}},
-     120, 90},
+     120, 18},
     {"residual", "ZAYA1 residual scaling (learned scales and biases on both merge inputs) on vs off", "zaya1-tiny",
      SMALL_BASE, 2,
      {{"on", "{\"zaya_residual_scaling\": true}", 1, "residual scaling"},
       {"off", "{\"zaya_residual_scaling\": false}", 1, "plain residual additions"}},
-     120, 90},
+     120, 18},
     {"optimizer", "Muon for hidden matrices + AdamW vs AdamW everywhere (same learning-rate schedule)", "zaya1-tiny",
      SMALL_BASE, 2,
      {{"muon_adamw", "{}", 1, "Muon (hidden matrices) + AdamW (the rest)"},
       {"adamw", "{}", 0, "AdamW everywhere"}},
-     120, 90},
+     120, 18},
 };
 
 const zaya_study_def *zaya_study_builtin(int *n) {

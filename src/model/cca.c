@@ -77,22 +77,6 @@ static void value_shift_backward(float *dvv, const float *dv, int64_t B, int64_t
     }
 }
 
-static void split_qk(float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd) {
-#pragma omp parallel for schedule(static) if (N > 64)
-    for (int64_t n = 0; n < N; n++) {
-        memcpy(q + n * qd, qk + n * (qd + kvd), (size_t)qd * sizeof(float));
-        memcpy(k + n * kvd, qk + n * (qd + kvd) + qd, (size_t)kvd * sizeof(float));
-    }
-}
-
-static void merge_qk(float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd) {
-#pragma omp parallel for schedule(static) if (N > 64)
-    for (int64_t n = 0; n < N; n++) {
-        memcpy(qk + n * (qd + kvd), q + n * qd, (size_t)qd * sizeof(float));
-        memcpy(qk + n * (qd + kvd) + qd, k + n * kvd, (size_t)kvd * sizeof(float));
-    }
-}
-
 static void set_qk_mult(zaya_model *m, const float *temp) {
     const int64_t Hq = m->cfg.num_attention_heads, Hkv = m->cfg.num_key_value_heads;
     for (int64_t i = 0; i < Hq; i++) m->work->qk_mult[i] = 1.0f;
@@ -118,7 +102,7 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     set_qk_mult(m, P->temp);
     zaya_l2norm_forward(A->qk, A->inv_norm, A->qk_raw, m->work->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
-    split_qk(A->q, A->k, A->qk, N, qd, kvd);
+    zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
 
     zaya_attention_forward(A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     zaya_lin_forward(m, a_out, A->att, P->wo, N, qd, D, 0.0f);
@@ -143,7 +127,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
     zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
 
-    merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
+    zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
     set_qk_mult(m, P->temp);
     memset(w->dqk_mult, 0, (size_t)(Hq + Hkv) * sizeof(float));

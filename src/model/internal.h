@@ -90,6 +90,9 @@ void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const f
                               int64_t out);
 
 /* Elementwise helpers (src/model/ops.c). */
+/* Rows of a fused [N, qd + kvd] q|k product split into q [N, qd] and k [N, kvd], and back (backward). */
+void zaya_ops_split_qk(float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd);
+void zaya_ops_merge_qk(float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd);
 void zaya_ops_colsum_add(zaya_model *m, float *dst, const float *src, int64_t n, int64_t d);
 /* y = (a + ab) * as + (b + bb) * bs  (row vectors of width d broadcast over n rows); with as == NULL
  * (zaya_residual_scaling false: no scale tensors) y = a + b, and the backward leaves the four

@@ -84,3 +84,19 @@ void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate
         }
     }
 }
+
+void zaya_ops_split_qk(float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd) {
+#pragma omp parallel for schedule(static) if (N > 64)
+    for (int64_t n = 0; n < N; n++) {
+        memcpy(q + n * qd, qk + n * (qd + kvd), (size_t)qd * sizeof(float));
+        memcpy(k + n * kvd, qk + n * (qd + kvd) + qd, (size_t)kvd * sizeof(float));
+    }
+}
+
+void zaya_ops_merge_qk(float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd) {
+#pragma omp parallel for schedule(static) if (N > 64)
+    for (int64_t n = 0; n < N; n++) {
+        memcpy(qk + n * (qd + kvd), q + n * qd, (size_t)qd * sizeof(float));
+        memcpy(qk + n * (qd + kvd) + qd, k + n * kvd, (size_t)kvd * sizeof(float));
+    }
+}

@@ -7,22 +7,6 @@
 
 #include "model/internal.h"
 
-static void split_rows(float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd) {
-#pragma omp parallel for schedule(static) if (N > 64)
-    for (int64_t n = 0; n < N; n++) {
-        memcpy(q + n * qd, qk + n * (qd + kvd), (size_t)qd * sizeof(float));
-        memcpy(k + n * kvd, qk + n * (qd + kvd) + qd, (size_t)kvd * sizeof(float));
-    }
-}
-
-static void merge_rows(float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd) {
-#pragma omp parallel for schedule(static) if (N > 64)
-    for (int64_t n = 0; n < N; n++) {
-        memcpy(qk + n * (qd + kvd), q + n * qd, (size_t)qd * sizeof(float));
-        memcpy(qk + n * (qd + kvd) + qd, k + n * kvd, (size_t)kvd * sizeof(float));
-    }
-}
-
 void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     const zaya_config *c = &m->cfg;
     const zaya_layer_params *P = &m->p.layers[l];
@@ -33,7 +17,7 @@ void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_o
     zaya_lin_forward(m, A->qk, xn, P->wqk, N, D, qd + kvd, 0.0f);
     zaya_lin_forward(m, A->v, xn, P->wv, N, D, kvd, 0.0f);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
-    split_rows(A->q, A->k, A->qk, N, qd, kvd);
+    zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
     zaya_attention_forward(A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     zaya_lin_forward(m, a_out, A->att, P->wo, N, qd, D, 0.0f);
 }
@@ -53,7 +37,7 @@ void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dx
                             1.0f / sqrtf((float)hd));
     zaya_lin_backward_input(m, dxn, w->dv, P->wv, N, D, kvd, 0.0f);
     zaya_lin_backward_weight(m, G->wv, w->dv, A->xn, N, D, kvd);
-    merge_rows(w->dqk2, w->dq, w->dk, N, qd, kvd);
+    zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
     zaya_lin_backward_input(m, dxn, w->dqk2, P->wqk, N, D, qd + kvd, 1.0f);
     zaya_lin_backward_weight(m, G->wqk, w->dqk2, A->xn, N, D, qd + kvd);

@@ -40,6 +40,10 @@ const zaya_study_def *zaya_study_builtin(int *n);
 const zaya_study_def *zaya_study_find(const char *name);
 /* The --list text: every study, its variants, runs and expected wall time for `seeds` seeds. */
 void zaya_study_print_list(FILE *f, int seeds);
+/* The check every variant passes before any run: the base with the variant's overrides must load, and
+ * every override key must come back unchanged through the config reader (a key it does not read, or a
+ * value it changes, is an error naming the key). */
+zaya_status zaya_study_check_variant(const zaya_study_def *d, const zaya_study_variant *v);
 
 /* Tokens per step of a study run (sequence length x batch of the study's run file). */
 #define ZAYA_STUDY_SEQ_LEN 128

@@ -82,16 +82,23 @@ zaya_status zaya_model_info_report(const char *config, int64_t seq, int json, co
         free(s);
     } else {
         char b1[40], b2[40];
-        char att[64];
+        char att[64], mlp[128];
+        if (c.mlp == ZAYA_MLP_DENSE)
+            snprintf(mlp, sizeof mlp, "a dense SwiGLU MLP of width %lld", (long long)zaya_config_dense_ffn(&c));
+        else if (c.router == ZAYA_ROUTER_LINEAR)
+            snprintf(mlp, sizeof mlp, "%lld experts of width %lld, top-1, linear router", (long long)c.num_experts,
+                     (long long)c.moe_intermediate_size);
+        else
+            snprintf(mlp, sizeof mlp, "%lld experts (+1 skip class) of width %lld, top-1, router width %lld",
+                     (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size);
         if (c.attention == ZAYA_ATTENTION_CCA)
             snprintf(att, sizeof att, "CCA convs %lld/%lld", (long long)c.cca_time0, (long long)c.cca_time1);
         else
             snprintf(att, sizeof att, "%s softmax attention (zaya_attention)", c.attention == ZAYA_ATTENTION_MHA ? "MHA" : "GQA");
         fprintf(outf, "model %s: vocab %lld, hidden %lld, %lld blocks, %lld query heads and %lld KV heads of %lld,\n"
-                "  %lld experts (+1 skip class) of width %lld, top-1, router width %lld, %s, RoPE theta %g on %lld of %lld dims\n\n",
+                "  %s, %s, RoPE theta %g on %lld of %lld dims\n\n",
                 c.name, (long long)c.vocab_size, (long long)c.hidden_size, (long long)c.num_hidden_layers,
-                (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim,
-                (long long)c.num_experts, (long long)c.moe_intermediate_size, (long long)c.router_hidden_size, att,
+                (long long)c.num_attention_heads, (long long)c.num_key_value_heads, (long long)c.head_dim, mlp, att,
                 c.rope_theta, (long long)zaya_config_rot_dims(&c), (long long)c.head_dim);
         if (!zaya_config_is_zaya1(&c))
             fprintf(outf, "variant: zaya_router \"%s\", zaya_mlp \"%s\" (dense width %lld), zaya_residual_scaling %s\n\n",

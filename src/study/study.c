@@ -157,6 +157,14 @@ static zaya_status variant_config(const zaya_study_def *d, const zaya_study_vari
 }
 
 /* Source names of a data directory: the NAME of every NAME-train-*.ztok shard. */
+zaya_status zaya_study_check_variant(const zaya_study_def *d, const zaya_study_variant *v) {
+    cJSON *j = NULL;
+    zaya_config cfg;
+    zaya_status s = variant_config(d, v, &j, &cfg);
+    cJSON_Delete(j);
+    return s;
+}
+
 static zaya_status data_sources(const char *dir, char names[][64], int max, int *n) {
     *n = 0;
     DIR *d = opendir(dir);

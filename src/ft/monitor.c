@@ -94,6 +94,8 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
             snprintf(r->host, sizeof r->host, "%s", host);
             zaya_json_get_int(j, "world", &r->world, 0);
             zaya_json_get_i64(j, "step", &r->step, 0);
+            const int64_t prev_phase = r->phase, prev_seq = r->seq_len;
+            const double prev_train = r->train_time;
             r->phase = r->seq_len = 0;
             zaya_json_get_i64(j, "phase", &r->phase, 0);
             zaya_json_get_i64(j, "seq_len", &r->seq_len, 0);
@@ -101,8 +103,17 @@ static void read_heartbeat(zaya_ft_monitor *m, const char *path, double now) {
             zaya_json_get_f64(j, "time", &r->hb_time, 0);
             zaya_json_get_f64(j, "busy_time", &r->busy_time, 0);
             zaya_json_get_f64(j, "train_time", &r->train_time, 0);
-            if (steps > r->steps_done && r->step_time > 0) { /* a step finished since the last look */
-                add_sample(m, r->step_time, r->phase, r->seq_len);
+            if (steps > r->steps_done && r->step_time > 0) { /* steps finished since the last look */
+                /* fast steps finish several per poll: one sample per step, at their mean time, so the
+                 * calibration counts steps rather than polls (same regime and attempt only) */
+                const int64_t k = steps - r->steps_done;
+                int64_t add = 1;
+                double x = r->step_time;
+                if (k > 1 && prev_phase == r->phase && prev_seq == r->seq_len && r->train_time > prev_train) {
+                    add = k < ZAYA_FT_SAMPLES ? k : ZAYA_FT_SAMPLES;
+                    x = (r->train_time - prev_train) / (double)k;
+                }
+                for (int64_t i = 0; i < add; i++) add_sample(m, x, r->phase, r->seq_len);
                 r->busy_hist[r->nbusy++ % 32] = r->busy_time;
             }
             r->steps_done = steps;

@@ -31,6 +31,19 @@ void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout,
                              const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq,
                              int64_t Hkv, int64_t D, float scale);
 
+/* One chunk of the query rows of each sequence (context parallelism): q, out [B, Tq, Hq, D] hold the
+ * rows at positions q0 .. q0+Tq-1; k, v [B, Tkv, Hkv, D] hold keys and values of positions 0 .. Tkv-1
+ * (Tkv >= q0 + Tq; positions past q0+Tq-1 are not read); lse [B, Hq, Tq]. Row i attends to positions
+ * 0 .. q0+i and equals row q0+i of zaya_attention_forward over the whole sequence. Backward writes
+ * dq [B, Tq, Hq, D] and dk, dv [B, Tkv, Hkv, D] (zero past position q0+Tq-1): the gradients of this
+ * chunk's queries only; the callers sum dk, dv over the chunks. q0 = 0, Tq = Tkv = T is the plain
+ * call above. */
+void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                                  int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale);
+void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                                   const float *v, const float *out, const float *lse, int64_t B, int64_t Tq,
+                                   int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale);
+
 /* Incremental attention against per-sequence KV caches (inference: prefill chunks and decode steps).
  *
  * Sequence s (0..nseq-1) contributes n_rows[s] new query rows at positions pos[s] .. pos[s]+n_rows[s]-1;

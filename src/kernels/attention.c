@@ -334,11 +334,12 @@ static void check_args(int64_t Hq, int64_t Hkv, int64_t D, float scale) {
     ZAYA_ASSERT(scale > 0.0f); /* the row max is taken before scaling */
 }
 
-void zaya_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
-                            int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                                  int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
     check_args(Hq, Hkv, D, scale);
-    if (B <= 0 || T <= 0) return;
-    const int64_t ntiles = (T + FWD_QT - 1) / FWD_QT, group = Hq / Hkv;
+    ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
+    if (B <= 0 || Tq <= 0) return;
+    const int64_t ntiles = (Tq + FWD_QT - 1) / FWD_QT, group = Hq / Hkv;
     const int64_t chunks = (group + FWD_HEADS - 1) / FWD_HEADS; /* head chunks per KV head */
     const int64_t per_tile = B * Hkv * chunks, ntasks = per_tile * ntiles;
     /* Later query tiles cost more (causal): hand them out first. */
@@ -347,14 +348,19 @@ void zaya_attention_forward(float *out, float *lse, const float *q, const float 
         const int64_t tile = ntiles - 1 - task / per_tile, rest = task % per_tile;
         const int64_t b = rest / (Hkv * chunks), hk = rest / chunks % Hkv, chunk = rest % chunks;
         const int64_t h = hk * group + chunk * FWD_HEADS, i0 = tile * FWD_QT;
-        const int64_t qoff = ((b * T + i0) * Hq + h) * D, kvoff = (b * T * Hkv + hk) * D;
-        const fwd_task t = {.out = out + qoff, .lse = lse ? lse + (b * Hq + h) * T + i0 : NULL, .q = q + qoff,
+        const int64_t qoff = ((b * Tq + i0) * Hq + h) * D, kvoff = (b * Tkv * Hkv + hk) * D;
+        const fwd_task t = {.out = out + qoff, .lse = lse ? lse + (b * Hq + h) * Tq + i0 : NULL, .q = q + qoff,
                             .k = k + kvoff, .v = v + kvoff, .ldq = Hq * D, .ldkv = Hkv * D, .lse_row = 1,
-                            .lse_head = T, .pos0 = i0, .ni = (int)(T - i0 < FWD_QT ? T - i0 : FWD_QT),
+                            .lse_head = Tq, .pos0 = q0 + i0, .ni = (int)(Tq - i0 < FWD_QT ? Tq - i0 : FWD_QT),
                             .nh = (int)(group - chunk * FWD_HEADS < FWD_HEADS ? group - chunk * FWD_HEADS : FWD_HEADS),
                             .D = (int)D, .scale = scale};
         forward_task(&t);
     }
+}
+
+void zaya_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                            int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+    zaya_attention_forward_chunk(out, lse, q, k, v, B, T, T, 0, Hq, Hkv, D, scale);
 }
 
 void zaya_attention_decode(float *out, float *lse, const float *q, const float *const *k_cache,
@@ -397,7 +403,8 @@ typedef struct bwd_view {
     const float *q, *dout, *out, *lse; /* q/dout/out rows ldq apart; lse contiguous over positions */
     const float *k, *v;                /* rows ldkv apart */
     float *dq;                         /* rows ldq apart */
-    int64_t ldq, ldkv, T;
+    int64_t ldq, ldkv, T; /* T: query rows */
+    int64_t q0;           /* position of query row 0 (keys are indexed by position) */
     int D;
     float scale;
 } bwd_view;
@@ -413,7 +420,7 @@ static void bwd_scores(float *restrict p, float *restrict ds, const bwd_view *w,
     for (int i = 0; i < ni; i++) {
         /* Delta_i = dout_i . out_i = sum_j P_ij dP_ij, recomputed per tile: O(D) next to O(KT*D). */
         const float delta = row_dot(dc + i * D, out + i * w->ldq, D);
-        const int valid = causal_valid(i0 + i, j0, nj);
+        const int valid = causal_valid(w->q0 + i0 + i, j0, nj);
         float *pi = p + i * BWD_KT, *dsi = ds + i * BWD_KT;
         row_exp_sum(pi, valid, w->scale, w->lse[i0 + i]);
         for (int j = 0; j < valid; j++) dsi[j] = w->scale * pi[j] * (dsi[j] - delta);
@@ -445,7 +452,8 @@ static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group,
     memset(dv_acc, 0, sizeof(float) * (size_t)nj * (size_t)D);
     for (int64_t g = 0; g < group; g++) {
         const bwd_view wg = head_view(w0, g), *w = &wg;
-        for (int64_t i0 = j0 / BWD_QT * BWD_QT; i0 < T; i0 += BWD_QT) {
+        const int64_t first = j0 > w->q0 ? j0 - w->q0 : 0; /* the first query row that sees key j0 */
+        for (int64_t i0 = first / BWD_QT * BWD_QT; i0 < T; i0 += BWD_QT) {
             const int ni = (int)(T - i0 < BWD_QT ? T - i0 : BWD_QT);
             copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
             copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
@@ -471,7 +479,7 @@ static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
     memset(dq_acc, 0, sizeof(float) * (size_t)ni * (size_t)D);
     copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
     copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
-    const int64_t kend = i0 + ni;
+    const int64_t kend = w->q0 + i0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += BWD_KT) {
         const int nj = (int)(kend - j0 < BWD_KT ? kend - j0 : BWD_KT);
         pack_transposed(kt, BWD_KT, w->k + j0 * w->ldkv, w->ldkv, nj, D);
@@ -484,20 +492,27 @@ static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
 }
 
 static bwd_view make_view(float *dq, const float *dout, const float *q, const float *k, const float *v,
-                          const float *out, const float *lse, int64_t b, int64_t h, int64_t T, int64_t Hq,
-                          int64_t Hkv, int64_t D, float scale) {
-    const int64_t hk = h / (Hq / Hkv), qoff = (b * T * Hq + h) * D, kvoff = (b * T * Hkv + hk) * D;
-    return (bwd_view){.q = q + qoff, .dout = dout + qoff, .out = out + qoff, .lse = lse + (b * Hq + h) * T,
-                      .k = k + kvoff, .v = v + kvoff, .dq = dq + qoff, .ldq = Hq * D, .ldkv = Hkv * D, .T = T,
-                      .D = (int)D, .scale = scale};
+                          const float *out, const float *lse, int64_t b, int64_t h, int64_t Tq, int64_t Tkv,
+                          int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+    const int64_t hk = h / (Hq / Hkv), qoff = (b * Tq * Hq + h) * D, kvoff = (b * Tkv * Hkv + hk) * D;
+    return (bwd_view){.q = q + qoff, .dout = dout + qoff, .out = out + qoff, .lse = lse + (b * Hq + h) * Tq,
+                      .k = k + kvoff, .v = v + kvoff, .dq = dq + qoff, .ldq = Hq * D, .ldkv = Hkv * D, .T = Tq,
+                      .q0 = q0, .D = (int)D, .scale = scale};
 }
 
-void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                             const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq,
-                             int64_t Hkv, int64_t D, float scale) {
+void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                                   const float *v, const float *out, const float *lse, int64_t B, int64_t Tq,
+                                   int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
     check_args(Hq, Hkv, D, scale);
-    if (B <= 0 || T <= 0) return;
-    const int64_t group = Hq / Hkv, nkt = (T + BWD_KT - 1) / BWD_KT;
+    ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
+    if (B <= 0 || Tq <= 0) return;
+    /* keys past the last query's position get no gradient */
+    const int64_t Tk = q0 + Tq, group = Hq / Hkv, nkt = (Tk + BWD_KT - 1) / BWD_KT;
+    if (Tk < Tkv)
+        for (int64_t b = 0; b < B; b++) {
+            memset(dk + (b * Tkv + Tk) * Hkv * D, 0, sizeof(float) * (size_t)((Tkv - Tk) * Hkv * D));
+            memset(dv + (b * Tkv + Tk) * Hkv * D, 0, sizeof(float) * (size_t)((Tkv - Tk) * Hkv * D));
+        }
     /* When every thread gets whole (batch, kv head) slices, one pass computes dq, dk and dv together:
      * the slice owns its query heads' dq, so nothing races and P, dP are computed once (5 tile
      * products per pair instead of 7 with a separate dq pass). */
@@ -507,12 +522,12 @@ void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout,
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t bk = 0; bk < B * Hkv; bk++) {
             const int64_t b = bk / Hkv, hk = bk % Hkv;
-            const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, T, Hq, Hkv, D, scale);
-            for (int64_t t = 0; t < T; t++) memset(w0.dq + t * Hq * D, 0, sizeof(float) * (size_t)(group * D));
-            const int64_t kvoff = (b * T * Hkv + hk) * D;
+            const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale);
+            for (int64_t t = 0; t < Tq; t++) memset(w0.dq + t * Hq * D, 0, sizeof(float) * (size_t)(group * D));
+            const int64_t kvoff = (b * Tkv * Hkv + hk) * D;
             for (int64_t jt = nkt - 1; jt >= 0; jt--) {
                 const int64_t j0 = jt * BWD_KT;
-                bwd_kv_tile(dk + kvoff, dv + kvoff, &w0, group, j0, (int)(T - j0 < BWD_KT ? T - j0 : BWD_KT), 1);
+                bwd_kv_tile(dk + kvoff, dv + kvoff, &w0, group, j0, (int)(Tk - j0 < BWD_KT ? Tk - j0 : BWD_KT), 1);
             }
         }
         return;
@@ -521,16 +536,22 @@ void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout,
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hkv * nkt; task++) {
         const int64_t jt = task / (B * Hkv), bk = task % (B * Hkv), b = bk / Hkv, hk = bk % Hkv;
-        const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, T, Hq, Hkv, D, scale);
-        const int64_t j0 = jt * BWD_KT, kvoff = (b * T * Hkv + hk) * D;
-        bwd_kv_tile(dk + kvoff, dv + kvoff, &w0, group, j0, (int)(T - j0 < BWD_KT ? T - j0 : BWD_KT), 0);
+        const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale);
+        const int64_t j0 = jt * BWD_KT, kvoff = (b * Tkv * Hkv + hk) * D;
+        bwd_kv_tile(dk + kvoff, dv + kvoff, &w0, group, j0, (int)(Tk - j0 < BWD_KT ? Tk - j0 : BWD_KT), 0);
     }
-    const int64_t nqt = (T + BWD_QT - 1) / BWD_QT;
+    const int64_t nqt = (Tq + BWD_QT - 1) / BWD_QT;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hq * nqt; task++) {
         const int64_t it = nqt - 1 - task / (B * Hq), bh = task % (B * Hq), b = bh / Hq, h = bh % Hq;
-        const bwd_view w = make_view(dq, dout, q, k, v, out, lse, b, h, T, Hq, Hkv, D, scale);
+        const bwd_view w = make_view(dq, dout, q, k, v, out, lse, b, h, Tq, Tkv, q0, Hq, Hkv, D, scale);
         const int64_t i0 = it * BWD_QT;
-        bwd_q_tile(&w, i0, (int)(T - i0 < BWD_QT ? T - i0 : BWD_QT));
+        bwd_q_tile(&w, i0, (int)(Tq - i0 < BWD_QT ? Tq - i0 : BWD_QT));
     }
+}
+
+void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                             const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq,
+                             int64_t Hkv, int64_t D, float scale) {
+    zaya_attention_backward_chunk(dq, dk, dv, dout, q, k, v, out, lse, B, T, T, 0, Hq, Hkv, D, scale);
 }

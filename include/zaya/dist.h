@@ -154,6 +154,11 @@ zaya_status zaya_ireduce_scatterv(const zaya_comm *c, const void *sendbuf, void 
 /* In place: rank r's counts[r] elements at buf + displs[r] are copied to every rank's buf. */
 zaya_status zaya_iallgatherv(const zaya_comm *c, void *buf, const int *counts, const int *displs, zaya_dist_dtype t,
                              zaya_dist_request *req);
+/* Point to point (halo exchanges of context parallelism): buf stays untouched until the wait. */
+zaya_status zaya_isend(const zaya_comm *c, const void *buf, int64_t count, zaya_dist_dtype t, int dst, int tag,
+                       zaya_dist_request *req);
+zaya_status zaya_irecv(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dtype t, int src, int tag,
+                       zaya_dist_request *req);
 /* *done = 1 once complete (post-processing done); an inactive request is complete. */
 zaya_status zaya_dist_test(zaya_dist_request *req, int *done);
 zaya_status zaya_dist_wait(zaya_dist_request *req);

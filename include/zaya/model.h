@@ -70,6 +70,30 @@ typedef struct zaya_params {
 
 typedef struct zaya_layer_acts zaya_layer_acts; /* private, see src/model/internal.h */
 
+/* Context parallelism (docs/parallelism.md): a CP group of `size` ranks holds every sequence of a
+ * batch as `size` contiguous chunks, rank r the positions [r*T, (r+1)*T) of a model planned for chunk
+ * length T. Attention reaches the other chunks through these exchanges, implemented by the caller
+ * (the trainer, over zaya/dist.h): the model names no transport. All ranks of the group make the same
+ * calls in the same order. Every function returns ZAYA_OK or an error with its message set. */
+typedef struct zaya_cp_ops {
+    int rank, size;
+    void *ctx;
+    /* Starts exchange `slot` (0 or 1): sends `count` floats of send to rank + dir (dir = +1 or -1) and
+     * receives `count` floats from rank - dir into recv. A rank without that neighbour skips that half
+     * (recv is then left alone). send and recv stay untouched until halo_wait(slot). */
+    zaya_status (*halo_start)(void *ctx, int slot, int dir, const float *send, float *recv, int64_t count);
+    zaya_status (*halo_wait)(void *ctx, int slot);
+    /* recv[size * count]: every rank's send[count], in rank order. */
+    zaya_status (*allgather)(void *ctx, const float *send, float *recv, int64_t count);
+    /* recv[count]: the sum over ranks of block `rank` of their send[size * count]. */
+    zaya_status (*reduce_scatter)(void *ctx, const float *send, float *recv, int64_t count);
+} zaya_cp_ops;
+
+/* Bytes one rank sent in each kind of CP exchange since the counters were last cleared. */
+typedef struct zaya_cp_traffic {
+    double halo_bytes, gather_bytes, scatter_bytes;
+} zaya_cp_traffic;
+
 typedef struct zaya_model {
     zaya_config cfg;
     zaya_dtype dtype;
@@ -106,6 +130,10 @@ typedef struct zaya_model {
      * trainer balances the batch on its own scores here (zaya/balance.h, balancing in the forward). */
     void (*route_hook)(void *ctx, struct zaya_model *m, int layer);
     void *route_hook_ctx;
+    /* context parallelism (zaya_model_set_cp); cp.size == 1: none */
+    zaya_cp_ops cp;
+    zaya_cp_traffic cp_traffic;
+    zaya_status cp_status; /* first failed exchange of the last forward/backward (ZAYA_OK: none) */
 } zaya_model;
 
 zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype);
@@ -118,6 +146,14 @@ void zaya_model_init_tensor(const zaya_config *c, const zaya_tensor_info *t, int
                             int64_t count, float *dst);
 /* Allocates activations for batches of B sequences of T tokens (frees a previous plan). */
 zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
+/* Context parallelism for the next zaya_model_plan (NULL or size 1: none). The plan's T is then the
+ * chunk length: positions, RoPE and the causal mask follow rank * T + t, the convolutions and the value
+ * shift take their left context from the previous rank, attention sees the keys of every earlier
+ * chunk. Refused (ZAYA_EINVAL, naming the sizes) when a chunk is shorter than the convolution halo
+ * (cca_time0 + cca_time1 - 2 tokens) or the whole sequence exceeds max_position_embeddings. The
+ * forward's loss is then this rank's chunk's mean, and backward leaves this rank's share of every
+ * gradient: the caller sums both over the group. */
+zaya_status zaya_model_set_cp(zaya_model *m, const zaya_cp_ops *cp);
 /* Refreshes the bf16 weight shadow after the f32 master weights changed (no-op in f32). */
 void zaya_model_sync_weights(zaya_model *m);
 void zaya_model_zero_grad(zaya_model *m);

@@ -460,6 +460,22 @@ zaya_status zaya_ibroadcast(const zaya_comm *c, void *buf, int64_t count, zaya_d
     return req_started(req, MPI_Ibcast(buf, (int)count, zaya_dist_mpi_dtype(t), root, c->comm, req_handle(req)));
 }
 
+zaya_status zaya_isend(const zaya_comm *c, const void *buf, int64_t count, zaya_dist_dtype t, int dst, int tag,
+                       zaya_dist_request *req) {
+    ZAYA_TRY(check_args(c, "non-blocking send", count, 1, t));
+    ZAYA_TRY(check_root(c, "non-blocking send (destination)", dst));
+    req_begin(req, "non-blocking send", NULL, count, t, -1, c->size);
+    return req_started(req, MPI_Isend(buf, (int)count, zaya_dist_mpi_dtype(t), dst, tag, c->comm, req_handle(req)));
+}
+
+zaya_status zaya_irecv(const zaya_comm *c, void *buf, int64_t count, zaya_dist_dtype t, int src, int tag,
+                       zaya_dist_request *req) {
+    ZAYA_TRY(check_args(c, "non-blocking receive", count, 1, t));
+    ZAYA_TRY(check_root(c, "non-blocking receive (source)", src));
+    req_begin(req, "non-blocking receive", NULL, count, t, -1, c->size);
+    return req_started(req, MPI_Irecv(buf, (int)count, zaya_dist_mpi_dtype(t), src, tag, c->comm, req_handle(req)));
+}
+
 static void req_complete(zaya_dist_request *r) {
     r->active = 0;
     if (r->op == ZAYA_REDOP_AVG) zaya_dist_avg_finish(r->buf, r->count, (zaya_dist_dtype)r->dtype, r->nranks);

@@ -91,11 +91,19 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
+    const int cp = m->cp.size > 1;
     zaya_lin_forward(m, A->qk_pre, xn, P->wqk, N, D, C, 0.0f);
+    if (cp) zaya_cp_start_halo(m, A->qk_pre); /* travels while the values are projected */
     zaya_lin_forward(m, A->vv, xn, P->wv, N, D, kvd, 0.0f);
     value_shift_forward(A->v, A->vv, B, T, kvd);
 
-    zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
+    if (cp) { /* [previous rank's last H rows | this chunk], no padding */
+        zaya_cp_finish_inputs(m, l, A->vv, A->v);
+        const int64_t H = zaya_cp_halo_rows(c);
+        zaya_conv1d_depthwise_forward(A->conv0, m->work->cp_ext, P->conv0_w, P->conv0_b, B, T + H, C, k0, 0);
+    } else {
+        zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
+    }
     zaya_conv1d_grouped_forward(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
     zaya_cca_qk_mean_skip_forward(c, A->qk_raw, A->qk_pre, N);
 
@@ -104,7 +112,7 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
     zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
 
-    zaya_attention_forward(A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    zaya_attn_chunk_forward(m, A);
     zaya_lin_forward(m, a_out, A->att, P->wo, N, qd, D, 0.0f);
 }
 
@@ -120,10 +128,13 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
 
     zaya_lin_backward_input(m, w->datt, da, P->wo, N, qd, D, 0.0f);
     zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
-    zaya_attention_backward(w->dq, w->dk, w->dv, w->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
-                            1.0f / sqrtf((float)hd));
+    zaya_attn_chunk_backward(m, A);
 
     value_shift_backward(w->dvv, w->dv, B, T, kvd);
+    if (m->cp.size > 1) { /* the first row's delayed-value gradient belongs to the previous chunk */
+        zaya_cp_start_dvv(m, w->dv);
+        zaya_cp_finish_dvv(m, w->dvv);
+    }
     zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
     zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
 
@@ -137,8 +148,16 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
 
     zaya_conv1d_grouped_backward(w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, B, T + k1 - 1, C,
                                  Hq + Hkv, k1, 0);
-    zaya_conv1d_depthwise_backward(w->dqk2, G->conv0_w, G->conv0_b, w->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
-                                   (k0 - 1) + (k1 - 1));
+    if (m->cp.size > 1) {
+        const int64_t H = zaya_cp_halo_rows(c);
+        zaya_cp_build_ext(m, l);
+        zaya_conv1d_depthwise_backward(w->cp_dext, G->conv0_w, G->conv0_b, w->dconv0, w->cp_ext, P->conv0_w, B, T + H,
+                                       C, k0, 0);
+        zaya_cp_return_halo(m, w->cp_dext, w->dqk2);
+    } else {
+        zaya_conv1d_depthwise_backward(w->dqk2, G->conv0_w, G->conv0_b, w->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
+                                       (k0 - 1) + (k1 - 1));
+    }
     qk_mean_skip_backward(c, w->dqk2, w->dqk, N);
 
     zaya_lin_backward_input(m, dxn, w->dqk2, P->wqk, N, D, C, 1.0f);

@@ -59,8 +59,10 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
     if (targets) memcpy(w->targets, targets, (size_t)N * sizeof(int32_t));
     if (backward_ready && !targets) return zaya_error_set(ZAYA_EINVAL, "a backward-ready forward needs targets");
 
+    m->cp_status = ZAYA_OK;
     embed_forward(m, ids);
     blocks_forward(m);
+    if (m->cp_status != ZAYA_OK) return m->cp_status; /* an exchange failed: the message names it */
     if (!targets) return ZAYA_OK;
 
     int64_t ntok = 0;
@@ -91,6 +93,7 @@ void zaya_model_backward(zaya_model *m) {
     const zaya_config *c = &m->cfg;
     zaya_model_work *w = m->work;
     ZAYA_ASSERT(w && w->has_targets);
+    m->cp_status = ZAYA_OK;
     const int L = (int)c->num_hidden_layers;
     const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size;
 

@@ -41,6 +41,7 @@ struct zaya_layer_acts {
     float *act;      /* [N, F] */
     float *ye;       /* [N, D] expert outputs before the gate */
     float *m;        /* [N, D] MoE branch output */
+    float *halo;     /* context parallelism: [B, H, C] the previous rank's last H pre-conv q|k rows */
 };
 
 /* Scratch reused across blocks (forward and backward). */
@@ -70,6 +71,13 @@ typedef struct zaya_model_work {
     /* bf16 operand staging for bf16 matmuls */
     uint16_t *bf_a, *bf_b;
     int64_t bf_cap;
+    /* context parallelism (cp.c): H = cca_time0 + cca_time1 - 2 halo rows, h = kv_dim / 2 */
+    float *cp_ext, *cp_dext;      /* [B, T + H, C] halo rows then the chunk's pre-conv q|k rows */
+    float *cp_hsend, *cp_hrecv;   /* [B, H, C] halo out / in */
+    float *cp_vsend, *cp_vrecv;   /* [B, h] last (first) delayed-value row out / in */
+    float *cp_kv, *cp_kv_all;     /* [B, T, 2 kv_dim] k|v rows, and [size, B, T, 2 kv_dim] gathered */
+    float *cp_gk, *cp_gv;         /* [B, size*T, kv_dim] every chunk's keys / values in position order */
+    float *cp_dgk, *cp_dgv;       /* [B, size*T, kv_dim] their gradients from this rank's queries */
     int32_t *ids;           /* [N] copy of the last forward's ids */
     int32_t *targets;       /* [N] */
     int has_targets;
@@ -104,6 +112,34 @@ void zaya_ops_merge_forward(float *y, const float *a, const float *ab, const flo
 void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate_b, const float *dy, const float *a,
                              const float *ab, const float *as, const float *b, const float *bb, const float *bs,
                              float *dab, float *das, float *dbb, float *dbs, int64_t n, int64_t d);
+
+/* Context parallelism (src/model/cp.c): the exchanges of one attention block. */
+int64_t zaya_cp_halo_rows(const zaya_config *c);
+void zaya_cp_plan(zaya_model *m, zaya_arena *a);
+/* Forward: once qk_pre [N, C] is final, its halo rows start towards the next rank (slot 0); once vv
+ * [N, kv_dim] is final and the in-chunk value shift done, finish_inputs sends the delayed values of
+ * each chunk's last row (slot 1), writes the received ones into each sequence's first row of v, and
+ * writes the block's halo (A->halo) and the convolution input w->cp_ext. */
+void zaya_cp_start_halo(zaya_model *m, const float *qk_pre);
+void zaya_cp_finish_inputs(zaya_model *m, int l, const float *vv, float *v);
+/* w->cp_gk, cp_gv = every chunk's k, v [N, kv_dim] in position order (forward, and again in backward). */
+void zaya_cp_gather_kv(zaya_model *m, const float *k, const float *v);
+/* dk, dv [N, kv_dim] = this chunk's rows of w->cp_dgk, cp_dgv summed over the group. */
+void zaya_cp_scatter_dkv(zaya_model *m, float *dk, float *dv);
+/* Backward of the value shift's boundary: the delayed-value gradient of this chunk's first row goes to
+ * the previous rank; the next rank's lands on dvv's last row of each sequence (second half). Call
+ * after the in-chunk shift backward. Starts slot 1; zaya_cp_finish_dvv waits for it. */
+void zaya_cp_start_dvv(zaya_model *m, const float *dv);
+void zaya_cp_finish_dvv(zaya_model *m, float *dvv);
+/* Backward of the convolutions' halo: d(cp_ext) [B, T + H, C] -> dqk_pre [N, C] (=), its halo rows sent
+ * to the previous rank, and the next rank's added onto the last H rows of each sequence. */
+void zaya_cp_return_halo(zaya_model *m, const float *dext, float *dqk_pre);
+/* Rebuilds w->cp_ext of block l (backward) from A->halo and A->qk_pre. */
+void zaya_cp_build_ext(zaya_model *m, int l);
+/* A->att, A->lse from A->q, A->k, A->v (whole sequences, or this chunk against every chunk's K/V), and
+ * back: w->dq, w->dk, w->dv from w->datt. */
+void zaya_attn_chunk_forward(zaya_model *m, zaya_layer_acts *A);
+void zaya_attn_chunk_backward(zaya_model *m, zaya_layer_acts *A);
 
 /* Blocks (src/model/cca.c, src/model/moe.c). */
 void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out);

@@ -171,6 +171,7 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
         A->act = zaya_arena_floats(a, (size_t)(N * F));
         A->ye = zaya_arena_floats(a, (size_t)(N * D));
         A->m = zaya_arena_floats(a, (size_t)(N * D));
+        A->halo = NULL;
     }
     w->pos = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
     w->ids = zaya_arena_alloc(a, (size_t)N * sizeof(int32_t));
@@ -223,13 +224,21 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
         w->bf_a = zaya_arena_alloc(a, (size_t)cap * sizeof(uint16_t));
         w->bf_b = zaya_arena_alloc(a, (size_t)cap * sizeof(uint16_t));
     }
+    zaya_cp_plan(m, a);
 }
 
 zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
     if (B <= 0 || T <= 0) return zaya_error_set(ZAYA_EINVAL, "batch (%lld) and sequence length (%lld) must be positive", (long long)B, (long long)T);
-    if (T > m->cfg.max_position_embeddings)
-        return zaya_error_set(ZAYA_EINVAL, "sequence length %lld exceeds max_position_embeddings %lld", (long long)T,
+    const int64_t S = m->cp.size > 1 ? m->cp.size : 1, H = zaya_cp_halo_rows(&m->cfg);
+    if (S * T > m->cfg.max_position_embeddings)
+        return zaya_error_set(ZAYA_EINVAL, "sequence length %lld exceeds max_position_embeddings %lld", (long long)(S * T),
                               (long long)m->cfg.max_position_embeddings);
+    if (S > 1 && T < H)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "context parallelism: a chunk of %lld tokens (sequence %lld over %lld ranks) is shorter "
+                              "than the convolution halo of %lld tokens (cca_time0 + cca_time1 - 2); use fewer "
+                              "context-parallel ranks or longer sequences",
+                              (long long)T, (long long)(S * T), (long long)S, (long long)H);
     zaya_arena_free(&m->arena);
     free(m->acts);
     free(m->work);
@@ -246,7 +255,7 @@ zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
     m->activation_bytes = measure.used;
     zaya_model_work *w = m->work;
     for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++) w->pos[b * T + t] = (int32_t)t;
+        for (int64_t t = 0; t < T; t++) w->pos[b * T + t] = (int32_t)((S > 1 ? m->cp.rank * T : 0) + t);
     ZAYA_DEBUG("model plan B=%lld T=%lld: %.1f MiB of activations and scratch", (long long)B, (long long)T,
                (double)measure.used / 1048576.0);
     return ZAYA_OK;

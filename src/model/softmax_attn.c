@@ -18,7 +18,7 @@ void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_o
     zaya_lin_forward(m, A->v, xn, P->wv, N, D, kvd, 0.0f);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
     zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
-    zaya_attention_forward(A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    zaya_attn_chunk_forward(m, A);
     zaya_lin_forward(m, a_out, A->att, P->wo, N, qd, D, 0.0f);
 }
 
@@ -33,8 +33,7 @@ void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dx
 
     zaya_lin_backward_input(m, w->datt, da, P->wo, N, qd, D, 0.0f);
     zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
-    zaya_attention_backward(w->dq, w->dk, w->dv, w->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
-                            1.0f / sqrtf((float)hd));
+    zaya_attn_chunk_backward(m, A);
     zaya_lin_backward_input(m, dxn, w->dv, P->wv, N, D, kvd, 0.0f);
     zaya_lin_backward_weight(m, G->wv, w->dv, A->xn, N, D, kvd);
     zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);

@@ -1,0 +1,10 @@
+# Context parallelism under mpirun: the model's chunks against the whole sequences (label mpi).
+set(ZAYA_CP_MPIEXEC ${MPIEXEC_EXECUTABLE})
+if(NOT ZAYA_CP_MPIEXEC)
+  set(ZAYA_CP_MPIEXEC mpirun)
+endif()
+foreach(np 2 4)
+  add_test(NAME cp_model_mpi${np}
+           COMMAND ${ZAYA_CP_MPIEXEC} -np ${np} --allow-run-as-root --oversubscribe $<TARGET_FILE:test_cp>)
+  set_tests_properties(cp_model_mpi${np} PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "OMP_NUM_THREADS=1")
+endforeach()

@@ -36,6 +36,7 @@ typedef struct zaya_phase {
     int64_t batch_from;       /* ramp start (== batch without a ramp) */
     int64_t batch_ramp_tokens; /* linear ramp length in tokens (0 = none) */
     double rope_theta;
+    int64_t cp;               /* context-parallel ranks per sequence (0: not set, the trainer's --cp) */
     double lr_peak, lr_final;
     int64_t warmup_tokens;    /* linear warmup from 0 at the start of the phase */
     zaya_lr_decay decay;
@@ -93,6 +94,7 @@ typedef struct zaya_step_info {
     int64_t seq_len;
     int64_t global_batch;   /* sequences */
     double rope_theta;
+    int64_t cp;             /* the phase's "cp" (0: not set) */
     double lr;
     int64_t tokens_before;  /* run tokens consumed before this step */
     int64_t phase_tokens_before;

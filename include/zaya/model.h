@@ -154,6 +154,8 @@ zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
  * forward's loss is then this rank's chunk's mean, and backward leaves this rank's share of every
  * gradient: the caller sums both over the group. */
 zaya_status zaya_model_set_cp(zaya_model *m, const zaya_cp_ops *cp);
+/* Rows of left context one chunk takes from the previous one: cca_time0 + cca_time1 - 2 (CCA), 0 (GQA/MHA). */
+int64_t zaya_cp_halo_rows(const zaya_config *c);
 /* Refreshes the bf16 weight shadow after the f32 master weights changed (no-op in f32). */
 void zaya_model_sync_weights(zaya_model *m);
 void zaya_model_zero_grad(zaya_model *m);

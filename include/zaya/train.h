@@ -44,6 +44,8 @@ typedef struct zaya_train_opts {
     int64_t sample_tokens;
     double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
     int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
+    int cp;                /* context-parallel ranks per sequence for phases whose run file sets no "cp"
+                              (0 or 1: none); the world is DP x CP, CP groups are consecutive ranks */
     const char *ckpt_dir;  /* checkpoints (default OUT/ckpt); the run resumes from its latest */
     int64_t save_every;    /* steps between checkpoints (0 = only at the end) */
     int keep_last, keep_every;

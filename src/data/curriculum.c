@@ -130,7 +130,7 @@ static zaya_status parse_lr(const cJSON *lr, zaya_phase *p) {
 
 static zaya_status parse_phase(const cJSON *o, const zaya_phase *prev, const zaya_run *run, zaya_phase *p) {
     static const char *const keys[] = {"name", "tokens", "sources", "seq_len", "batch", "rope_theta", "lr",
-                                       "first_step", "steps", "first_token", NULL};
+                                       "cp", "first_step", "steps", "first_token", NULL};
     if (!cJSON_IsObject(o)) return ERR("must be an object");
     ZAYA_TRY(check_keys(o, keys));
     /* Everything not given continues the previous phase; the lr segment continues from its final. */
@@ -218,6 +218,13 @@ static zaya_status parse_phase(const cJSON *o, const zaya_phase *prev, const zay
     if (p->batch_ramp_tokens == 0) p->batch_from = p->batch;
 
     ZAYA_TRY(zaya_json_get_f64(o, "rope_theta", &p->rope_theta, 0));
+    if (cJSON_GetObjectItemCaseSensitive(o, "cp")) {
+        ZAYA_TRY(zaya_json_get_i64(o, "cp", &p->cp, 0));
+        if (p->cp < 1 || p->cp > 4096) return ERR("key 'cp' (context-parallel ranks) must be in [1, 4096], got %" PRId64, p->cp);
+        if (p->seq_len % p->cp != 0)
+            return ERR("seq_len %" PRId64 " is not divisible by cp %" PRId64 ": every context-parallel rank holds an equal chunk",
+                       p->seq_len, p->cp);
+    }
     if (!(p->rope_theta > 1.0)) return ERR("key 'rope_theta' must be > 1, got %g", p->rope_theta);
 
     const cJSON *lr = cJSON_GetObjectItemCaseSensitive(o, "lr");
@@ -412,6 +419,7 @@ zaya_status zaya_run_to_json(const zaya_run *run, cJSON **out) {
         cJSON_AddNumberToObject(b, "to", (double)p->batch);
         cJSON_AddNumberToObject(b, "ramp_tokens", (double)p->batch_ramp_tokens);
         cJSON_AddNumberToObject(o, "rope_theta", p->rope_theta);
+        if (p->cp > 0) cJSON_AddNumberToObject(o, "cp", (double)p->cp);
         cJSON *lr = cJSON_AddObjectToObject(o, "lr");
         cJSON_AddNumberToObject(lr, "peak", p->lr_peak);
         cJSON_AddNumberToObject(lr, "final", p->lr_final);
@@ -479,6 +487,7 @@ zaya_status zaya_run_step(const zaya_run *run, int64_t step, zaya_step_info *out
     out->seq_len = p->seq_len;
     out->global_batch = ramp_batch(p, t, run->batch_multiple);
     out->rope_theta = p->rope_theta;
+    out->cp = p->cp;
     out->phase_tokens_before = t;
     out->tokens_before = p->first_token + t;
     int64_t t1 = t + out->global_batch * p->seq_len;

@@ -114,7 +114,6 @@ void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate
                              float *dab, float *das, float *dbb, float *dbs, int64_t n, int64_t d);
 
 /* Context parallelism (src/model/cp.c): the exchanges of one attention block. */
-int64_t zaya_cp_halo_rows(const zaya_config *c);
 void zaya_cp_plan(zaya_model *m, zaya_arena *a);
 /* Forward: once qk_pre [N, C] is final, its halo rows start towards the next rank (slot 0); once vv
  * [N, kv_dim] is final and the in-chunk value shift done, finish_inputs sends the delayed values of

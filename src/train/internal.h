@@ -9,6 +9,7 @@
 #include "zaya/ckpt.h"
 #include "zaya/curriculum.h"
 #include "zaya/data.h"
+#include "zaya/cp_link.h"
 #include "zaya/model.h"
 #include "zaya/optim.h"
 #include "zaya/spike.h"
@@ -55,6 +56,12 @@ typedef struct zaya_trainer {
     int rank, world;
     zaya_comm *comm;
     zaya_dp dp;
+    /* context parallelism of the current phase: cp consecutive ranks share each sequence; the loader
+     * serves dp_size = world / cp data-parallel groups, this rank's is dp_rank = rank / cp */
+    int cp, dp_rank, dp_size;
+    zaya_comm *cp_comm; /* the CP group (NULL when cp == 1) */
+    zaya_cp_link cp_link;
+    double cp_wait_s;   /* the CP exchanges' wait of this step */
     double comm_wait_s, gather_s; /* totals */
     char data_dir[4096];
     char tokenizer_path[4096];
@@ -83,7 +90,7 @@ typedef struct zaya_trainer {
     int64_t *recount;      /* [L * (E + 1)] selection recounted by the balancer's inner iterations */
     /* balancing in the forward (ZAYA_BALANCE_FORWARD): the balancer's update count when the step
      * began, the micro-batch in flight, and the first error of a hook (checked after the forward) */
-    double *bal_scratch;   /* [E + 2] the hook's all-reduce */
+    double *bal_scratch;   /* [2E + 2] the hook's all-reduce */
     int bal_iters;         /* opts->balance_iters resolved for the mode */
     int64_t bal_t0;
     double bal_wait_s;     /* seconds in the hook's all-reduces this step (world > 1) */

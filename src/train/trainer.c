@@ -162,13 +162,53 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
     return ZAYA_OK;
 }
 
-/* Plans activations for a phase's shape: the local batch is split into micro-batches. */
+/* The phase's context parallelism: cp consecutive ranks of the world share every sequence (rank r of
+ * a group holds chunk r % cp); the world / cp groups are the data-parallel replicas. Collective. */
+static zaya_status set_phase_cp(zaya_trainer *t, const zaya_step_info *si, int *changed) {
+    const int cp = si->cp > 0 ? (int)si->cp : (t->opts->cp > 1 ? t->opts->cp : 1);
+    *changed = cp != t->cp;
+    if (!*changed) return ZAYA_OK;
+    const char *name = t->run.phases[si->phase].name;
+    if (t->world % cp != 0)
+        return zaya_error_set(ZAYA_EINVAL, "phase '%s': cp %d does not divide the world of %d ranks (world = DP x CP)",
+                              name, cp, t->world);
+    if (si->seq_len % cp != 0)
+        return zaya_error_set(ZAYA_EINVAL, "phase '%s': seq_len %lld is not divisible by cp %d", name,
+                              (long long)si->seq_len, cp);
+    const int64_t halo = zaya_cp_halo_rows(&t->model.cfg);
+    if (cp > 1 && si->seq_len / cp < halo)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "phase '%s': with cp %d a chunk has %lld tokens, fewer than the convolution halo of %lld "
+                              "(cca_time0 + cca_time1 - 2); use a smaller cp",
+                              name, cp, (long long)(si->seq_len / cp), (long long)halo);
+    zaya_comm_free(t->cp_comm);
+    t->cp_comm = NULL;
+    zaya_model_set_cp(&t->model, NULL);
+    if (cp > 1) {
+        ZAYA_TRY(zaya_comm_split(t->comm, t->rank / cp, t->rank % cp, &t->cp_comm));
+        zaya_cp_ops ops;
+        zaya_cp_link_init(&t->cp_link, t->cp_comm, &ops);
+        ZAYA_TRY(zaya_model_set_cp(&t->model, &ops));
+    }
+    t->cp = cp;
+    t->dp_size = t->world / cp;
+    t->dp_rank = t->rank / cp;
+    return ZAYA_OK;
+}
+
+/* Plans activations for a phase's shape: the local batch is split into micro-batches, and under
+ * context parallelism the model holds one chunk of each sequence. */
 static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
-    int64_t local = si->global_batch / t->world;
+    int cp_changed = 0;
+    ZAYA_TRY(set_phase_cp(t, si, &cp_changed));
+    if (si->global_batch % t->dp_size != 0)
+        return zaya_error_set(ZAYA_EINVAL, "global batch %lld is not divisible by the %d data-parallel groups",
+                              (long long)si->global_batch, t->dp_size);
+    int64_t local = si->global_batch / t->dp_size, Tc = si->seq_len / t->cp;
     int64_t micro = t->opts->micro_batch > 0 ? t->opts->micro_batch : local;
     if (micro > local) micro = local;
     while (local % micro) micro--;
-    if (t->model.B != micro || t->model.T != si->seq_len) ZAYA_TRY(zaya_model_plan(&t->model, micro, si->seq_len));
+    if (cp_changed || t->model.B != micro || t->model.T != Tc) ZAYA_TRY(zaya_model_plan(&t->model, micro, Tc));
     ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta));
     t->micro = micro;
     t->accum = local / micro;
@@ -179,31 +219,38 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
         free(t->inputs);
         free(t->targets);
         t->batch = malloc(need * sizeof(int32_t));
-        t->inputs = malloc((size_t)(micro * si->seq_len) * sizeof(int32_t));
-        t->targets = malloc((size_t)(micro * si->seq_len) * sizeof(int32_t));
+        t->inputs = malloc((size_t)(micro * Tc) * sizeof(int32_t));
+        t->targets = malloc((size_t)(micro * Tc) * sizeof(int32_t));
         if (!t->batch || !t->inputs || !t->targets) return zaya_error_set(ZAYA_ENOMEM, "batch buffers");
         t->batch_cap = need;
     } else {
-        int32_t *ni = realloc(t->inputs, (size_t)(micro * si->seq_len) * sizeof(int32_t));
-        int32_t *nt = realloc(t->targets, (size_t)(micro * si->seq_len) * sizeof(int32_t));
+        int32_t *ni = realloc(t->inputs, (size_t)(micro * Tc) * sizeof(int32_t));
+        int32_t *nt = realloc(t->targets, (size_t)(micro * Tc) * sizeof(int32_t));
         if (!ni || !nt) return zaya_error_set(ZAYA_ENOMEM, "batch buffers");
         t->inputs = ni;
         t->targets = nt;
     }
     ZAYA_TRY(zaya_run_set_loader_phase(&t->run, si->phase, &t->loader));
     zaya_hb_regime(si->phase, si->seq_len);
-    ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld), RoPE theta %g, %.1f MiB of activations",
+    char cpnote[96] = "";
+    if (t->cp > 1)
+        snprintf(cpnote, sizeof cpnote, ", context parallel %d x %lld tokens (DP %d x CP %d)", t->cp, (long long)Tc,
+                 t->dp_size, t->cp);
+    ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld)%s, RoPE theta %g, %.1f MiB of activations",
               si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
-              (long long)micro, (long long)t->accum, si->rope_theta, (double)t->model.activation_bytes / 1048576.0);
+              (long long)micro, (long long)t->accum, cpnote, si->rope_theta,
+              (double)t->model.activation_bytes / 1048576.0);
     return ZAYA_OK;
 }
 
-/* Rows of seq_len + 1 ids -> inputs (first T) and targets (last T) of micro-batch mb. */
+/* Rows of seq_len + 1 ids -> inputs (first T) and targets (last T) of micro-batch mb; under context
+ * parallelism only this rank's chunk of them (positions [c*Tc, (c+1)*Tc) of chunk c). */
 static void split_micro(zaya_trainer *t, int64_t mb, int64_t T) {
+    const int64_t Tc = T / t->cp, off = (int64_t)(t->rank % t->cp) * Tc;
     for (int64_t r = 0; r < t->micro; r++) {
         const int32_t *row = t->batch + (mb * t->micro + r) * (T + 1);
-        memcpy(t->inputs + r * T, row, (size_t)T * sizeof(int32_t));
-        memcpy(t->targets + r * T, row + 1, (size_t)T * sizeof(int32_t));
+        memcpy(t->inputs + r * Tc, row + off, (size_t)Tc * sizeof(int32_t));
+        memcpy(t->targets + r * Tc, row + off + 1, (size_t)Tc * sizeof(int32_t));
     }
 }
 
@@ -242,15 +289,22 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     if (t->bal_status != ZAYA_OK) return;
     const int64_t E = m->cfg.num_experts, E1 = E + 1;
     int64_t *cnt = t->recount + (int64_t)l * E1;
-    double *sp = t->bal_scratch; /* [spread, tokens, E expert-score sums] */
+    double *sp = t->bal_scratch; /* [spread, tokens, E expert-score sums, E of their squares / tokens] */
+    const double n = (double)(m->B * m->T);
     sp[0] = m->route_spread[l];
-    sp[1] = (double)(m->B * m->T);
+    sp[1] = n;
     memcpy(sp + 2, m->route_psum + (int64_t)l * E, sizeof(double) * (size_t)E);
+    for (int64_t e = 0; e < E; e++) sp[2 + E + e] = sp[2 + e] * sp[2 + e] / n;
     /* the all-reduces wait for the other ranks: reported as communication (a rank hung elsewhere is
      * not blamed on this one) and left out of the busy time (stragglers) */
     const double w0 = t->world > 1 ? zaya_now_s() : 0;
     if (t->world > 1) zaya_hb_section(ZAYA_FT_COMM, t->step);
-    zaya_status s = zaya_dp_allreduce_sum_f64(&t->dp, sp, (int)(E + 2));
+    zaya_status s = zaya_dp_allreduce_sum_f64(&t->dp, sp, (int)(2 * E + 2));
+    /* Each rank's spread is about its own batch mean; about the global mean it is larger by
+     * sum_ranks n_r (mean_r - mean)^2 = sum_r psum_r^2 / n_r - psum^2 / N per expert (Chan et al.'s
+     * pairwise variance). On one rank that term is exactly 0: the same operations on the same values. */
+    if (s == ZAYA_OK && sp[1] > 0)
+        for (int64_t e = 0; e < E; e++) sp[0] += sp[2 + E + e] - sp[2 + e] * sp[2 + e] / sp[1];
     const double sigma = sp[1] > 0 ? sqrt(sp[0] / (sp[1] * (double)E)) : 0.0;
     /* first the shift of the batch-mean scores since the previous batch (drift compensation), then
      * the controller on what is left */
@@ -281,8 +335,9 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     const int64_t T = si->seq_len;
     double t0 = zaya_now_s();
     zaya_ft_enter(t, ZAYA_FT_DATA);
-    ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->rank, t->world, t->batch, NULL));
+    ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->dp_rank, t->dp_size, t->batch, NULL));
     zaya_model_zero_grad(m);
+    t->cp_link.wait_s = 0;
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
     memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
     memset(t->route_stats, 0, sizeof(double) * (size_t)(L * E1));
@@ -312,6 +367,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         if (mb == t->accum - 1) zaya_dp_arm(&t->dp);
         zaya_ft_enter(t, ZAYA_FT_BACKWARD);
         zaya_model_backward(m);
+        ZAYA_TRY(m->cp_status);
         loss_sum += loss;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
         for (int64_t l = 0; l < L; l++) t->route_stats[l] += m->route_spread[l];
@@ -380,7 +436,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     summarize_load(t, &sm->balance);
     sm->seconds = zaya_now_s() - t0;
     sm->tokens = si->global_batch * T;
-    sm->comm_wait_s = t->dp.wait_s + (in_forward ? t->bal_wait_s : 0.0);
+    sm->comm_wait_s = t->dp.wait_s + (in_forward ? t->bal_wait_s : 0.0) + (t->cp > 1 ? t->cp_link.wait_s : 0.0);
     sm->gather_s = t->dp.gather_s;
     t->comm_wait_s += sm->comm_wait_s;
     t->gather_s += t->dp.gather_s;
@@ -409,7 +465,9 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
             float loss = 0;
             ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
             zaya_hb_tick(); /* each batch is progress: the eval timeout need not cover the whole evaluation */
-            sum += loss;
+            double l = loss;
+            if (t->cp > 1) ZAYA_TRY(zaya_allreduce_f64(t->cp_comm, &l, &l, 1, ZAYA_REDOP_AVG)); /* the chunks' mean */
+            sum += l;
         }
         per_source[s] = sum / (double)t->opts->eval_batches;
         total += per_source[s];
@@ -423,7 +481,7 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
 static zaya_status eval_and_log(zaya_trainer *t, const zaya_step_info *si, double run_t0) {
     double per[ZAYA_DATA_MAX_SOURCES], mean = 0, t0 = zaya_now_s();
     ZAYA_TRY(zaya_train_validate(t, si, per, &mean));
-    zaya_train_log_eval(t, per, mean, zaya_now_s() - t0, run_t0);
+    if (t->rank == 0) zaya_train_log_eval(t, per, mean, zaya_now_s() - t0, run_t0);
     return ZAYA_OK;
 }
 
@@ -433,6 +491,8 @@ static void trainer_free(zaya_trainer *t) {
     zaya_train_checkpoint_wait(t);
     zaya_ckpt_snapshot_free(&t->snapshot);
     zaya_dp_free(&t->dp);
+    zaya_comm_free(t->cp_comm);
+    t->cp_comm = NULL;
     zaya_model_free(&t->model);
     zaya_optim_free(&t->opt);
     zaya_optim_plan_free(&t->plan);
@@ -470,6 +530,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     if (s != ZAYA_OK) return s;
     t->world = zaya_comm_size(t->comm);
     t->rank = zaya_comm_rank(t->comm);
+    t->cp = 1, t->dp_size = t->world, t->dp_rank = t->rank; /* until a phase asks for context parallelism */
     /* Ranks of one node share its cores: by default each rank takes its share of them. */
     int want = o->threads;
     if (want <= 0 && t->world > 1) {
@@ -500,7 +561,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     t->route_stats = calloc((size_t)(L * E1), sizeof(double));
     t->route_sigma = calloc((size_t)L, sizeof(double));
     t->recount = calloc((size_t)(L * E1), sizeof(int64_t));
-    t->bal_scratch = calloc((size_t)(E1 + 1), sizeof(double));
+    t->bal_scratch = calloc((size_t)(2 * E1), sizeof(double));
     t->layer_max_share = calloc((size_t)L, sizeof(double));
     t->layer_load = calloc((size_t)L, sizeof(zaya_load_stats));
     t->expert_share = calloc((size_t)(L * (E1 - 1)), sizeof(double));
@@ -552,7 +613,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         s = zaya_run_step(&t->run, t->step, &si);
         if (s != ZAYA_OK) break;
         /* Phase starts change length and mixture; a batch ramp changes the batch within a phase. */
-        if (si.phase_start || t->step == start || si.global_batch != t->planned_batch || si.seq_len != t->model.T) {
+        if (si.phase_start || t->step == start || si.global_batch != t->planned_batch ||
+            si.seq_len != t->model.T * t->cp) {
             s = plan_phase(t, &si);
             if (s != ZAYA_OK) break;
         }
@@ -562,7 +624,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
             zaya_spike_guard_reset(&t->guard_gnorm);
         }
         int want_eval = t->step == 0 || (o->eval_every > 0 && t->step % o->eval_every == 0) || si.phase_start;
-        if (want_eval && t->rank == 0) {
+        if (want_eval && t->dp_rank == 0) { /* rank 0, with the rest of its CP group */
             zaya_ft_enter(t, ZAYA_FT_EVAL);
             s = eval_and_log(t, &si, run_t0);
             if (s != ZAYA_OK) break;
@@ -595,10 +657,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     if (s == ZAYA_OK) s = zaya_train_checkpoint_wait(t);
     else zaya_train_checkpoint_wait(t);
-    if (s == ZAYA_OK && t->rank == 0 && total > 0) {
+    if (s == ZAYA_OK && total > 0) {
         zaya_run_step(&t->run, total - 1, &si);
         if (t->step == start) s = plan_phase(t, &si); /* nothing left to train: plan for the evaluation */
-        if (s == ZAYA_OK) s = eval_and_log(t, &si, run_t0);
+        if (s == ZAYA_OK && t->dp_rank == 0) s = eval_and_log(t, &si, run_t0);
     }
     if (!o->quiet) zaya_progress_finish(&prog, NULL);
     double seconds = zaya_now_s() - run_t0;

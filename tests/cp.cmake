@@ -8,3 +8,7 @@ foreach(np 2 4)
            COMMAND ${ZAYA_CP_MPIEXEC} -np ${np} --allow-run-as-root --oversubscribe $<TARGET_FILE:test_cp>)
   set_tests_properties(cp_model_mpi${np} PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "OMP_NUM_THREADS=1")
 endforeach()
+# The trainer: CP=2/4 against one rank (losses and final weights), odd kernels, the run-file key,
+# resume across splits, refusals.
+add_test(NAME train_cp COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cp.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_cp PROPERTIES LABELS mpi TIMEOUT 900)

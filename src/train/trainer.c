@@ -164,23 +164,39 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
 
 /* The phase's context parallelism: cp consecutive ranks of the world share every sequence (rank r of
  * a group holds chunk r % cp); the world / cp groups are the data-parallel replicas. Collective. */
-static zaya_status set_phase_cp(zaya_trainer *t, const zaya_step_info *si, int *changed) {
-    const int cp = si->cp > 0 ? (int)si->cp : (t->opts->cp > 1 ? t->opts->cp : 1);
-    *changed = cp != t->cp;
-    if (!*changed) return ZAYA_OK;
-    const char *name = t->run.phases[si->phase].name;
+static zaya_status check_phase_cp(const zaya_trainer *t, const zaya_phase *p, int cp) {
+    const char *name = p->name;
+    const int64_t seq = p->seq_len;
     if (t->world % cp != 0)
         return zaya_error_set(ZAYA_EINVAL, "phase '%s': cp %d does not divide the world of %d ranks (world = DP x CP)",
                               name, cp, t->world);
-    if (si->seq_len % cp != 0)
-        return zaya_error_set(ZAYA_EINVAL, "phase '%s': seq_len %lld is not divisible by cp %d", name,
-                              (long long)si->seq_len, cp);
+    if (seq % cp != 0)
+        return zaya_error_set(ZAYA_EINVAL, "phase '%s': seq_len %lld is not divisible by cp %d", name, (long long)seq, cp);
     const int64_t halo = zaya_cp_halo_rows(&t->model.cfg);
-    if (cp > 1 && si->seq_len / cp < halo)
+    if (cp > 1 && seq / cp < halo)
         return zaya_error_set(ZAYA_EINVAL,
                               "phase '%s': with cp %d a chunk has %lld tokens, fewer than the convolution halo of %lld "
                               "(cca_time0 + cca_time1 - 2); use a smaller cp",
-                              name, cp, (long long)(si->seq_len / cp), (long long)halo);
+                              name, cp, (long long)(seq / cp), (long long)halo);
+    return ZAYA_OK;
+}
+
+static int phase_cp(const zaya_trainer *t, int64_t phase_cp_key) {
+    return phase_cp_key > 0 ? (int)phase_cp_key : (t->opts->cp > 1 ? t->opts->cp : 1);
+}
+
+/* Every phase's split, before anything is trained. */
+static zaya_status check_run_cp(const zaya_trainer *t) {
+    for (int p = 0; p < t->run.nphases; p++)
+        ZAYA_TRY(check_phase_cp(t, &t->run.phases[p], phase_cp(t, t->run.phases[p].cp)));
+    return ZAYA_OK;
+}
+
+static zaya_status set_phase_cp(zaya_trainer *t, const zaya_step_info *si, int *changed) {
+    const int cp = phase_cp(t, si->cp);
+    *changed = cp != t->cp;
+    if (!*changed) return ZAYA_OK;
+    ZAYA_TRY(check_phase_cp(t, &t->run.phases[si->phase], cp));
     zaya_comm_free(t->cp_comm);
     t->cp_comm = NULL;
     zaya_model_set_cp(&t->model, NULL);
@@ -549,6 +565,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     if (s == ZAYA_OK) s = zaya_train_lock_outputs(t); /* before anything is written there */
     if (s == ZAYA_OK) s = open_data(t);
     if (s == ZAYA_OK) s = setup_model(t);
+    if (s == ZAYA_OK) s = check_run_cp(t);
     if (s == ZAYA_OK) s = setup_optimizer(t);
     if (s == ZAYA_OK && t->rank == 0) s = zaya_run_write_resolved(&t->run, o->out_dir);
     if (s != ZAYA_OK) {

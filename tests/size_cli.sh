@@ -30,6 +30,15 @@ expect 1 "run \`zaya bench all -o DIR\`" -- "$zaya" size check "$fx/zaya1-8b.jso
 expect 0 "tokens/s:" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw mi300x --batch 4 --dp 64 --max-batch 8
 expect 0 "fixture-host" -- "$zaya" size predict "$fx/olmoe-1b-7b.json" --hw host --profile "$fx/profile-host.json" --seq 512 --dp 2
 expect 0 "wrote $tmp/p/predict.json" -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw "$fx/profile-host.json" --seq 256 -o "$tmp/p"
+# context parallelism: per-rank activations, the exchanges per layer, the MHA comparison, refusals
+expect 0 "K/V all-gather 117.44 MB (fwd + bwd), dK/dV reduce-scatter 58.72 MB, halo 21.5 KB; an MHA of the same width would gather 939.52 MB" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
+expect 0 "DP 1 x CP 8 (chunks of 4096 tokens)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
+expect 0 "context parallel: CP 8, each rank holds 4096 tokens of every sequence" -- "$zaya" size info "$fx/zaya1-8b.json" --seq 32768 --cp 8
+a1=$("$zaya" size info "$fx/zaya1-8b.json" --seq 32768 | awk '/AdamW  DP 1 /{print $9}')
+a8=$("$zaya" size info "$fx/zaya1-8b.json" --seq 32768 --cp 8 | awk '/AdamW  DP 1 /{print $9}')
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 7 < a / b < 8.1 else 1)" "$a1" "$a8" \
+  && echo "ok: CP 8 activations per rank $a8 GiB vs $a1 GiB" || { echo "FAIL: CP 8 activations $a8 vs $a1 GiB"; fail=$((fail+1)); }
+expect 2 "--seq 32768 is not divisible by --cp 3" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 3
 expect 2 "--optimizer 'sgd' (use adamw or muon)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw mi300x --optimizer sgd
 expect 0 "reference shape: hidden 2048, 40 layers, 16 experts x 2048, top-1" -- \
   "$zaya" size search --hw mi300x --total-params 8.3B --active-params 760M --compare "$fx/zaya1-8b.json" -o "$tmp/s"

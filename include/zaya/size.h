@@ -154,6 +154,7 @@ typedef enum zaya_size_optimizer { ZAYA_SIZE_OPT_ADAMW, ZAYA_SIZE_OPT_MUON } zay
 typedef struct zaya_size_mem_opts {
     int zero_stage;       /* 0..3 */
     int dp;               /* data-parallel degree */
+    int cp;               /* context-parallel degree: each sequence over cp ranks, ZeRO sharding over dp x cp */
     zaya_size_optimizer optimizer; /* MUON: 1 fp32 momentum on 2-D matrices, AdamW (2 states) elsewhere */
     int weight_bytes;     /* 2 (bf16 working weights) */
     int master_bytes;     /* 4 (fp32 master copy; 0 = none) */
@@ -166,11 +167,14 @@ typedef struct zaya_size_mem_opts {
 typedef struct zaya_size_mem {
     double weights, master, grads, optimizer;  /* per rank, bytes */
     double act_per_layer, act_full, act_recompute, logits;
+    double cp_buffers;    /* context parallelism: every chunk's K/V and their gradients (one layer at a time) */
     double total, total_recompute;
 } zaya_size_mem;
 
 void zaya_size_mem_opts_default(zaya_size_mem_opts *o);
 void zaya_size_train_memory(const zaya_size_arch *a, const zaya_size_mem_opts *o, zaya_size_mem *m);
+/* Its cp_buffers term alone (0 without context parallelism). */
+double zaya_size_cp_buffer_bytes(const zaya_size_arch *a, const zaya_size_mem_opts *o);
 /* Bytes of model state per parameter before sharding (weights + master + grads + 2 AdamW states):
  * 18 with the defaults, 16 with bf16 gradients (the ZeRO paper's mixed-precision Adam). */
 double zaya_size_mem_bytes_per_param(const zaya_size_mem_opts *o);
@@ -299,8 +303,9 @@ int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya
 /* ---------------------------------------------------------------- step-time and latency prediction */
 
 typedef struct zaya_size_step_opts {
-    int64_t batch, seq;       /* micro-batch per rank */
+    int64_t batch, seq;       /* micro-batch per rank (seq: the whole sequence, also under CP) */
     int dp;
+    int cp;                   /* context-parallel ranks per sequence (contiguous chunks) */
     int zero_stage;
     zaya_size_optimizer optimizer;
     int recompute;
@@ -311,6 +316,12 @@ typedef struct zaya_size_step_opts {
 typedef struct zaya_size_step_pred {
     double gemm_s, attn_s, memop_s, optimizer_s, comm_s, comm_exposed_s, step_s;
     double optimizer_ns_s;    /* Muon's Newton-Schulz part of optimizer_s */
+    /* context parallelism, per attention layer and step: bytes one rank receives (f32, as the trainer
+     * exchanges them): the all-gather of K/V (forward, and again in backward), the reduce-scatter of
+     * dK/dV, the halo rows; and what an MHA of the same width (K/V = hidden each) would gather */
+    double cp_gather_bytes, cp_scatter_bytes, cp_halo_bytes, cp_mha_gather_bytes;
+    double cp_comm_s;         /* their time per step, all layers (not overlapped) */
+    double cp_attn_imbalance; /* attention work of the busiest chunk over the mean chunk's */
     double tokens_per_s_rank, tokens_per_s_global;
     double model_flops, mfu;  /* model FLOPs per step per rank and their share of peak */
     double gemm_eff;          /* FLOP-weighted GEMM efficiency */

@@ -23,14 +23,19 @@ typedef struct mem_flags {
     int dp, zero, recompute;
     int64_t micro_batch;
     const char *grad, *master, *optimizer;
+    int cp; /* 0: 1 */
 } mem_flags;
 
 static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_size_mem_opts *o) {
     zaya_size_mem_opts_default(o);
     if (m->dp <= 0) return zaya_error_set(ZAYA_EINVAL, "--dp must be positive");
+    if (m->cp < 0 || m->cp > 4096) return zaya_error_set(ZAYA_EINVAL, "--cp must be in [1, 4096], got %d", m->cp);
+    if (m->cp > 1 && seq % m->cp != 0)
+        return zaya_error_set(ZAYA_EINVAL, "--seq %lld is not divisible by --cp %d", (long long)seq, m->cp);
     if (m->zero < 0 || m->zero > 3) return zaya_error_set(ZAYA_EINVAL, "--zero must be 0..3");
     if (m->micro_batch <= 0 || m->micro_batch > (1 << 20)) return zaya_error_set(ZAYA_EINVAL, "--micro-batch/--batch must be 1..1048576");
     o->dp = m->dp;
+    o->cp = m->cp > 0 ? m->cp : 1;
     o->zero_stage = m->zero;
     o->micro_batch = m->micro_batch;
     o->recompute = m->recompute;
@@ -46,6 +51,7 @@ static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_size_mem
 
 #define MEM_FLAGS(m)                                                                                                      \
     {"dp", 0, ZAYA_FLAG_INT, &(m).dp, "N", "data-parallel degree (default 1)"},                                           \
+        {"cp", 0, ZAYA_FLAG_INT, &(m).cp, "N", "context-parallel degree: each sequence over N ranks, ZeRO over DP x CP (default 1)"}, \
         {"zero", 0, ZAYA_FLAG_INT, &(m).zero, "S", "ZeRO stage 0..3 (default 1)"},                                        \
         {"grad-dtype", 0, ZAYA_FLAG_STRING, &(m).grad, "fp32|bf16", "gradient dtype (default fp32: 18 B/param; bf16: the ZeRO paper's 16)"}, \
         {"master-dtype", 0, ZAYA_FLAG_STRING, &(m).master, "fp32|none", "master weight copy (default fp32)"},            \
@@ -58,7 +64,7 @@ static zaya_status mem_from_flags(const mem_flags *m, int64_t seq, zaya_size_mem
 int zaya_cmd_size_info(int argc, char **argv) {
     int64_t seq = 4096;
     const char *out = NULL;
-    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
     const zaya_flag flags[] = {
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length for the attention FLOPs and memory (default 4096)"},
         {"micro-batch", 0, ZAYA_FLAG_I64, &mf.micro_batch, "B", "sequences per rank for the activation memory (default 1)"},
@@ -86,7 +92,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
     const char *hwname = NULL, *profile = NULL, *out = NULL;
     int64_t batch = 1, seq = 4096;
     int tp = 1;
-    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
     const zaya_flag flags[] = {
         {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "mi300x | h100 | h200 | host | path/to/profile.json (required)"},
         {"profile", 0, ZAYA_FLAG_STRING, &profile, "FILE", "profile.json for --hw host (default $ZAYA_PROFILE or ./profile.json)"},
@@ -120,7 +126,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
 int zaya_cmd_size_predict(int argc, char **argv) {
     const char *hwname = NULL, *profile = NULL, *out = NULL, *dtype = NULL;
     int64_t batch = 1, seq = 4096, max_batch = 64;
-    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw"};
+    mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
     double overlap = 0;
     const zaya_flag flags[] = {
         {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "mi300x | h100 | h200 | host | path/to/profile.json (required)"},

@@ -13,6 +13,7 @@ void zaya_size_mem_opts_default(zaya_size_mem_opts *o) {
     memset(o, 0, sizeof *o);
     o->zero_stage = 1;
     o->dp = 1;
+    o->cp = 1;
     o->optimizer = ZAYA_SIZE_OPT_ADAMW;
     o->weight_bytes = 2;
     o->master_bytes = 4;
@@ -50,24 +51,36 @@ static double act_bytes_per_token_layer(const zaya_size_arch *a) {
     return attn + ffn;
 }
 
+double zaya_size_cp_buffer_bytes(const zaya_size_arch *a, const zaya_size_mem_opts *o) {
+    zaya_size_mem m;
+    zaya_size_train_memory(a, o, &m);
+    return m.cp_buffers;
+}
+
 void zaya_size_train_memory(const zaya_size_arch *a, const zaya_size_mem_opts *o, zaya_size_mem *m) {
     memset(m, 0, sizeof *m);
     zaya_size_params p;
     zaya_size_count_params(a, &p);
-    double P = (double)(p.total + p.mtp), dp = o->dp > 0 ? o->dp : 1; /* MTP modules are trained too */
+    /* ZeRO shards over the whole world, data- and context-parallel ranks alike (as the trainer does) */
+    const double cp = o->cp > 0 ? o->cp : 1;
+    double P = (double)(p.total + p.mtp), dp = (o->dp > 0 ? o->dp : 1) * cp; /* MTP modules are trained too */
     double states = o->optimizer == ZAYA_SIZE_OPT_MUON ? 1.0 * (double)p.matrix_total + 2.0 * (P - (double)p.matrix_total)
                                                   : 2.0 * P;
     m->weights = P * o->weight_bytes / (o->zero_stage >= 3 ? dp : 1);
     m->master = P * o->master_bytes / (o->zero_stage >= 1 ? dp : 1);
     m->grads = P * o->grad_bytes / (o->zero_stage >= 2 ? dp : 1);
     m->optimizer = states * o->state_bytes / (o->zero_stage >= 1 ? dp : 1);
-    double tokens = (double)o->micro_batch * (double)o->seq;
+    double tokens = (double)o->micro_batch * (double)o->seq / cp; /* this rank's chunk */
     m->act_per_layer = act_bytes_per_token_layer(a) * tokens;
+    if (cp > 1) { /* gathered K, V, their gradients, and the staging of both exchanges: f32 */
+        const double kv = (double)a->kv_heads * (double)a->head_dim, whole = (double)o->micro_batch * (double)o->seq;
+        m->cp_buffers = 4.0 * (4 * whole * kv + 2 * whole * kv + 2 * tokens * kv);
+    }
     m->logits = tokens * (double)a->vocab * 4.0;
     double res = a->residual_scales ? 4 : 2;
-    m->act_full = m->act_per_layer * (double)a->layers + m->logits;
+    m->act_full = m->act_per_layer * (double)a->layers + m->logits + m->cp_buffers;
     /* full recomputation keeps each layer's input and re-creates one layer at a time */
-    m->act_recompute = res * (double)a->hidden * tokens * (double)a->layers + m->act_per_layer + m->logits;
+    m->act_recompute = res * (double)a->hidden * tokens * (double)a->layers + m->act_per_layer + m->logits + m->cp_buffers;
     double state = m->weights + m->master + m->grads + m->optimizer;
     m->total = state + m->act_full;
     m->total_recompute = state + m->act_recompute;

@@ -19,6 +19,7 @@ void zaya_size_step_opts_default(zaya_size_step_opts *o) {
     o->batch = 1;
     o->seq = 4096;
     o->dp = 1;
+    o->cp = 1;
     o->zero_stage = 1;
     o->optimizer = ZAYA_SIZE_OPT_ADAMW;
     o->grad_comm_bytes = 4;
@@ -107,9 +108,17 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
         return zaya_error_set(ZAYA_EINVAL, "batch, seq and dp must be positive (got %lld, %lld, %d)", (long long)o->batch,
                               (long long)o->seq, o->dp);
     if (o->zero_stage < 0 || o->zero_stage > 3) return zaya_error_set(ZAYA_EINVAL, "ZeRO stage %d (0..3)", o->zero_stage);
-    double T = (double)o->batch * (double)o->seq, elt = hw->act_bf16 && hw->is_gpu ? 2 : 4;
+    const int cp = o->cp > 0 ? o->cp : 1;
+    if (o->seq % cp != 0)
+        return zaya_error_set(ZAYA_EINVAL, "seq %lld is not divisible by cp %d", (long long)o->seq, cp);
+    const int64_t halo = a->attn == ZAYA_SIZE_ATTN_CCA ? (a->cca_time0 - 1) + (a->cca_time1 - 1) : 0;
+    if (cp > 1 && o->seq / cp < halo)
+        return zaya_error_set(ZAYA_EINVAL, "with cp %d a chunk has %lld tokens, fewer than the convolution halo of %lld",
+                              cp, (long long)(o->seq / cp), (long long)halo);
+    /* T: the tokens this rank holds (its chunk of each sequence) */
+    double T = (double)o->batch * (double)o->seq / cp, elt = hw->act_bf16 && hw->is_gpu ? 2 : 4;
     zaya_size_hw h32 = f32_view(hw);
-    zaya_size_run run = {o->batch, o->seq, 1};
+    zaya_size_run run = {o->batch, o->seq / cp, 1};
 
     /* GEMMs; with recomputation the forward GEMMs run twice */
     zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
@@ -136,7 +145,10 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     /* attention: forward 2 products, backward 5 (dV, dP, dS recompute, dQ, dK) -> 3.5x forward */
     zaya_size_flops f;
     zaya_size_count_flops(a, o->seq, &f);
-    double attn_fwd = f.attn_fwd * T;
+    /* under CP the chunks of a sequence do unequal causal work: chunk r's queries see (r + 1/2) chunks of
+     * keys on average, so the last does (2cp - 1)/cp of the mean and sets the step's pace */
+    p->cp_attn_imbalance = cp > 1 ? (2.0 * cp - 1.0) / cp : 1.0;
+    double attn_fwd = f.attn_fwd * T * p->cp_attn_imbalance;
     p->attn_s = attn_fwd * (3.5 + (o->recompute ? 1 : 0)) / attn_rate(hw, o->seq, a->head_dim);
 
     /* memory-bound ops: backward moves about twice the forward traffic */
@@ -150,7 +162,8 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     /* optimizer: streams the (sharded) state once per step */
     zaya_size_params pc;
     zaya_size_count_params(a, &pc);
-    double P = (double)pc.total, shard = o->zero_stage >= 1 ? (double)o->dp : 1;
+    const int world = o->dp * cp; /* gradients are reduced, and ZeRO shards, over every rank */
+    double P = (double)pc.total, shard = o->zero_stage >= 1 ? (double)world : 1;
     double adam_b = 32, muon_b = 22;
     double opt_bytes = o->optimizer == ZAYA_SIZE_OPT_MUON ? (muon_b * (double)pc.matrix_total + adam_b * (P - (double)pc.matrix_total))
                                                      : adam_b * P;
@@ -164,30 +177,49 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
         p->optimizer_s += p->optimizer_ns_s;
     }
 
-    /* data-parallel communication */
-    if (o->dp > 1) {
+    /* context-parallel exchanges: per attention layer an all-gather of every chunk's K/V (forward, and
+     * again in backward), a reduce-scatter of dK/dV, and the halo rows to the next rank, all f32 */
+    if (cp > 1) {
+        const double kv = (double)a->kv_heads * (double)a->head_dim, whole = (double)o->batch * (double)o->seq;
+        const double buf = whole * 2 * kv * 4; /* the gathered K|V of a layer */
+        p->cp_gather_bytes = 2 * buf * (cp - 1) / cp;
+        p->cp_scatter_bytes = buf * (cp - 1) / cp;
+        p->cp_halo_bytes = 2 * (double)o->batch * ((double)halo * (double)(a->heads + a->kv_heads) * (double)a->head_dim +
+                                                   (a->attn == ZAYA_SIZE_ATTN_CCA ? kv / 2 : 0)) * 4;
+        p->cp_mha_gather_bytes = 2 * whole * 2 * (double)a->hidden * 4 * (cp - 1) / cp;
+        const double ag = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALL_GATHER, cp, buf);
+        const double rs = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_REDUCE_SCATTER, cp, buf);
+        if (ag < 0 || rs < 0)
+            return zaya_error_set(ZAYA_EUNSUPPORTED,
+                                  "profile '%s' has no collective measurements for CP %d; run `zaya bench all` on "
+                                  "%d ranks or use a built-in GPU profile", hw->name, cp, cp);
+        p->cp_comm_s = (2 * ag + rs) * (double)a->layers;
+    }
+
+    /* data-parallel communication: gradients over the whole world */
+    if (world > 1) {
         double gb = P * (o->grad_comm_bytes > 0 ? o->grad_comm_bytes : 4), wb = P * 2;
         double t;
-        if (o->zero_stage == 0) t = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALLREDUCE, o->dp, gb);
+        if (o->zero_stage == 0) t = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALLREDUCE, world, gb);
         else {
-            double rs = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_REDUCE_SCATTER, o->dp, gb);
-            double ag = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALL_GATHER, o->dp, wb);
+            double rs = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_REDUCE_SCATTER, world, gb);
+            double ag = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALL_GATHER, world, wb);
             if (rs < 0 || ag < 0) t = -1;
             else t = rs + ag * (o->zero_stage >= 3 ? 3 : 1); /* ZeRO-3 gathers weights for fwd and bwd too */
         }
         if (t < 0)
             return zaya_error_set(ZAYA_EUNSUPPORTED,
-                                  "profile '%s' has no collective measurements for DP %d; run `zaya bench all` on "
-                                  "%d ranks or use a built-in GPU profile", hw->name, o->dp, o->dp);
+                                  "profile '%s' has no collective measurements for %d ranks; run `zaya bench all` on "
+                                  "%d ranks or use a built-in GPU profile", hw->name, world, world);
         p->comm_s = t;
         double bwd = (p->gemm_s + p->attn_s + p->memop_s) * 2.0 / 3.0;
         double hidden = o->overlap * t;
         if (hidden > bwd) hidden = bwd;
         p->comm_exposed_s = t - hidden;
     }
-    p->step_s = p->gemm_s + p->attn_s + p->memop_s + p->optimizer_s + p->comm_exposed_s;
+    p->step_s = p->gemm_s + p->attn_s + p->memop_s + p->optimizer_s + p->comm_exposed_s + p->cp_comm_s;
     p->tokens_per_s_rank = T / p->step_s;
-    p->tokens_per_s_global = p->tokens_per_s_rank * o->dp;
+    p->tokens_per_s_global = p->tokens_per_s_rank * world;
     p->model_flops = f.train * T;
     p->mfu = p->model_flops / (p->step_s * peak_of(hw));
     return ZAYA_OK;

@@ -122,6 +122,10 @@ void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts
     fprintf(f, "\ntraining memory per rank (GiB; micro-batch %lld x T=%lld; %s weights, %s master, %s grads, fp32 states = "
                "%.0f B/param before sharding; flash attention, bf16 activations, fp32 logits):\n",
             (long long)opts->micro_batch, (long long)seq, wd, md, gd, zaya_size_mem_bytes_per_param(opts));
+    if (opts->cp > 1)
+        fprintf(f, "context parallel: CP %d, each rank holds %lld tokens of every sequence, ZeRO shards over DP x CP; "
+                   "activations include %.2f GiB of gathered K/V and their gradients\n",
+                opts->cp, (long long)(seq / opts->cp), gib(zaya_size_cp_buffer_bytes(a, opts)));
     fprintf(f, "  %-14s %4s %9s %9s %9s %9s %11s %13s\n", "optimizer", "ZeRO", "weights", "master", "grads", "states",
             "act (full)", "act (recomp)");
     int dps[] = {1, opts->dp > 1 ? opts->dp : 8};
@@ -142,8 +146,10 @@ void zaya_size_print_info_opts(const zaya_size_arch *a, const zaya_size_mem_opts
             }
     zaya_size_mem m;
     zaya_size_train_memory(a, opts, &m);
-    fprintf(f, "selected layout (%s, DP %d, ZeRO-%d%s): %.2f GiB per rank\n", opts->optimizer == ZAYA_SIZE_OPT_MUON ? "Muon" : "AdamW",
-            opts->dp, opts->zero_stage, opts->recompute ? ", recompute" : "", gib(opts->recompute ? m.total_recompute : m.total));
+    char cpn[24] = "";
+    if (opts->cp > 1) snprintf(cpn, sizeof cpn, " x CP %d", opts->cp);
+    fprintf(f, "selected layout (%s, DP %d%s, ZeRO-%d%s): %.2f GiB per rank\n", opts->optimizer == ZAYA_SIZE_OPT_MUON ? "Muon" : "AdamW",
+            opts->dp, cpn, opts->zero_stage, opts->recompute ? ", recompute" : "", gib(opts->recompute ? m.total_recompute : m.total));
 }
 
 cJSON *zaya_size_info_json(const zaya_size_arch *a, int64_t seq) {

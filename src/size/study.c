@@ -184,6 +184,7 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     so.batch = batch;
     so.seq = seq;
     so.dp = dp;
+    so.cp = mo.cp;
     so.zero_stage = zero;
     so.recompute = recompute;
     so.overlap = overlap;
@@ -202,14 +203,23 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     cJSON *root = cJSON_CreateObject();
     fprintf(f, "%s on %s (%s)\n", path, hw.name, hw.source);
     int fits = zaya_size_print_train_fit(&a, &mo, &hw, f, root);
-    fprintf(f, "training step%s: batch %lld x seq %lld per rank, DP %d, ZeRO-%d, %s, %s GEMMs%s\n",
-           fits ? "" : " (only if it fitted; see above)", (long long)batch, (long long)seq, dp, zero, optname, dtype,
+    char cpnote[64] = "";
+    if (so.cp > 1) snprintf(cpnote, sizeof cpnote, " x CP %d (chunks of %lld tokens)", so.cp, (long long)(seq / so.cp));
+    fprintf(f, "training step%s: batch %lld x seq %lld per rank, DP %d%s, ZeRO-%d, %s, %s GEMMs%s\n",
+           fits ? "" : " (only if it fitted; see above)", (long long)batch, (long long)seq, dp, cpnote, zero, optname, dtype,
            recompute ? ", recompute" : "");
     fprintf(f, "  %-28s %10.2f ms  (%.1f%% of peak)\n", "GEMMs (fwd+dgrad+wgrad)", 1e3 * p.gemm_s, 100 * p.gemm_eff);
     fprintf(f, "  %-28s %10.2f ms\n", "attention", 1e3 * p.attn_s);
     fprintf(f, "  %-28s %10.2f ms\n", "memory-bound ops", 1e3 * p.memop_s);
     fprintf(f, "  %-28s %10.2f ms  (Newton-Schulz %.2f ms)\n", "optimizer step", 1e3 * p.optimizer_s, 1e3 * p.optimizer_ns_s);
     fprintf(f, "  %-28s %10.2f ms  (exposed %.2f ms)\n", "DP communication", 1e3 * p.comm_s, 1e3 * p.comm_exposed_s);
+    if (so.cp > 1) {
+        fprintf(f, "  %-28s %10.2f ms  (busiest chunk's attention %.2fx the mean)\n", "CP exchanges", 1e3 * p.cp_comm_s,
+                p.cp_attn_imbalance);
+        fprintf(f, "    per layer and step, bytes one rank receives: K/V all-gather %.2f MB (fwd + bwd), dK/dV "
+                   "reduce-scatter %.2f MB, halo %.1f KB; an MHA of the same width would gather %.2f MB\n",
+                p.cp_gather_bytes / 1e6, p.cp_scatter_bytes / 1e6, p.cp_halo_bytes / 1e3, p.cp_mha_gather_bytes / 1e6);
+    }
     fprintf(f, "  %-28s %10.2f ms\n", "step", 1e3 * p.step_s);
     fprintf(f, "  tokens/s: %.0f per rank, %.0f global; MFU %.1f%%\n", p.tokens_per_s_rank, p.tokens_per_s_global, 100 * p.mfu);
     zaya_size_fit inf1;
@@ -228,6 +238,15 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     cJSON_AddStringToObject(st, "dtype", dtype);
     cJSON_AddNumberToObject(st, "comm_s", p.comm_s);
     cJSON_AddNumberToObject(st, "comm_exposed_s", p.comm_exposed_s);
+    cJSON_AddNumberToObject(st, "cp", so.cp);
+    if (so.cp > 1) {
+        cJSON_AddNumberToObject(st, "cp_comm_s", p.cp_comm_s);
+        cJSON_AddNumberToObject(st, "cp_gather_bytes_per_layer", p.cp_gather_bytes);
+        cJSON_AddNumberToObject(st, "cp_scatter_bytes_per_layer", p.cp_scatter_bytes);
+        cJSON_AddNumberToObject(st, "cp_halo_bytes_per_layer", p.cp_halo_bytes);
+        cJSON_AddNumberToObject(st, "cp_mha_gather_bytes_per_layer", p.cp_mha_gather_bytes);
+        cJSON_AddNumberToObject(st, "cp_attention_imbalance", p.cp_attn_imbalance);
+    }
     cJSON_AddNumberToObject(st, "step_s", p.step_s);
     cJSON_AddNumberToObject(st, "tokens_per_s_rank", p.tokens_per_s_rank);
     cJSON_AddNumberToObject(st, "mfu", p.mfu);

@@ -32,6 +32,9 @@ typedef struct zaya_step_metrics {
     int skipped;
     zaya_balance_stats balance;
     double comm_wait_s, gather_s; /* data parallel: waiting for gradient reductions, parameter gather */
+    int cp;                        /* context-parallel ranks per sequence */
+    zaya_cp_traffic cp_traffic;    /* bytes this rank received in the CP exchanges of the step */
+    double cp_wait_s;              /* seconds it waited in them (part of comm_wait_s) */
 } zaya_step_metrics;
 
 /* Growable series kept for the end-of-run plots. */

@@ -114,6 +114,11 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
         }
         fprintf(t->metrics, "]");
     }
+    if (sm->cp > 1)
+        fprintf(t->metrics,
+                ",\"cp\":%d,\"cp_halo_bytes\":%.0f,\"cp_gather_bytes\":%.0f,\"cp_scatter_bytes\":%.0f,\"cp_wait_ms\":%.3f",
+                sm->cp, sm->cp_traffic.halo_bytes, sm->cp_traffic.gather_bytes, sm->cp_traffic.scatter_bytes,
+                sm->cp_wait_s * 1e3);
     fprintf(t->metrics, ",\"comm_wait_ms\":%.3f,\"gather_ms\":%.3f,\"elapsed_s\":%.3f}\n", sm->comm_wait_s * 1e3,
             sm->gather_s * 1e3, zaya_now_s() - run_t0);
     fflush(t->metrics);

@@ -354,6 +354,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->dp_rank, t->dp_size, t->batch, NULL));
     zaya_model_zero_grad(m);
     t->cp_link.wait_s = 0;
+    memset(&m->cp_traffic, 0, sizeof m->cp_traffic);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
     memset(t->route_counts, 0, sizeof(int64_t) * (size_t)(L * E1));
     memset(t->route_stats, 0, sizeof(double) * (size_t)(L * E1));
@@ -452,7 +453,10 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     summarize_load(t, &sm->balance);
     sm->seconds = zaya_now_s() - t0;
     sm->tokens = si->global_batch * T;
-    sm->comm_wait_s = t->dp.wait_s + (in_forward ? t->bal_wait_s : 0.0) + (t->cp > 1 ? t->cp_link.wait_s : 0.0);
+    sm->cp = t->cp;
+    sm->cp_traffic = m->cp_traffic;
+    sm->cp_wait_s = t->cp > 1 ? t->cp_link.wait_s : 0.0;
+    sm->comm_wait_s = t->dp.wait_s + (in_forward ? t->bal_wait_s : 0.0) + sm->cp_wait_s;
     sm->gather_s = t->dp.gather_s;
     t->comm_wait_s += sm->comm_wait_s;
     t->gather_s += t->dp.gather_s;

@@ -19,7 +19,7 @@ OWNER = {
     'infer': 'infer infer_bench infer_eval infer_generate infer_model infer_weights',
     'bench': 'bench bench_all bench_coll bench_gemm bench_kernels bench_mem bench_model profile',
     'ft': 'ft',
-    'train': 'corpus train',
+    'train': 'corpus cp_link train',
     'study': 'study',
 }
 

@@ -38,10 +38,12 @@ static void fill_ids(int32_t *ids, int32_t *targets, int64_t n, int64_t V, uint6
 }
 
 /* One comparison: B sequences of S * Tc tokens, whole vs chunked. */
-static void compare(const zaya_comm *world, const char *label, const zaya_config *cfg, int64_t B, int64_t Tc,
-                    zaya_dtype dt, double tol_loss, double tol_grad) {
+static void compare(const zaya_comm *world, const char *label0, const zaya_config *cfg, int64_t B, int64_t Tc,
+                    int zigzag, zaya_dtype dt, double tol_loss, double tol_grad) {
     const int S = zaya_comm_size(world), r = zaya_comm_rank(world);
     const int64_t T = S * Tc, V = cfg->vocab_size;
+    char label[96];
+    snprintf(label, sizeof label, "%.60s, %s", label0, zigzag ? "zig-zag" : "contiguous");
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(B * T)), *tg = malloc(sizeof(int32_t) * (size_t)(B * T));
     fill_ids(ids, tg, B * T, V, 11 + (uint64_t)Tc);
 
@@ -61,14 +63,18 @@ static void compare(const zaya_comm *world, const char *label, const zaya_config
     zaya_model_sync_weights(&cp);
     zaya_cp_link link;
     zaya_cp_ops ops;
-    zaya_cp_link_init(&link, world, &ops);
+    zaya_cp_link_init(&link, world, zigzag, &ops);
     CHECK(zaya_model_set_cp(&cp, &ops) == ZAYA_OK, "%s: set cp", label);
     CHECK(zaya_model_plan(&cp, B, Tc) == ZAYA_OK, "%s: plan chunk: %s", label, zaya_error_message());
     int32_t *ci = malloc(sizeof(int32_t) * (size_t)(B * Tc)), *ct = malloc(sizeof(int32_t) * (size_t)(B * Tc));
-    for (int64_t b = 0; b < B; b++) {
-        memcpy(ci + b * Tc, ids + b * T + r * Tc, sizeof(int32_t) * (size_t)Tc);
-        memcpy(ct + b * Tc, tg + b * T + r * Tc, sizeof(int32_t) * (size_t)Tc);
-    }
+    const int P = zaya_cp_pieces(&ops);
+    const int64_t Tp = Tc / P;
+    for (int64_t b = 0; b < B; b++)
+        for (int p = 0; p < P; p++) { /* this rank's pieces, in the model's order */
+            const int64_t c = zaya_cp_chunk(&ops, r, p);
+            memcpy(ci + b * Tc + p * Tp, ids + b * T + c * Tp, sizeof(int32_t) * (size_t)Tp);
+            memcpy(ct + b * Tc + p * Tp, tg + b * T + c * Tp, sizeof(int32_t) * (size_t)Tp);
+        }
     float loss_local = 0;
     CHECK(zaya_model_forward(&cp, ci, ct, 1, &loss_local) == ZAYA_OK, "%s: forward chunk: %s", label,
           zaya_error_message());
@@ -91,21 +97,21 @@ static void compare(const zaya_comm *world, const char *label, const zaya_config
         if (e > eg) eg = e, worst = t->name;
     }
     if (g_rank == 0)
-        printf("%-44s S=%d B=%lld T=%lld: loss rel %.2e, worst gradient rel %.2e (%s); halo %.0f B, gather %.0f B\n",
+        printf("%-56s S=%d B=%lld T=%lld: loss rel %.2e, worst gradient rel %.2e (%s); halo %.0f B, gather %.0f B\n",
                label, S, (long long)B, (long long)T, el, eg, worst, cp.cp_traffic.halo_bytes,
                cp.cp_traffic.gather_bytes);
-    char l2[160];
+    char l2[192];
     snprintf(l2, sizeof l2, "%s: loss", label);
     CHECK_ERR(l2, el, tol_loss);
-    snprintf(l2, sizeof l2, "%s: gradients (%s)", label, worst);
+    snprintf(l2, sizeof l2, "%s: gradients (%.90s)", label, worst);
     CHECK_ERR(l2, eg, tol_grad);
     zaya_model_free(&ref);
     zaya_model_free(&cp);
     free(ids), free(tg), free(ci), free(ct);
 }
 
-static zaya_status no_halo(void *ctx, int slot, int dir, const float *s, float *r, int64_t n) {
-    (void)ctx, (void)slot, (void)dir, (void)s, (void)r, (void)n;
+static zaya_status no_halo(void *ctx, int slot, int dst, const float *s, int src, float *r, int64_t n) {
+    (void)ctx, (void)slot, (void)dst, (void)s, (void)src, (void)r, (void)n;
     return ZAYA_OK;
 }
 static zaya_status no_wait(void *ctx, int slot) { return (void)ctx, (void)slot, ZAYA_OK; }
@@ -146,18 +152,32 @@ int main(int argc, char **argv) {
         refusals();
     } else {
         zaya_config c;
+        for (int zz = 0; zz < 2; zz++) {
+            small_config(&c);
+            compare(world, "cca k0=2 k1=2 (halo 2)", &c, 2, 16, zz, ZAYA_DTYPE_F32, 1e-6, 1e-5);
+            compare(world, "cca, chunk = halo", &c, 3, zz ? 4 : 2, zz, ZAYA_DTYPE_F32, 1e-6, 1e-5);
+            c.cca_time0 = 3;
+            compare(world, "cca k0=3 k1=2 (halo 3)", &c, 2, zz ? 14 : 13, zz, ZAYA_DTYPE_F32, 1e-6, 1e-5);
+            c.cca_time1 = 3;
+            compare(world, "cca k0=3 k1=3 (halo 4)", &c, 1, zz ? 8 : 7, zz, ZAYA_DTYPE_F32, 1e-6, 1e-5);
+            small_config(&c);
+            c.attention = ZAYA_ATTENTION_GQA;
+            compare(world, "gqa", &c, 2, 16, zz, ZAYA_DTYPE_F32, 1e-6, 1e-5);
+            small_config(&c);
+            compare(world, "cca bf16", &c, 2, 32, zz, ZAYA_DTYPE_BF16, 1e-3, 2e-2);
+        }
+        /* a zig-zag piece shorter than the halo is refused with the sizes */
         small_config(&c);
-        compare(world, "cca k0=2 k1=2 (halo 2)", &c, 2, 16, ZAYA_DTYPE_F32, 1e-6, 1e-5);
-        compare(world, "cca, chunk = halo", &c, 3, 2, ZAYA_DTYPE_F32, 1e-6, 1e-5);
-        c.cca_time0 = 3;
-        compare(world, "cca k0=3 k1=2 (halo 3)", &c, 2, 13, ZAYA_DTYPE_F32, 1e-6, 1e-5);
-        c.cca_time1 = 3;
-        compare(world, "cca k0=3 k1=3 (halo 4)", &c, 1, 7, ZAYA_DTYPE_F32, 1e-6, 1e-5);
-        small_config(&c);
-        c.attention = ZAYA_ATTENTION_GQA;
-        compare(world, "gqa", &c, 2, 16, ZAYA_DTYPE_F32, 1e-6, 1e-5);
-        small_config(&c);
-        compare(world, "cca bf16", &c, 2, 32, ZAYA_DTYPE_BF16, 1e-3, 2e-2);
+        zaya_model m;
+        zaya_cp_link link;
+        zaya_cp_ops ops;
+        zaya_cp_link_init(&link, world, 1, &ops);
+        CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK && zaya_model_set_cp(&m, &ops) == ZAYA_OK, "init");
+        CHECK(zaya_model_plan(&m, 1, 2) == ZAYA_EINVAL && strstr(zaya_error_message(), "shorter than the convolution halo"),
+              "zig-zag piece of 1 token refused: %s", zaya_error_message());
+        CHECK(zaya_model_plan(&m, 1, 5) == ZAYA_EINVAL && strstr(zaya_error_message(), "do not split into 2 chunks"),
+              "odd share refused under zig-zag: %s", zaya_error_message());
+        zaya_model_free(&m);
     }
     int rc = th_finish("test_cp");
     zaya_dist_finalize(world);

@@ -11,14 +11,17 @@
 extern "C" {
 #endif
 
+#define ZAYA_CP_LINK_SLOTS 4
+
 typedef struct zaya_cp_link {
     const zaya_comm *comm;           /* the CP group, ranks in sequence order (not owned) */
-    zaya_dist_request req[2][2];     /* per halo slot: send, receive */
+    zaya_dist_request req[ZAYA_CP_LINK_SLOTS][2]; /* per halo slot: send, receive */
     double wait_s;                   /* seconds spent waiting in the exchanges */
 } zaya_cp_link;
 
-/* ops gets rank and size of comm and the four exchanges bound to link. */
-void zaya_cp_link_init(zaya_cp_link *link, const zaya_comm *comm, zaya_cp_ops *ops);
+/* ops gets rank and size of comm, the layout (zigzag 0: contiguous chunks, 1: zig-zag pairs) and the
+ * four exchanges bound to link. */
+void zaya_cp_link_init(zaya_cp_link *link, const zaya_comm *comm, int zigzag, zaya_cp_ops *ops);
 
 #ifdef __cplusplus
 }

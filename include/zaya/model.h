@@ -70,24 +70,33 @@ typedef struct zaya_params {
 
 typedef struct zaya_layer_acts zaya_layer_acts; /* private, see src/model/internal.h */
 
-/* Context parallelism (docs/parallelism.md): a CP group of `size` ranks holds every sequence of a
- * batch as `size` contiguous chunks, rank r the positions [r*T, (r+1)*T) of a model planned for chunk
- * length T. Attention reaches the other chunks through these exchanges, implemented by the caller
- * (the trainer, over zaya/dist.h): the model names no transport. All ranks of the group make the same
- * calls in the same order. Every function returns ZAYA_OK or an error with its message set. */
+/* Context parallelism (docs/parallelism.md): a CP group of `size` ranks splits every sequence of a
+ * batch into chunks. Contiguous layout: `size` chunks, rank r holds chunk r. Zig-zag layout (causal
+ * load balance): 2 * size chunks, rank r holds chunks r and 2*size-1-r, so every rank's queries see
+ * the same number of keys. A model planned for T tokens per sequence (its share) keeps its pieces in
+ * that order: rows [p*T/P, (p+1)*T/P) of each sequence are piece p (P = 1 or 2). Attention reaches the
+ * other chunks through these exchanges, implemented by the caller (the trainer, over zaya/dist.h):
+ * the model names no transport. All ranks of the group make the same calls in the same order. Every
+ * function returns ZAYA_OK or an error with its message set. */
 typedef struct zaya_cp_ops {
     int rank, size;
+    int zigzag; /* 0: contiguous chunks, 1: zig-zag pairs */
     void *ctx;
-    /* Starts exchange `slot` (0 or 1): sends `count` floats of send to rank + dir (dir = +1 or -1) and
-     * receives `count` floats from rank - dir into recv. A rank without that neighbour skips that half
-     * (recv is then left alone). send and recv stay untouched until halo_wait(slot). */
-    zaya_status (*halo_start)(void *ctx, int slot, int dir, const float *send, float *recv, int64_t count);
+    /* Starts exchange `slot` (0..3): sends `count` floats of send to rank dst and receives `count`
+     * floats from rank src into recv; -1 skips that half. send and recv stay untouched until
+     * halo_wait(slot). */
+    zaya_status (*halo_start)(void *ctx, int slot, int dst, const float *send, int src, float *recv, int64_t count);
     zaya_status (*halo_wait)(void *ctx, int slot);
     /* recv[size * count]: every rank's send[count], in rank order. */
     zaya_status (*allgather)(void *ctx, const float *send, float *recv, int64_t count);
     /* recv[count]: the sum over ranks of block `rank` of their send[size * count]. */
     zaya_status (*reduce_scatter)(void *ctx, const float *send, float *recv, int64_t count);
 } zaya_cp_ops;
+
+/* Pieces per rank (1 contiguous, 2 zig-zag) and the global chunk (of size * pieces) piece p of rank r
+ * holds: its positions are [chunk * Tp, (chunk + 1) * Tp) with Tp = T / pieces. */
+int zaya_cp_pieces(const zaya_cp_ops *cp);
+int64_t zaya_cp_chunk(const zaya_cp_ops *cp, int rank, int piece);
 
 /* Bytes one rank sent in each kind of CP exchange since the counters were last cleared. */
 typedef struct zaya_cp_traffic {
@@ -146,10 +155,11 @@ void zaya_model_init_tensor(const zaya_config *c, const zaya_tensor_info *t, int
                             int64_t count, float *dst);
 /* Allocates activations for batches of B sequences of T tokens (frees a previous plan). */
 zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T);
-/* Context parallelism for the next zaya_model_plan (NULL or size 1: none). The plan's T is then the
- * chunk length: positions, RoPE and the causal mask follow rank * T + t, the convolutions and the value
- * shift take their left context from the previous rank, attention sees the keys of every earlier
- * chunk. Refused (ZAYA_EINVAL, naming the sizes) when a chunk is shorter than the convolution halo
+/* Context parallelism for the next zaya_model_plan (NULL or size 1: none). The plan's T is then this
+ * rank's share of each sequence: positions, RoPE and the causal mask follow each piece's global
+ * position, the convolutions and the value shift take their left context from the rank holding the
+ * previous chunk, attention sees the keys of every earlier position. Refused (ZAYA_EINVAL, naming the
+ * sizes) when T does not split into the layout's pieces, a piece is shorter than the convolution halo
  * (cca_time0 + cca_time1 - 2 tokens) or the whole sequence exceeds max_position_embeddings. The
  * forward's loss is then this rank's chunk's mean, and backward leaves this rank's share of every
  * gradient: the caller sums both over the group. */

@@ -46,6 +46,8 @@ typedef struct zaya_train_opts {
     int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
     int cp;                /* context-parallel ranks per sequence for phases whose run file sets no "cp"
                               (0 or 1: none); the world is DP x CP, CP groups are consecutive ranks */
+    int cp_contiguous;     /* CP layout: 0 = zig-zag (rank r holds chunks r and 2 CP - 1 - r: balanced causal
+                              attention, default), 1 = one contiguous chunk per rank */
     const char *ckpt_dir;  /* checkpoints (default OUT/ckpt); the run resumes from its latest */
     int64_t save_every;    /* steps between checkpoints (0 = only at the end) */
     int keep_last, keep_every;

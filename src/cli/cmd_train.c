@@ -13,7 +13,7 @@
 int zaya_cmd_train(int argc, char **argv) {
     zaya_train_opts o;
     zaya_train_opts_default(&o);
-    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1", *bal_rule = "adam", *bal_units = "spread", *bal_mode = "forward";
+    const char *dtype = "bf16", *optimizer = "muon", *dp = "zero1", *bal_rule = "adam", *bal_units = "spread", *bal_mode = "forward", *cp_layout = "zigzag";
     int threads = 0, sync_save = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &o.config, "SPEC", "model preset or config.json (default: zaya1-tiny)"},
@@ -24,6 +24,7 @@ int zaya_cmd_train(int argc, char **argv) {
         ZAYA_FLAG_THREADS(&threads),
         {"max-steps", 0, ZAYA_FLAG_I64, &o.max_steps, "N", "stop after N steps (default: the whole run)"},
         {"micro-batch", 0, ZAYA_FLAG_I64, &o.micro_batch, "N", "sequences per forward/backward; gradients accumulate (default: whole batch)"},
+        {"cp-layout", 0, ZAYA_FLAG_STRING, &cp_layout, "zigzag|contiguous", "how a sequence is split over its CP ranks: two chunks per rank paired so that causal attention work is equal (default), or one contiguous chunk per rank"},
         {"cp", 0, ZAYA_FLAG_INT, &o.cp, "N", "context parallelism: each sequence split over N consecutive ranks (world = DP x CP) in phases whose run file sets no \"cp\" (default 1)"},
         {"optimizer", 0, ZAYA_FLAG_STRING, &optimizer, "muon|adamw", "Muon for hidden matrices + AdamW, or AdamW everywhere (default: muon)"},
         {"lr-scale", 0, ZAYA_FLAG_DOUBLE, &o.lr_scale, "X", "multiply the run's learning rates (default 1)"},
@@ -83,6 +84,9 @@ int zaya_cmd_train(int argc, char **argv) {
     if (!strcmp(optimizer, "muon")) o.optimizer_muon = 1;
     else if (!strcmp(optimizer, "adamw")) o.optimizer_muon = 0;
     else return zaya_flags_usage_error(&spec, "--optimizer must be muon or adamw, got '%s'", optimizer);
+    if (!strcmp(cp_layout, "zigzag")) o.cp_contiguous = 0;
+    else if (!strcmp(cp_layout, "contiguous")) o.cp_contiguous = 1;
+    else return zaya_flags_usage_error(&spec, "--cp-layout must be zigzag or contiguous, got '%s'", cp_layout);
     if (o.cp < 0 || o.cp > 4096) return zaya_flags_usage_error(&spec, "--cp must be in [1, 4096], got %d", o.cp);
     if (o.max_steps < 0 || o.micro_batch < 0 || o.eval_batches <= 0 || o.log_every <= 0 || o.lr_scale <= 0)
         return zaya_flags_usage_error(&spec, "counts and --lr-scale must be positive");

@@ -92,19 +92,20 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
     const int cp = m->cp.size > 1;
+    /* under context parallelism each of this rank's pieces is a run of its own (Bp of Tp rows) */
+    const int64_t npc = cp ? zaya_cp_pieces(&m->cp) : 1, Bp = B * npc, Tp = T / npc;
     zaya_lin_forward(m, A->qk_pre, xn, P->wqk, N, D, C, 0.0f);
-    if (cp) zaya_cp_start_halo(m, A->qk_pre); /* travels while the values are projected */
     zaya_lin_forward(m, A->vv, xn, P->wv, N, D, kvd, 0.0f);
-    value_shift_forward(A->v, A->vv, B, T, kvd);
+    value_shift_forward(A->v, A->vv, Bp, Tp, kvd);
 
-    if (cp) { /* [previous rank's last H rows | this chunk], no padding */
-        zaya_cp_finish_inputs(m, l, A->vv, A->v);
+    if (cp) { /* [the previous chunk's last H rows | this piece], no padding */
+        zaya_cp_exchange_inputs(m, l, A->qk_pre, A->vv, A->v);
         const int64_t H = zaya_cp_halo_rows(c);
-        zaya_conv1d_depthwise_forward(A->conv0, m->work->cp_ext, P->conv0_w, P->conv0_b, B, T + H, C, k0, 0);
+        zaya_conv1d_depthwise_forward(A->conv0, m->work->cp_ext, P->conv0_w, P->conv0_b, Bp, Tp + H, C, k0, 0);
     } else {
         zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
     }
-    zaya_conv1d_grouped_forward(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
+    zaya_conv1d_grouped_forward(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, Bp, Tp + k1 - 1, C, Hq + Hkv, k1, 0);
     zaya_cca_qk_mean_skip_forward(c, A->qk_raw, A->qk_pre, N);
 
     set_qk_mult(m, P->temp);
@@ -130,13 +131,13 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
     zaya_attn_chunk_backward(m, A);
 
-    value_shift_backward(w->dvv, w->dv, B, T, kvd);
-    if (m->cp.size > 1) { /* the first row's delayed-value gradient belongs to the previous chunk */
-        zaya_cp_start_dvv(m, w->dv);
-        zaya_cp_finish_dvv(m, w->dvv);
+    const int cp = m->cp.size > 1;
+    const int64_t npc = cp ? zaya_cp_pieces(&m->cp) : 1, Bp = B * npc, Tp = T / npc;
+    value_shift_backward(w->dvv, w->dv, Bp, Tp, kvd);
+    if (!cp) {
+        zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
+        zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
     }
-    zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
-    zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
 
     zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
@@ -146,14 +147,18 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
                          Hq + Hkv, hd);
     for (int64_t j = 0; j < Hkv; j++) G->temp[j] += w->dqk_mult[Hq + j];
 
-    zaya_conv1d_grouped_backward(w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, B, T + k1 - 1, C,
+    zaya_conv1d_grouped_backward(w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, Bp, Tp + k1 - 1, C,
                                  Hq + Hkv, k1, 0);
-    if (m->cp.size > 1) {
+    if (cp) {
+        /* the halo rows' gradients and each piece's first delayed value belong to the previous chunk;
+         * the value projection's backward waits for the next chunk's share of dvv */
         const int64_t H = zaya_cp_halo_rows(c);
         zaya_cp_build_ext(m, l);
-        zaya_conv1d_depthwise_backward(w->cp_dext, G->conv0_w, G->conv0_b, w->dconv0, w->cp_ext, P->conv0_w, B, T + H,
+        zaya_conv1d_depthwise_backward(w->cp_dext, G->conv0_w, G->conv0_b, w->dconv0, w->cp_ext, P->conv0_w, Bp, Tp + H,
                                        C, k0, 0);
-        zaya_cp_return_halo(m, w->cp_dext, w->dqk2);
+        zaya_cp_return_boundaries(m, w->cp_dext, w->dv, w->dqk2, w->dvv);
+        zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
+        zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
     } else {
         zaya_conv1d_depthwise_backward(w->dqk2, G->conv0_w, G->conv0_b, w->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
                                        (k0 - 1) + (k1 - 1));

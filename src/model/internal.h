@@ -71,13 +71,14 @@ typedef struct zaya_model_work {
     /* bf16 operand staging for bf16 matmuls */
     uint16_t *bf_a, *bf_b;
     int64_t bf_cap;
-    /* context parallelism (cp.c): H = cca_time0 + cca_time1 - 2 halo rows, h = kv_dim / 2 */
-    float *cp_ext, *cp_dext;      /* [B, T + H, C] halo rows then the chunk's pre-conv q|k rows */
-    float *cp_hsend, *cp_hrecv;   /* [B, H, C] halo out / in */
-    float *cp_vsend, *cp_vrecv;   /* [B, h] last (first) delayed-value row out / in */
+    /* context parallelism (cp.c): P pieces of Tp = T / P rows per sequence, H = cca_time0 + cca_time1
+     * - 2 halo rows, h = kv_dim / 2, M = H * C + h floats of boundary state per piece and sequence */
+    float *cp_ext, *cp_dext;      /* [B * P, Tp + H, C] each piece's halo rows then its pre-conv q|k rows */
+    float *cp_send, *cp_recv;     /* [P, B, M] boundary state out / in, by the receiving piece */
     float *cp_kv, *cp_kv_all;     /* [B, T, 2 kv_dim] k|v rows, and [size, B, T, 2 kv_dim] gathered */
-    float *cp_gk, *cp_gv;         /* [B, size*T, kv_dim] every chunk's keys / values in position order */
-    float *cp_dgk, *cp_dgv;       /* [B, size*T, kv_dim] their gradients from this rank's queries */
+    float *cp_gk, *cp_gv;         /* [B, S, kv_dim] every position's keys / values (S = size * T) */
+    float *cp_dgk, *cp_dgv;       /* [B, S, kv_dim] their gradients from this rank's queries */
+    float *cp_tk, *cp_tv;         /* [S, kv_dim] one piece's share of those */
     int32_t *ids;           /* [N] copy of the last forward's ids */
     int32_t *targets;       /* [N] */
     int has_targets;
@@ -115,28 +116,21 @@ void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate
 
 /* Context parallelism (src/model/cp.c): the exchanges of one attention block. */
 void zaya_cp_plan(zaya_model *m, zaya_arena *a);
-/* Forward: once qk_pre [N, C] is final, its halo rows start towards the next rank (slot 0); once vv
- * [N, kv_dim] is final and the in-chunk value shift done, finish_inputs sends the delayed values of
- * each chunk's last row (slot 1), writes the received ones into each sequence's first row of v, and
- * writes the block's halo (A->halo) and the convolution input w->cp_ext. */
-void zaya_cp_start_halo(zaya_model *m, const float *qk_pre);
-void zaya_cp_finish_inputs(zaya_model *m, int l, const float *vv, float *v);
-/* w->cp_gk, cp_gv = every chunk's k, v [N, kv_dim] in position order (forward, and again in backward). */
-void zaya_cp_gather_kv(zaya_model *m, const float *k, const float *v);
-/* dk, dv [N, kv_dim] = this chunk's rows of w->cp_dgk, cp_dgv summed over the group. */
-void zaya_cp_scatter_dkv(zaya_model *m, float *dk, float *dv);
-/* Backward of the value shift's boundary: the delayed-value gradient of this chunk's first row goes to
- * the previous rank; the next rank's lands on dvv's last row of each sequence (second half). Call
- * after the in-chunk shift backward. Starts slot 1; zaya_cp_finish_dvv waits for it. */
-void zaya_cp_start_dvv(zaya_model *m, const float *dv);
-void zaya_cp_finish_dvv(zaya_model *m, float *dvv);
-/* Backward of the convolutions' halo: d(cp_ext) [B, T + H, C] -> dqk_pre [N, C] (=), its halo rows sent
- * to the previous rank, and the next rank's added onto the last H rows of each sequence. */
-void zaya_cp_return_halo(zaya_model *m, const float *dext, float *dqk_pre);
+/* Rows of the convolution outputs the plan keeps per batch: T + P * (cca_time1 - 1) per sequence. */
+int64_t zaya_cp_conv_rows(const zaya_model *m);
+/* Forward, once qk_pre [N, C] and vv [N, kv_dim] are final and the in-piece value shift is done: the
+ * boundary state of every piece (its last H pre-conv q|k rows, its last row's delayed values) goes to
+ * the holder of the next chunk; the received state becomes the block's halo (A->halo), the convolution
+ * input w->cp_ext, and each piece's first delayed-value row of v. */
+void zaya_cp_exchange_inputs(zaya_model *m, int l, const float *qk_pre, const float *vv, float *v);
 /* Rebuilds w->cp_ext of block l (backward) from A->halo and A->qk_pre. */
 void zaya_cp_build_ext(zaya_model *m, int l);
-/* A->att, A->lse from A->q, A->k, A->v (whole sequences, or this chunk against every chunk's K/V), and
- * back: w->dq, w->dk, w->dv from w->datt. */
+/* Backward of both boundaries: dext [B * P, Tp + H, C] -> dqk_pre [N, C] (=), and dvv gets each piece's
+ * last-row delayed-value gradient; the halo rows' gradients and each piece's first-row dv (second
+ * half) go back to the holder of the previous chunk, the next chunk's come in and are added. */
+void zaya_cp_return_boundaries(zaya_model *m, const float *dext, const float *dv, float *dqk_pre, float *dvv);
+/* A->att, A->lse from A->q, A->k, A->v (whole sequences, or this rank's pieces against every chunk's
+ * K/V; lse then [B, P, Hq, Tp]), and back: w->dq, w->dk, w->dv from w->datt. */
 void zaya_attn_chunk_forward(zaya_model *m, zaya_layer_acts *A);
 void zaya_attn_chunk_backward(zaya_model *m, zaya_layer_acts *A);
 

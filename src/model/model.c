@@ -132,7 +132,8 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
     /* MLP width: of one expert, or of the dense MLP */
     const int64_t F = c->mlp == ZAYA_MLP_DENSE ? zaya_config_dense_ffn(c) : c->moe_intermediate_size;
     const int64_t Hkv = c->num_key_value_heads, qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c);
-    const int64_t C = qd + kvd, Tc = T + c->cca_time1 - 1, V = c->vocab_size;
+    /* convolution output rows per sequence: under context parallelism one run per piece */
+    const int64_t C = qd + kvd, Tc = m->cp.size > 1 ? zaya_cp_conv_rows(m) : T + c->cca_time1 - 1, V = c->vocab_size;
     for (int l = 0; l < (int)c->num_hidden_layers; l++) {
         zaya_layer_acts *A = &acts[l];
         A->x = zaya_arena_floats(a, (size_t)(N * D));
@@ -229,16 +230,19 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
 
 zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
     if (B <= 0 || T <= 0) return zaya_error_set(ZAYA_EINVAL, "batch (%lld) and sequence length (%lld) must be positive", (long long)B, (long long)T);
-    const int64_t S = m->cp.size > 1 ? m->cp.size : 1, H = zaya_cp_halo_rows(&m->cfg);
+    const int64_t S = m->cp.size > 1 ? m->cp.size : 1, H = zaya_cp_halo_rows(&m->cfg), P = zaya_cp_pieces(&m->cp);
     if (S * T > m->cfg.max_position_embeddings)
         return zaya_error_set(ZAYA_EINVAL, "sequence length %lld exceeds max_position_embeddings %lld", (long long)(S * T),
                               (long long)m->cfg.max_position_embeddings);
-    if (S > 1 && T < H)
+    if (S > 1 && T % P != 0)
+        return zaya_error_set(ZAYA_EINVAL, "context parallelism (zig-zag): %lld tokens per rank do not split into 2 chunks",
+                              (long long)T);
+    if (S > 1 && T / P < H)
         return zaya_error_set(ZAYA_EINVAL,
-                              "context parallelism: a chunk of %lld tokens (sequence %lld over %lld ranks) is shorter "
+                              "context parallelism: a chunk of %lld tokens (sequence %lld in %lld chunks) is shorter "
                               "than the convolution halo of %lld tokens (cca_time0 + cca_time1 - 2); use fewer "
                               "context-parallel ranks or longer sequences",
-                              (long long)T, (long long)(S * T), (long long)S, (long long)H);
+                              (long long)(T / P), (long long)(S * T), (long long)(S * P), (long long)H);
     zaya_arena_free(&m->arena);
     free(m->acts);
     free(m->work);
@@ -255,7 +259,8 @@ zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
     m->activation_bytes = measure.used;
     zaya_model_work *w = m->work;
     for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++) w->pos[b * T + t] = (int32_t)((S > 1 ? m->cp.rank * T : 0) + t);
+        for (int64_t t = 0; t < T; t++) /* under CP: piece t / Tp's chunk */
+            w->pos[b * T + t] = (int32_t)(S > 1 ? zaya_cp_chunk(&m->cp, m->cp.rank, (int)(t / (T / P))) * (T / P) + t % (T / P) : t);
     ZAYA_DEBUG("model plan B=%lld T=%lld: %.1f MiB of activations and scratch", (long long)B, (long long)T,
                (double)measure.used / 1048576.0);
     return ZAYA_OK;

@@ -7,16 +7,15 @@
 
 #define CP_TAG 7100 /* + slot */
 
-static zaya_status halo_start(void *ctx, int slot, int dir, const float *send, float *recv, int64_t count) {
+static zaya_status halo_start(void *ctx, int slot, int dst, const float *send, int src, float *recv, int64_t count) {
     zaya_cp_link *k = ctx;
-    const int r = zaya_comm_rank(k->comm), S = zaya_comm_size(k->comm);
-    if (slot < 0 || slot > 1 || (dir != 1 && dir != -1))
-        return zaya_error_set(ZAYA_EINVAL, "context parallelism: halo slot %d / direction %d", slot, dir);
+    const int S = zaya_comm_size(k->comm);
+    if (slot < 0 || slot >= ZAYA_CP_LINK_SLOTS || dst >= S || src >= S)
+        return zaya_error_set(ZAYA_EINVAL, "context parallelism: halo slot %d, destination %d, source %d (group of %d)",
+                              slot, dst, src, S);
     memset(k->req[slot], 0, sizeof k->req[slot]);
-    const int to = r + dir, from = r - dir;
-    if (from >= 0 && from < S)
-        ZAYA_TRY(zaya_irecv(k->comm, recv, count, ZAYA_DIST_F32, from, CP_TAG + slot, &k->req[slot][1]));
-    if (to >= 0 && to < S) ZAYA_TRY(zaya_isend(k->comm, send, count, ZAYA_DIST_F32, to, CP_TAG + slot, &k->req[slot][0]));
+    if (src >= 0) ZAYA_TRY(zaya_irecv(k->comm, recv, count, ZAYA_DIST_F32, src, CP_TAG + slot, &k->req[slot][1]));
+    if (dst >= 0) ZAYA_TRY(zaya_isend(k->comm, send, count, ZAYA_DIST_F32, dst, CP_TAG + slot, &k->req[slot][0]));
     return ZAYA_OK;
 }
 
@@ -44,10 +43,11 @@ static zaya_status reduce_scatter(void *ctx, const float *send, float *recv, int
     return s;
 }
 
-void zaya_cp_link_init(zaya_cp_link *link, const zaya_comm *comm, zaya_cp_ops *ops) {
+void zaya_cp_link_init(zaya_cp_link *link, const zaya_comm *comm, int zigzag, zaya_cp_ops *ops) {
     memset(link, 0, sizeof *link);
     link->comm = comm;
     *ops = (zaya_cp_ops){.rank = zaya_comm_rank(comm),
+                         .zigzag = zigzag,
                          .size = zaya_comm_size(comm),
                          .ctx = link,
                          .halo_start = halo_start,

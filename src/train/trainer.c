@@ -166,18 +166,19 @@ static zaya_status setup_optimizer(zaya_trainer *t) {
  * a group holds chunk r % cp); the world / cp groups are the data-parallel replicas. Collective. */
 static zaya_status check_phase_cp(const zaya_trainer *t, const zaya_phase *p, int cp) {
     const char *name = p->name;
-    const int64_t seq = p->seq_len;
+    const int64_t seq = p->seq_len, pieces = cp > 1 && !t->opts->cp_contiguous ? 2 : 1, chunks = cp * pieces;
     if (t->world % cp != 0)
         return zaya_error_set(ZAYA_EINVAL, "phase '%s': cp %d does not divide the world of %d ranks (world = DP x CP)",
                               name, cp, t->world);
-    if (seq % cp != 0)
-        return zaya_error_set(ZAYA_EINVAL, "phase '%s': seq_len %lld is not divisible by cp %d", name, (long long)seq, cp);
+    if (seq % chunks != 0)
+        return zaya_error_set(ZAYA_EINVAL, "phase '%s': seq_len %lld does not split into %lld equal chunks (cp %d%s)",
+                              name, (long long)seq, (long long)chunks, cp, pieces == 2 ? ", zig-zag: 2 per rank" : "");
     const int64_t halo = zaya_cp_halo_rows(&t->model.cfg);
-    if (cp > 1 && seq / cp < halo)
+    if (cp > 1 && seq / chunks < halo)
         return zaya_error_set(ZAYA_EINVAL,
                               "phase '%s': with cp %d a chunk has %lld tokens, fewer than the convolution halo of %lld "
                               "(cca_time0 + cca_time1 - 2); use a smaller cp",
-                              name, cp, (long long)(seq / cp), (long long)halo);
+                              name, cp, (long long)(seq / chunks), (long long)halo);
     return ZAYA_OK;
 }
 
@@ -203,7 +204,7 @@ static zaya_status set_phase_cp(zaya_trainer *t, const zaya_step_info *si, int *
     if (cp > 1) {
         ZAYA_TRY(zaya_comm_split(t->comm, t->rank / cp, t->rank % cp, &t->cp_comm));
         zaya_cp_ops ops;
-        zaya_cp_link_init(&t->cp_link, t->cp_comm, &ops);
+        zaya_cp_link_init(&t->cp_link, t->cp_comm, !t->opts->cp_contiguous, &ops);
         ZAYA_TRY(zaya_model_set_cp(&t->model, &ops));
     }
     t->cp = cp;
@@ -260,13 +261,17 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
 }
 
 /* Rows of seq_len + 1 ids -> inputs (first T) and targets (last T) of micro-batch mb; under context
- * parallelism only this rank's chunk of them (positions [c*Tc, (c+1)*Tc) of chunk c). */
+ * parallelism only this rank's pieces of them, in the model's order (zaya_cp_chunk). */
 static void split_micro(zaya_trainer *t, int64_t mb, int64_t T) {
-    const int64_t Tc = T / t->cp, off = (int64_t)(t->rank % t->cp) * Tc;
+    const int P = zaya_cp_pieces(&t->model.cp);
+    const int64_t Tc = T / t->cp, Tp = Tc / P;
     for (int64_t r = 0; r < t->micro; r++) {
         const int32_t *row = t->batch + (mb * t->micro + r) * (T + 1);
-        memcpy(t->inputs + r * Tc, row + off, (size_t)Tc * sizeof(int32_t));
-        memcpy(t->targets + r * Tc, row + off + 1, (size_t)Tc * sizeof(int32_t));
+        for (int p = 0; p < P; p++) {
+            const int64_t off = t->cp > 1 ? zaya_cp_chunk(&t->model.cp, t->model.cp.rank, p) * Tp : 0;
+            memcpy(t->inputs + r * Tc + p * Tp, row + off, (size_t)Tp * sizeof(int32_t));
+            memcpy(t->targets + r * Tc + p * Tp, row + off + 1, (size_t)Tp * sizeof(int32_t));
+        }
     }
 }
 

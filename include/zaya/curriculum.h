@@ -85,7 +85,7 @@ zaya_status zaya_run_to_json(const zaya_run *run, cJSON **out);
 /* Writes <dir>/run.json atomically. */
 zaya_status zaya_run_write_resolved(const zaya_run *run, const char *dir);
 
-/* Errors unless world_size divides every global batch of the run. */
+/* Errors unless world_size (the data-parallel ranks: the world / CP) divides every global batch of the run. */
 zaya_status zaya_run_check_world(const zaya_run *run, int world_size);
 
 typedef struct zaya_step_info {

@@ -451,8 +451,8 @@ zaya_status zaya_run_write_resolved(const zaya_run *run, const char *dir) {
 zaya_status zaya_run_check_world(const zaya_run *run, int world_size) {
     if (world_size < 1) return ERR("world size %d must be >= 1", world_size);
     if (run->batch_multiple % world_size != 0)
-        return ERR("run '%s': batch_multiple %" PRId64 " is not divisible by the world size %d, so ranks cannot split "
-                   "every global batch evenly", run->name, run->batch_multiple, world_size);
+        return ERR("run '%s': batch_multiple %" PRId64 " is not divisible by the %d data-parallel ranks, so they cannot "
+                   "split every global batch evenly", run->name, run->batch_multiple, world_size);
     return ZAYA_OK;
 }
 

@@ -71,7 +71,6 @@ static zaya_status open_data(zaya_trainer *t) {
         }
         ZAYA_TRY(zaya_run_default(t->data_dir, &t->run));
     }
-    ZAYA_TRY(zaya_run_check_world(&t->run, t->world));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 0, 0, &t->train_ds));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 1, 0, &t->val_ds));
     ZAYA_TRY(zaya_loader_init(&t->loader, &t->train_ds, t->run.seed));
@@ -188,8 +187,12 @@ static int phase_cp(const zaya_trainer *t, int64_t phase_cp_key) {
 
 /* Every phase's split, before anything is trained. */
 static zaya_status check_run_cp(const zaya_trainer *t) {
-    for (int p = 0; p < t->run.nphases; p++)
-        ZAYA_TRY(check_phase_cp(t, &t->run.phases[p], phase_cp(t, t->run.phases[p].cp)));
+    for (int p = 0; p < t->run.nphases; p++) {
+        const int cp = phase_cp(t, t->run.phases[p].cp);
+        ZAYA_TRY(check_phase_cp(t, &t->run.phases[p], cp));
+        /* every batch of the phase splits evenly over its data-parallel groups */
+        ZAYA_TRY(zaya_run_check_world(&t->run, t->world / cp));
+    }
     return ZAYA_OK;
 }
 

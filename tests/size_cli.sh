@@ -31,8 +31,10 @@ expect 0 "tokens/s:" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw mi300x --b
 expect 0 "fixture-host" -- "$zaya" size predict "$fx/olmoe-1b-7b.json" --hw host --profile "$fx/profile-host.json" --seq 512 --dp 2
 expect 0 "wrote $tmp/p/predict.json" -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw "$fx/profile-host.json" --seq 256 -o "$tmp/p"
 # context parallelism: per-rank activations, the exchanges per layer, the MHA comparison, refusals
-expect 0 "K/V all-gather 117.44 MB (fwd + bwd), dK/dV reduce-scatter 58.72 MB, halo 21.5 KB; an MHA of the same width would gather 939.52 MB" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
-expect 0 "DP 1 x CP 8 (chunks of 4096 tokens)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
+expect 0 "K/V all-gather 117.44 MB (fwd + bwd), dK/dV reduce-scatter 58.72 MB, halo 43.0 KB; an MHA of the same width would gather 939.52 MB" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
+expect 0 "(busiest rank's attention 1.88x the mean)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --cp-layout contiguous --max-batch 1
+expect 0 "(busiest rank's attention 1.00x the mean)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
+expect 0 "DP 1 x CP 8 (zig-zag, 4096 tokens per rank)" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw h200 --seq 32768 --cp 8 --max-batch 1
 expect 0 "context parallel: CP 8, each rank holds 4096 tokens of every sequence" -- "$zaya" size info "$fx/zaya1-8b.json" --seq 32768 --cp 8
 a1=$("$zaya" size info "$fx/zaya1-8b.json" --seq 32768 | awk '/AdamW  DP 1 /{print $9}')
 a8=$("$zaya" size info "$fx/zaya1-8b.json" --seq 32768 --cp 8 | awk '/AdamW  DP 1 /{print $9}')

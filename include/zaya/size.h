@@ -305,7 +305,8 @@ int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya
 typedef struct zaya_size_step_opts {
     int64_t batch, seq;       /* micro-batch per rank (seq: the whole sequence, also under CP) */
     int dp;
-    int cp;                   /* context-parallel ranks per sequence (contiguous chunks) */
+    int cp;                   /* context-parallel ranks per sequence */
+    int cp_contiguous;        /* 1: one contiguous chunk per rank (unequal causal work), 0: zig-zag pairs */
     int zero_stage;
     zaya_size_optimizer optimizer;
     int recompute;
@@ -321,7 +322,7 @@ typedef struct zaya_size_step_pred {
      * dK/dV, the halo rows; and what an MHA of the same width (K/V = hidden each) would gather */
     double cp_gather_bytes, cp_scatter_bytes, cp_halo_bytes, cp_mha_gather_bytes;
     double cp_comm_s;         /* their time per step, all layers (not overlapped) */
-    double cp_attn_imbalance; /* attention work of the busiest chunk over the mean chunk's */
+    double cp_attn_imbalance; /* attention work of the busiest rank over the mean rank's */
     double tokens_per_s_rank, tokens_per_s_global;
     double model_flops, mfu;  /* model FLOPs per step per rank and their share of peak */
     double gemm_eff;          /* FLOP-weighted GEMM efficiency */
@@ -430,6 +431,7 @@ typedef struct zaya_size_predict_opts {
     const char *out;   /* NULL: no predict.json */
     const char *dtype; /* NULL: bf16 where the profile has it, else f32 */
     int64_t batch, seq, max_batch;
+    int cp_contiguous; /* CP layout (zaya_size_step_opts) */
     double overlap;
     zaya_size_mem_opts mem;
 } zaya_size_predict_opts;

@@ -128,10 +128,12 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     int64_t batch = 1, seq = 4096, max_batch = 64;
     mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
     double overlap = 0;
+    const char *cp_layout = "zigzag";
     const zaya_flag flags[] = {
         {"hw", 0, ZAYA_FLAG_STRING, &hwname, "PROFILE", "mi300x | h100 | h200 | host | path/to/profile.json (required)"},
         {"profile", 0, ZAYA_FLAG_STRING, &profile, "FILE", "profile.json for --hw host"},
         {"batch", 0, ZAYA_FLAG_I64, &batch, "B", "training micro-batch in sequences per rank (default 1)"},
+        {"cp-layout", 0, ZAYA_FLAG_STRING, &cp_layout, "zigzag|contiguous", "how --cp splits a sequence (default zigzag, the trainer's)"},
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length / decode context (default 4096)"},
         MEM_FLAGS(mf),
         {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "bf16|f32", "GEMM precision (default: bf16, the trainer's, where the profile has it)"},
@@ -154,8 +156,12 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     zaya_size_mem_opts mo;
     zaya_status s = mem_from_flags(&mf, seq, &mo);
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
+    int contiguous = 0;
+    if (!strcmp(cp_layout, "contiguous")) contiguous = 1;
+    else if (strcmp(cp_layout, "zigzag")) return zaya_flags_usage_error(&spec, "--cp-layout must be zigzag or contiguous, got '%s'", cp_layout);
     zaya_size_predict_opts po = {.config = path, .hw = hwname, .profile = profile, .out = out, .dtype = dtype,
-                                 .batch = batch, .seq = seq, .max_batch = max_batch, .overlap = overlap, .mem = mo};
+                                 .batch = batch, .seq = seq, .max_batch = max_batch, .overlap = overlap, .mem = mo,
+                                 .cp_contiguous = contiguous};
     return zaya_size_predict_report(&po, stdout) == ZAYA_OK ? 0 : zaya_cli_error("size predict", NULL);
 }
 

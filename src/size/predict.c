@@ -145,9 +145,10 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     /* attention: forward 2 products, backward 5 (dV, dP, dS recompute, dQ, dK) -> 3.5x forward */
     zaya_size_flops f;
     zaya_size_count_flops(a, o->seq, &f);
-    /* under CP the chunks of a sequence do unequal causal work: chunk r's queries see (r + 1/2) chunks of
-     * keys on average, so the last does (2cp - 1)/cp of the mean and sets the step's pace */
-    p->cp_attn_imbalance = cp > 1 ? (2.0 * cp - 1.0) / cp : 1.0;
+    /* contiguous chunks do unequal causal work: chunk r's queries see (r + 1/2) chunks of keys on
+     * average, so the last does (2cp - 1)/cp of the mean and sets the step's pace; zig-zag pairs
+     * (r, 2cp-1-r) are equal */
+    p->cp_attn_imbalance = cp > 1 && o->cp_contiguous ? (2.0 * cp - 1.0) / cp : 1.0;
     double attn_fwd = f.attn_fwd * T * p->cp_attn_imbalance;
     p->attn_s = attn_fwd * (3.5 + (o->recompute ? 1 : 0)) / attn_rate(hw, o->seq, a->head_dim);
 
@@ -184,7 +185,7 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
         const double buf = whole * 2 * kv * 4; /* the gathered K|V of a layer */
         p->cp_gather_bytes = 2 * buf * (cp - 1) / cp;
         p->cp_scatter_bytes = buf * (cp - 1) / cp;
-        p->cp_halo_bytes = 2 * (double)o->batch * ((double)halo * (double)(a->heads + a->kv_heads) * (double)a->head_dim +
+        p->cp_halo_bytes = (o->cp_contiguous ? 2 : 4) * (double)o->batch * /* zig-zag: two pieces */ ((double)halo * (double)(a->heads + a->kv_heads) * (double)a->head_dim +
                                                    (a->attn == ZAYA_SIZE_ATTN_CCA ? kv / 2 : 0)) * 4;
         p->cp_mha_gather_bytes = 2 * whole * 2 * (double)a->hidden * 4 * (cp - 1) / cp;
         const double ag = zaya_size_coll_time(hw, ZAYA_SIZE_COLL_ALL_GATHER, cp, buf);

@@ -185,6 +185,7 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     so.seq = seq;
     so.dp = dp;
     so.cp = mo.cp;
+    so.cp_contiguous = o->cp_contiguous;
     so.zero_stage = zero;
     so.recompute = recompute;
     so.overlap = overlap;
@@ -203,8 +204,10 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     cJSON *root = cJSON_CreateObject();
     fprintf(f, "%s on %s (%s)\n", path, hw.name, hw.source);
     int fits = zaya_size_print_train_fit(&a, &mo, &hw, f, root);
-    char cpnote[64] = "";
-    if (so.cp > 1) snprintf(cpnote, sizeof cpnote, " x CP %d (chunks of %lld tokens)", so.cp, (long long)(seq / so.cp));
+    char cpnote[96] = "";
+    if (so.cp > 1)
+        snprintf(cpnote, sizeof cpnote, " x CP %d (%s, %lld tokens per rank)", so.cp, so.cp_contiguous ? "contiguous" : "zig-zag",
+                 (long long)(seq / so.cp));
     fprintf(f, "training step%s: batch %lld x seq %lld per rank, DP %d%s, ZeRO-%d, %s, %s GEMMs%s\n",
            fits ? "" : " (only if it fitted; see above)", (long long)batch, (long long)seq, dp, cpnote, zero, optname, dtype,
            recompute ? ", recompute" : "");
@@ -214,7 +217,7 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     fprintf(f, "  %-28s %10.2f ms  (Newton-Schulz %.2f ms)\n", "optimizer step", 1e3 * p.optimizer_s, 1e3 * p.optimizer_ns_s);
     fprintf(f, "  %-28s %10.2f ms  (exposed %.2f ms)\n", "DP communication", 1e3 * p.comm_s, 1e3 * p.comm_exposed_s);
     if (so.cp > 1) {
-        fprintf(f, "  %-28s %10.2f ms  (busiest chunk's attention %.2fx the mean)\n", "CP exchanges", 1e3 * p.cp_comm_s,
+        fprintf(f, "  %-28s %10.2f ms  (busiest rank's attention %.2fx the mean)\n", "CP exchanges", 1e3 * p.cp_comm_s,
                 p.cp_attn_imbalance);
         fprintf(f, "    per layer and step, bytes one rank receives: K/V all-gather %.2f MB (fwd + bwd), dK/dV "
                    "reduce-scatter %.2f MB, halo %.1f KB; an MHA of the same width would gather %.2f MB\n",

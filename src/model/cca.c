@@ -100,8 +100,9 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
 
     if (cp) { /* [the previous chunk's last H rows | this piece], no padding */
         zaya_cp_exchange_inputs(m, l, A->qk_pre, A->vv, A->v);
-        const int64_t H = zaya_cp_halo_rows(c);
-        zaya_conv1d_depthwise_forward(A->conv0, m->work->cp_ext, P->conv0_w, P->conv0_b, Bp, Tp + H, C, k0, 0);
+        const int64_t H = zaya_cp_halo_rows(c); /* 0 with 1-tap kernels: no left context */
+        zaya_conv1d_depthwise_forward(A->conv0, H > 0 ? m->work->cp_ext : A->qk_pre, P->conv0_w, P->conv0_b, Bp, Tp + H,
+                                      C, k0, 0);
     } else {
         zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
     }
@@ -153,9 +154,14 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
         /* the halo rows' gradients and each piece's first delayed value belong to the previous chunk;
          * the value projection's backward waits for the next chunk's share of dvv */
         const int64_t H = zaya_cp_halo_rows(c);
-        zaya_cp_build_ext(m, l);
-        zaya_conv1d_depthwise_backward(w->cp_dext, G->conv0_w, G->conv0_b, w->dconv0, w->cp_ext, P->conv0_w, Bp, Tp + H,
-                                       C, k0, 0);
+        if (H > 0) {
+            zaya_cp_build_ext(m, l);
+            zaya_conv1d_depthwise_backward(w->cp_dext, G->conv0_w, G->conv0_b, w->dconv0, w->cp_ext, P->conv0_w, Bp,
+                                           Tp + H, C, k0, 0);
+        } else {
+            zaya_conv1d_depthwise_backward(w->dqk2, G->conv0_w, G->conv0_b, w->dconv0, A->qk_pre, P->conv0_w, Bp, Tp, C,
+                                           k0, 0);
+        }
         zaya_cp_return_boundaries(m, w->cp_dext, w->dv, w->dqk2, w->dvv);
         zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
         zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);

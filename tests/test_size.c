@@ -559,7 +559,7 @@ static void test_profile(void) {
     CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK && p.comm_s > 0, "host prediction with a measured allreduce");
     o.zero_stage = 1;
     CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_EUNSUPPORTED &&
-              strstr(zaya_error_message(), "no collective measurements for DP 2"),
+              strstr(zaya_error_message(), "no collective measurements for 2 ranks"),
           "missing curve: %s", zaya_error_message());
     /* Muon on a CPU: matrices below the pool threshold run their Newton-Schulz GEMMs serialised on one
      * thread, i.e. at 1/compute_units of the profiled rate (50 GFLOP/s at the 512^3 point). */
@@ -871,7 +871,47 @@ static void test_one_reader(void) {
     cJSON_Delete(cfg);
 }
 
+/* Context parallelism: per-rank activations, ZeRO over DP x CP, the exchanges' bytes and the busiest
+ * rank's attention share, each against its formula. */
+static void test_cp(void) {
+    zaya_size_arch a;
+    load("zaya1-8b.json", &a);
+    zaya_size_mem_opts mo;
+    zaya_size_mem_opts_default(&mo);
+    mo.seq = 32768;
+    mo.zero_stage = 1;
+    zaya_size_mem m1, m8;
+    zaya_size_train_memory(&a, &mo, &m1);
+    mo.cp = 8;
+    zaya_size_train_memory(&a, &mo, &m8);
+    const double kv = (double)a.kv_heads * (double)a.head_dim, T = 32768;
+    CHECK(fabs(m8.act_per_layer * 8 - m1.act_per_layer) < 1e-6 * m1.act_per_layer, "per-layer activations / CP");
+    CHECK(fabs(m8.cp_buffers - 4.0 * (6 * T * kv + 2 * T / 8 * kv)) < 1, "gathered K/V buffers %.0f", m8.cp_buffers);
+    CHECK(fabs(m8.master * 8 - m1.master) < 1 && fabs(m8.optimizer * 8 - m1.optimizer) < 1, "ZeRO-1 over DP x CP");
+    CHECK(m1.cp_buffers == 0, "no CP buffers without CP");
+    zaya_size_hw hw;
+    CHECK(zaya_size_hw_get("h200", NULL, &hw) == ZAYA_OK, "h200");
+    zaya_size_step_opts o;
+    zaya_size_step_opts_default(&o);
+    o.seq = 32768;
+    o.cp = 8;
+    zaya_size_step_pred p;
+    CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK, "predict cp 8: %s", zaya_error_message());
+    const double buf = T * 2 * kv * 4;
+    CHECK(fabs(p.cp_gather_bytes - 2 * buf * 7 / 8) < 1 && fabs(p.cp_scatter_bytes - buf * 7 / 8) < 1, "gather/scatter bytes");
+    CHECK(fabs(p.cp_mha_gather_bytes / p.cp_gather_bytes - (double)a.hidden / kv) < 1e-9, "MHA comparison");
+    CHECK(p.cp_attn_imbalance == 1.0 && p.cp_comm_s > 0, "zig-zag: balanced");
+    o.cp_contiguous = 1;
+    CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_OK && fabs(p.cp_attn_imbalance - 15.0 / 8) < 1e-12,
+          "contiguous: the last chunk's share");
+    o.cp = 3;
+    CHECK(zaya_size_predict_step(&a, &hw, &o, &p) == ZAYA_EINVAL && strstr(zaya_error_message(), "not divisible by cp 3"),
+          "seq not divisible: %s", zaya_error_message());
+    zaya_size_hw_free(&hw);
+}
+
 int main(void) {
+    test_cp();
     test_zaya1();
     test_one_reader();
     test_published();

@@ -29,11 +29,12 @@ typedef struct zaya_train_opts {
     double balance_lr;     /* step size of the balancing-bias controller (in balance_units) */
     int64_t balance_warmup;/* steps over which that step size ramps up linearly from 0 (default 0) */
     int balance_rule;      /* zaya_balance_rule: ZAYA1's Adam rule (default) or the sign rule */
-#define ZAYA_TRAIN_BALANCE_ITERS_FORWARD 32
+#define ZAYA_TRAIN_BALANCE_ITERS_FORWARD 512
 #define ZAYA_TRAIN_BALANCE_ITERS_STEP 8
     int balance_iters;     /* iterations on a batch's own scores: per MoE block and forward (mode forward: the
-                              update + refinement steps, default 32) or per step (mode step: updates,
-                              default 8); 0 = the mode's default */
+                              update, then at most balance_iters - 1 refinement recounts, default 512; the
+                              refinement usually stops far earlier, once balanced) or per step (mode step:
+                              updates, default 8); 0 = the mode's default */
     double balance_drift;  /* gain of the controller's drift compensation (default 1, 0 = off) */
     int balance_units;     /* zaya_balance_units: step in score-spread units (default) or absolute */
     int balance_mode;      /* zaya_balance_mode: in every training forward on the batch (default) or after the step */

@@ -265,8 +265,8 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
         if (k == 0) {
             zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb + 1);
             zaya_balancer_refine_begin(&t->balancer, t->balancer.cfg.lr * sigma);
-        } else {
-            zaya_balancer_refine_layer(&t->balancer, l, cnt, m->params);
+        } else if (zaya_balancer_refine_layer(&t->balancer, l, cnt, m->params)) {
+            break; /* balanced: the biases are final */
         }
     }
     if (t->world > 1) {

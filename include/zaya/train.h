@@ -69,6 +69,16 @@ typedef struct zaya_train_result {
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);
 
+/* Stop requests (SIGINT, SIGTERM). The first asks the running training to checkpoint at the end of its
+ * step and return with res->preempted set; a second terminates the process. zaya_train_run installs
+ * the handler. A request stays pending until zaya_train_stop_clear, so one that arrives after a run's
+ * last step or between two runs in one process is not lost: a caller that runs several trainings
+ * (zaya study) installs the handler for its whole duration and checks zaya_train_stop_requested()
+ * before each run; a training started with a request pending stops after its first step. */
+void zaya_train_stop_handler_install(void);
+int zaya_train_stop_requested(void);
+void zaya_train_stop_clear(void);
+
 /* Builds the built-in corpus in dir (idempotent): a 4096-token byte-level BPE trained on the fortunes
  * package's English text and C headers from /usr/include, and shards of both ("prose", "code"). */
 zaya_status zaya_train_prepare_builtin_data(const char *dir, int64_t vocab_size);

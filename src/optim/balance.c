@@ -158,11 +158,8 @@ static double refine_bound(const float *bias, int E, int e, int dir) {
     double mx = -INFINITY;
     for (int k = 0; k < E; k++)
         if (k != e && bias[k] > mx) mx = bias[k];
-    if (E == 1) mx = bias[0];
     return dir > 0 ? mx + 1.0 : mx - 1.0;
 }
-
-static void refine_set(float *bias, int e, double x) { bias[e] = (float)x; }
 
 int zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, float *params) {
     enum { MAX_SWEEPS = 8 };
@@ -185,7 +182,7 @@ int zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, floa
                 double nx = x + r->dir * r->step;
                 if ((r->dir > 0 && nx >= bound) || (r->dir < 0 && nx <= bound)) nx = bound;
                 if ((float)nx != (float)x) {
-                    refine_set(bias, e, nx);
+                    bias[e] = (float)nx;
                     return 0;
                 }
                 r->expert = -1; /* at the bound already: nothing further this way */
@@ -193,11 +190,11 @@ int zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, floa
                 r->bracketed = 1;
                 const double mid = 0.5 * (r->lo + r->hi);
                 if ((float)mid != (float)r->lo && (float)mid != (float)r->hi) {
-                    refine_set(bias, e, mid);
+                    bias[e] = (float)mid;
                     return 0;
                 }
                 /* adjacent floats enclose the balance point: keep the closer side */
-                refine_set(bias, e, fabs(r->f_lo) <= fabs(r->f_hi) ? r->lo : r->hi);
+                bias[e] = (float)(fabs(r->f_lo) <= fabs(r->f_hi) ? r->lo : r->hi);
                 r->expert = -1;
                 return 0; /* recount at that value before the next expert */
             }
@@ -219,8 +216,8 @@ int zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, floa
             const double bound = refine_bound(bias, E, e, r->dir);
             double nx = (double)bias[e] + r->dir * r->step;
             if ((r->dir > 0 && nx >= bound) || (r->dir < 0 && nx <= bound)) nx = bound;
-            if ((float)nx == bias[e]) continue; /* pinned at its bound: leave it */
-            refine_set(bias, e, nx);
+            if ((float)nx == bias[e]) continue; /* at its bound already: leave it */
+            bias[e] = (float)nx;
             return 0;
         }
         int off = 0;

@@ -18,10 +18,11 @@
  * Where the trainer runs it (zaya_train_opts.balance_mode):
  * - ZAYA_BALANCE_FORWARD (default): inside every training forward, in each MoE block between the
  *   router's scores and the selection (the model's route hook): drift compensation against the
- *   previous batch (zaya_balancer_follow_drift_layer), then balance_iters updates
- *   (zaya_balancer_update_layer), each from the selection the current biases make of this batch's
- *   scores (zaya_model_route_count_layer, summed over the ranks); the block then routes with the
- *   result. The batch is balanced on its own scores, with no step of lag, and whatever the router
+ *   previous batch (zaya_balancer_follow_drift_layer), the controller's update
+ *   (zaya_balancer_update_layer), then the refinement (zaya_balancer_refine_layer, at most
+ *   balance_iters - 1 recounts), each step from the selection the current biases make of this
+ *   batch's scores (zaya_model_route_count_layer, summed over the ranks); the block then routes with
+ *   the result. The batch is balanced on its own scores, with no step of lag, and whatever the router
  *   learnt since the last batch (phase changes included) is absorbed before the experts are chosen.
  * - ZAYA_BALANCE_STEP: after the step, balance_iters updates on the step's own scores recounted with
  *   the new biases in between (zaya_model_route_recount), then drift compensation: the biases

@@ -2,7 +2,7 @@
 # zaya study end to end on a tiny corpus: the list, bad input (unknown study / variant: exit 2; a
 # variant the config reader does not know: exit 1 before any run), a 2-variant x 2-seed study whose
 # table, JSON and CSV agree with the runs, skipping finished runs, refusing changed settings, and
-# resuming after Ctrl-C (SIGINT) in the middle of a run.
+# resuming after Ctrl-C (SIGINT) in the middle of a run and between two runs.
 set -u
 zaya="$1"
 dir=$(mktemp -d /tmp/zaya_study_test.XXXXXX)
@@ -126,6 +126,32 @@ sys.exit(0 if ok else 1)
 PY
 check "resumed run reaches the end" 'python3 "$dir/resumed.py" "$second"'
 check "adamw variant ran with --optimizer adamw" 'python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))[\"settings\"][\"optimizer\"] == \"adamw\" else 1)" "$dir/r/optimizer/adamw/seed1/study_run.json"'
+
+# Ctrl-C between two runs (right after the first run's last checkpoint, while it writes its report and
+# the study moves on): the request must not be lost. The study stops before training anything further
+# (or checkpoints the run it has just started) and exits 75 with the resume hint; the rerun completes
+# without redoing the finished run.
+btw=(--study optimizer --seeds 2 --steps 8 "${data[@]}" -o "$dir/b")
+"$zaya" study "${btw[@]}" > "$dir/b1.txt" 2> "$dir/b1.err" &
+pid=$!
+first="$dir/b/optimizer/muon_adamw/seed1"
+for _ in $(seq 1 6000); do
+  [ -e "$first/ckpt/step-00000008" ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.02
+done
+kill -INT $pid 2>/dev/null
+wait $pid; rc=$?
+check "Ctrl-C between runs: exit 75 with a resume hint naming -o" \
+  '[ $rc = 75 ] && grep -q "run the same command again" "$dir/b1.txt" && grep -q -- "-o $dir/b" "$dir/b1.txt"'
+[ $rc = 75 ] || { cat "$dir/b1.txt"; tail -5 "$dir/b1.err"; }
+check "Ctrl-C between runs: the first run is recorded as finished, nothing after it is" \
+  '[ -e "$first/study_run.json" ] && [ ! -e "$dir/b/optimizer/muon_adamw/seed2/study_run.json" ] && [ ! -e "$dir/b/optimizer/adamw/seed1/study_settings.json" ]'
+stamp=$(stat -c %Y.%s "$first/study_run.json" 2>/dev/null)
+"$zaya" study "${btw[@]}" > "$dir/b2.txt" 2> "$dir/b2.err"; rc=$?
+check "Ctrl-C between runs: the rerun completes, the finished run not redone" \
+  '[ $rc = 0 ] && grep -q "4 runs: 3 trained now, 1 finished earlier" "$dir/b2.txt" && [ "$(stat -c %Y.%s "$first/study_run.json")" = "$stamp" ]'
+[ $rc = 0 ] || tail -5 "$dir/b2.txt"
 
 echo "study_cli: $fail failed"
 [ $fail = 0 ]

@@ -62,8 +62,8 @@ PY
 check "experts balanced at every step (MaxVio <= 0.5)" 'python3 "$dir/balanced.py" "$dir/t1/metrics.jsonl"'
 out=$("$zaya" train --balance-mode later 2>&1); rc=$?
 check "unknown --balance-mode exits 2 naming it" '[ $rc = 2 ] && grep -q "later" <<<"$out"'
-out=$("$zaya" train --balance-iters 65 2>&1); rc=$?
-check "--balance-iters 65 exits 2" '[ $rc = 2 ] && grep -q "balance-iters" <<<"$out"'
+out=$("$zaya" train --balance-iters 4097 2>&1); rc=$?
+check "--balance-iters 4097 exits 2" '[ $rc = 2 ] && grep -q "balance-iters" <<<"$out"'
 
 out=$("$zaya" train --dtype f16 2>&1); rc=$?
 check "bad --dtype exits 2 naming it" '[ $rc = 2 ] && grep -q "dtype" <<<"$out"'

@@ -18,10 +18,11 @@
  * Where the trainer runs it (zaya_train_opts.balance_mode):
  * - ZAYA_BALANCE_FORWARD (default): inside every training forward, in each MoE block between the
  *   router's scores and the selection (the model's route hook): drift compensation against the
- *   previous batch (zaya_balancer_follow_drift_layer), then balance_iters updates
- *   (zaya_balancer_update_layer), each from the selection the current biases make of this batch's
- *   scores (zaya_model_route_count_layer, summed over the ranks); the block then routes with the
- *   result. The batch is balanced on its own scores, with no step of lag, and whatever the router
+ *   previous batch (zaya_balancer_follow_drift_layer), the controller's update
+ *   (zaya_balancer_update_layer), then the refinement (zaya_balancer_refine_layer, at most
+ *   balance_iters - 1 recounts), each step from the selection the current biases make of this
+ *   batch's scores (zaya_model_route_count_layer, summed over the ranks); the block then routes with
+ *   the result. The batch is balanced on its own scores, with no step of lag, and whatever the router
  *   learnt since the last batch (phase changes included) is absorbed before the experts are chosen.
  * - ZAYA_BALANCE_STEP: after the step, balance_iters updates on the step's own scores recounted with
  *   the new biases in between (zaya_model_route_recount), then drift compensation: the biases
@@ -69,6 +70,7 @@ typedef struct zaya_balancer_config {
     double beta1, beta2; /* 0.9, 0.999 */
     double eps;          /* 1e-8 */
     double drift;        /* gain of the drift compensation, 1 = full, 0 = off */
+    double refine_tol;   /* the refinement stops when every expert's load is within (1 +- tol) of the mean */
 } zaya_balancer_config;
 
 void zaya_balancer_config_default(zaya_balancer_config *c);
@@ -86,6 +88,19 @@ typedef struct zaya_load_stats {
 /* counts: E + 1 classes (E experts, then skip). */
 void zaya_load_stats_compute(const int64_t *counts, int num_experts, zaya_load_stats *out);
 
+/* State of one refinement (zaya_balancer_refine_layer): the expert whose bias is being searched, its
+ * bracket and the sweep over the experts. Not state of the run. */
+typedef struct zaya_balance_refine {
+    int expert;        /* -1: between two experts */
+    int next;          /* next expert of this sweep to look at */
+    int sweep;
+    int bracketed;     /* lo and hi enclose the balance point */
+    int dir;           /* +1: the bias must rise (too few tokens), -1: fall */
+    double lo, hi;     /* bias bracket (f_lo < 0 < f_hi) */
+    double f_lo, f_hi; /* load errors (tokens) at lo and hi */
+    double step, step0;
+} zaya_balance_refine;
+
 typedef struct zaya_balancer {
     zaya_balancer_config cfg;
     int layers, num_experts;
@@ -96,8 +111,7 @@ typedef struct zaya_balancer {
     float *mean_f32;      /* [layers * E * 2]: score_mean as (hi, lo) floats for checkpoints */
     int drift_ready;      /* score_mean holds a previous batch */
     zaya_load_stats *stats; /* [layers]: of the counts given to the last update */
-    double *refine_step;  /* [E] per-expert step of the refinement in progress */
-    int *refine_sign;     /* [E] sign of each expert's load error at its previous iteration */
+    zaya_balance_refine refine; /* the refinement in progress (one layer and batch at a time) */
 } zaya_balancer;
 
 /* Finds the balancing-bias buffers in the tensor table (one per layer, E + 1 entries). */
@@ -122,14 +136,24 @@ void zaya_balancer_update(zaya_balancer *b, const int64_t *counts, const double 
 /* One update of layer l alone from its counts[E + 1] and step unit sigma, as the t-th update of its
  * moments (Adam's bias correction; b->steps is left to the caller). Fills b->stats[l]. */
 void zaya_balancer_update_layer(zaya_balancer *b, int layer, const int64_t *counts, double sigma, float *params, int64_t t);
-/* Refinement on one batch (balancing in the forward, after the controller's update): per expert a sign
- * step b_e -= s_e sign(p_e - 1/E), s_e halved when the expert's load error changes sign since the
- * previous iteration (the balance point lies between) and grown 1.5x while it keeps it, from s_e =
- * step0. Selection is a step function of the biases: when many tokens' top-1/top-2 margins cluster, a
- * step of the score spread moves all of them at once and the controller alone oscillates (bang-bang);
- * the shrinking steps close in on the balance point of this batch. Not state of the run. */
+/* Refinement on one batch (balancing in the forward, after the controller's update): a coordinate
+ * search of the biases on this batch's own scores. One expert at a time, in sweeps over the experts,
+ * the expert whose load is off by more than cfg.refine_tol of the mean load of the routed tokens has
+ * its bias searched with the others fixed: steps of step0 doubling away from the current value until
+ * the load error changes sign (bounded by max_{k != e} b_k +- 1, where the expert gets no token /
+ * every token), then bisection down to the tolerance or to adjacent floats. Each expert's load is a
+ * monotone step function of its own bias, so the search needs no assumption on how the scores are
+ * spread: it works as well when a large cluster of tokens has near-equal scores (a saturated router:
+ * their non-favourite probabilities all ~1e-3) as on smooth scores, where fixed or shrinking sign
+ * steps move the whole cluster at once and oscillate (docs/model.md, "the layer-7 episode"). Stops
+ * after 8 sweeps at most.
+ *
+ * Protocol: zaya_balancer_refine_begin, then zaya_balancer_refine_layer with the counts[E + 1] the
+ * current biases give (summed over the ranks) until it returns 1 (every expert within tolerance, or
+ * the sweeps exhausted; the biases are then final), recounting in between: it changes at most one bias
+ * per call. Deterministic (integer counts, fixed arithmetic). */
 void zaya_balancer_refine_begin(zaya_balancer *b, double step0);
-void zaya_balancer_refine_layer(zaya_balancer *b, int layer, const int64_t *counts, float *params);
+int zaya_balancer_refine_layer(zaya_balancer *b, int layer, const int64_t *counts, float *params);
 /* Drift compensation, after the step's updates: psums[layers * E] (zaya_model.route_psum summed over
  * the global batch) gives each expert's batch-mean score; its change since the previous call is
  * subtracted from the bias (times cfg.drift). counts gives the token totals. */

@@ -64,7 +64,8 @@ void zaya_study_opts_default(zaya_study_opts *o);
 
 typedef struct zaya_study_result {
     int usage_error; /* the failure was bad input on the command line (unknown study / variant name, counts) */
-    int preempted;   /* a run was interrupted (SIGINT/SIGTERM) after saving its checkpoint: rerun to resume */
+    int preempted;   /* stopped by SIGINT/SIGTERM: rerun with the same -o to resume */
+    int between_runs; /* ... before starting a run (none was in progress); else the running one checkpointed */
     int runs_total, runs_done, runs_skipped; /* skipped: finished in an earlier invocation */
     double seconds;
 } zaya_study_result;

@@ -29,11 +29,12 @@ typedef struct zaya_train_opts {
     double balance_lr;     /* step size of the balancing-bias controller (in balance_units) */
     int64_t balance_warmup;/* steps over which that step size ramps up linearly from 0 (default 0) */
     int balance_rule;      /* zaya_balance_rule: ZAYA1's Adam rule (default) or the sign rule */
-#define ZAYA_TRAIN_BALANCE_ITERS_FORWARD 32
+#define ZAYA_TRAIN_BALANCE_ITERS_FORWARD 512
 #define ZAYA_TRAIN_BALANCE_ITERS_STEP 8
     int balance_iters;     /* iterations on a batch's own scores: per MoE block and forward (mode forward: the
-                              update + refinement steps, default 32) or per step (mode step: updates,
-                              default 8); 0 = the mode's default */
+                              update, then at most balance_iters - 1 refinement recounts, default 512; the
+                              refinement usually stops far earlier, once balanced) or per step (mode step:
+                              updates, default 8); 0 = the mode's default */
     double balance_drift;  /* gain of the controller's drift compensation (default 1, 0 = off) */
     int balance_units;     /* zaya_balance_units: step in score-spread units (default) or absolute */
     int balance_mode;      /* zaya_balance_mode: in every training forward on the batch (default) or after the step */
@@ -71,6 +72,16 @@ typedef struct zaya_train_result {
 } zaya_train_result;
 
 zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res);
+
+/* Stop requests (SIGINT, SIGTERM). The first asks the running training to checkpoint at the end of its
+ * step and return with res->preempted set; a second terminates the process. zaya_train_run installs
+ * the handler. A request stays pending until zaya_train_stop_clear, so one that arrives after a run's
+ * last step or between two runs in one process is not lost: a caller that runs several trainings
+ * (zaya study) installs the handler for its whole duration and checks zaya_train_stop_requested()
+ * before each run; a training started with a request pending stops after its first step. */
+void zaya_train_stop_handler_install(void);
+int zaya_train_stop_requested(void);
+void zaya_train_stop_clear(void);
 
 /* Builds the built-in corpus in dir (idempotent): a 4096-token byte-level BPE trained on the fortunes
  * package's English text and C headers from /usr/include, and shards of both ("prose", "code"). */

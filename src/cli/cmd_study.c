@@ -45,8 +45,10 @@ int zaya_cmd_study(int argc, char **argv) {
     }
     if (o.list) return 0;
     if (r.preempted) {
-        printf("interrupted: %d of %d runs finished; the running one saved a checkpoint; run the same command again "
-               "to resume\n", r.runs_done + r.runs_skipped, r.runs_total);
+        printf("interrupted: %d of %d runs finished; %s; run the same command again (same -o %s) to resume: "
+               "finished runs are skipped, an interrupted one continues from its checkpoint\n",
+               r.runs_done + r.runs_skipped, r.runs_total,
+               r.between_runs ? "stopped before starting the next run" : "the running one saved a checkpoint", o.out_dir);
         return ZAYA_FT_EXIT_PREEMPTED;
     }
     printf("%d runs: %d trained now, %d finished earlier; %.1f s\n", r.runs_total, r.runs_done, r.runs_skipped, r.seconds);

@@ -34,7 +34,7 @@ int zaya_cmd_train(int argc, char **argv) {
         {"balance-lr", 0, ZAYA_FLAG_DOUBLE, &o.balance_lr, "X", "step of the expert-balancing bias controller, in --balance-units (default 0.25)"},
         {"balance-warmup", 0, ZAYA_FLAG_I64, &o.balance_warmup, "N", "steps over which that step ramps up from 0 (default 0)"},
         {"balance-rule", 0, ZAYA_FLAG_STRING, &bal_rule, "adam|sign", "bias update: ZAYA1's Adam on the load error, or DeepSeek-V3's fixed-step sign rule (default: adam)"},
-        {"balance-iters", 0, ZAYA_FLAG_INT, &o.balance_iters, "N", "iterations on a batch's own scores, recounting its routing in between: per MoE block and forward, the controller's update then refinement steps (--balance-mode forward, default 32), or controller updates per step (step, default 8)"},
+        {"balance-iters", 0, ZAYA_FLAG_INT, &o.balance_iters, "N", "iterations on a batch's own scores, recounting its routing in between: per MoE block and forward, the controller's update then at most N-1 refinement recounts, stopping once balanced (--balance-mode forward, default 512), or controller updates per step (step, default 8)"},
         {"balance-drift", 0, ZAYA_FLAG_DOUBLE, &o.balance_drift, "X", "gain of the controller's drift compensation, 0 = off (default 1)"},
         {"balance-mode", 0, ZAYA_FLAG_STRING, &bal_mode, "forward|step", "run the controller inside every training forward, per MoE block on the batch's own scores before its experts are chosen, or after the step (default: forward)"},
         {"balance-units", 0, ZAYA_FLAG_STRING, &bal_units, "spread|absolute", "step in units of the token-to-token spread of the router scores, or in probability units (default: spread)"},
@@ -76,8 +76,8 @@ int zaya_cmd_train(int argc, char **argv) {
     o.balance_units = bu;
     if (!(o.balance_lr >= 0) || o.balance_warmup < 0)
         return zaya_flags_usage_error(&spec, "--balance-lr and --balance-warmup must be >= 0");
-    if (o.balance_iters < 0 || o.balance_iters > 64)
-        return zaya_flags_usage_error(&spec, "--balance-iters must be in [1, 64] (0: the mode's default), got %d",
+    if (o.balance_iters < 0 || o.balance_iters > 4096)
+        return zaya_flags_usage_error(&spec, "--balance-iters must be in [1, 4096] (0: the mode's default), got %d",
                                       o.balance_iters);
     if (!(o.balance_drift >= 0 && o.balance_drift <= 2))
         return zaya_flags_usage_error(&spec, "--balance-drift must be in [0, 2], got %g", o.balance_drift);

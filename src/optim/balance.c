@@ -14,6 +14,7 @@ void zaya_balancer_config_default(zaya_balancer_config *c) {
     c->beta2 = 0.999;
     c->eps = 1e-8;
     c->drift = 1.0;
+    c->refine_tol = 2e-3;
 }
 
 void zaya_load_stats_compute(const int64_t *counts, int E, zaya_load_stats *s) {
@@ -67,10 +68,10 @@ const char *zaya_balance_units_name(zaya_balance_units u) { return u == ZAYA_BAL
 zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int n, const zaya_balancer_config *cfg) {
     memset(b, 0, sizeof *b);
     if (!(cfg->lr >= 0) || !(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1) ||
-        !(cfg->eps > 0) || !(cfg->drift >= 0 && cfg->drift <= 2) || (cfg->rule != ZAYA_BALANCE_ADAM && cfg->rule != ZAYA_BALANCE_SIGN) ||
+        !(cfg->eps > 0) || !(cfg->drift >= 0 && cfg->drift <= 2) || !(cfg->refine_tol >= 0 && cfg->refine_tol < 1) || (cfg->rule != ZAYA_BALANCE_ADAM && cfg->rule != ZAYA_BALANCE_SIGN) ||
         (cfg->units != ZAYA_BALANCE_SPREAD && cfg->units != ZAYA_BALANCE_ABSOLUTE))
-        return zaya_error_set(ZAYA_EINVAL, "balancer: lr %g must be >= 0, betas (%g, %g) in [0, 1), eps %g > 0, drift %g in [0, 2], a known rule and units",
-                              cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->drift);
+        return zaya_error_set(ZAYA_EINVAL, "balancer: lr %g must be >= 0, betas (%g, %g) in [0, 1), eps %g > 0, drift %g in [0, 2], refine_tol %g in [0, 1), a known rule and units",
+                              cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->drift, cfg->refine_tol);
     b->cfg = *cfg;
     int layers = 0, E = -1;
     for (int i = 0; i < n; i++) {
@@ -96,10 +97,7 @@ zaya_status zaya_balancer_init(zaya_balancer *b, const zaya_tensor_info *t, int 
     b->v = zaya_calloc((size_t)layers * (size_t)E, sizeof(float));
     b->score_mean = zaya_calloc((size_t)layers * (size_t)E, sizeof(double));
     b->mean_f32 = zaya_calloc((size_t)layers * (size_t)E * 2, sizeof(float));
-    b->refine_step = zaya_calloc((size_t)E, sizeof(double));
-    b->refine_sign = zaya_calloc((size_t)E, sizeof(int));
-    if (!b->bias_offset || !b->stats || !b->m || !b->v || !b->score_mean || !b->mean_f32 || !b->refine_step ||
-        !b->refine_sign) {
+    if (!b->bias_offset || !b->stats || !b->m || !b->v || !b->score_mean || !b->mean_f32) {
         zaya_balancer_free(b);
         return zaya_error_set(ZAYA_ENOMEM, "balancer: cannot allocate state for %d layers", layers);
     }
@@ -115,8 +113,6 @@ void zaya_balancer_free(zaya_balancer *b) {
     zaya_free(b->v);
     zaya_free(b->score_mean);
     zaya_free(b->mean_f32);
-    zaya_free(b->refine_step);
-    zaya_free(b->refine_sign);
     memset(b, 0, sizeof *b);
 }
 
@@ -150,25 +146,84 @@ void zaya_balancer_update_layer(zaya_balancer *b, int l, const int64_t *cnt, dou
 }
 
 void zaya_balancer_refine_begin(zaya_balancer *b, double step0) {
-    for (int e = 0; e < b->num_experts; e++) {
-        b->refine_step[e] = step0;
-        b->refine_sign[e] = 0;
-    }
+    zaya_balance_refine *r = &b->refine;
+    memset(r, 0, sizeof *r);
+    r->expert = -1;
+    r->step0 = step0 > 0 ? step0 : 1e-6;
 }
 
-void zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, float *params) {
+/* Bounds of expert e's bias: at max_{k != e} b_k - 1 it wins no token (p <= 1), at + 1 every token
+ * (its score then beats every other expert's and the skip class's, whose bias stays below). */
+static double refine_bound(const float *bias, int E, int e, int dir) {
+    double mx = -INFINITY;
+    for (int k = 0; k < E; k++)
+        if (k != e && bias[k] > mx) mx = bias[k];
+    return dir > 0 ? mx + 1.0 : mx - 1.0;
+}
+
+int zaya_balancer_refine_layer(zaya_balancer *b, int l, const int64_t *cnt, float *params) {
+    enum { MAX_SWEEPS = 8 };
     const int E = b->num_experts;
-    int64_t tokens = 0;
-    for (int e = 0; e <= E; e++) tokens += cnt[e];
-    if (tokens == 0) return;
+    zaya_balance_refine *r = &b->refine;
+    int64_t routed = 0;
+    for (int e = 0; e < E; e++) routed += cnt[e];
+    if (routed == 0 || E < 2) return 1;
+    const double target = (double)routed / E, tol = fmax(0.5, b->cfg.refine_tol * target);
     float *bias = params + b->bias_offset[l];
-    for (int e = 0; e < E; e++) { /* the skip class stays fixed */
-        const double g = (double)cnt[e] / (double)tokens - 1.0 / E;
-        const int sg = (g > 0) - (g < 0);
-        if (sg * b->refine_sign[e] < 0) b->refine_step[e] *= 0.5; /* crossed the balance point: narrow in */
-        else if (sg * b->refine_sign[e] > 0) b->refine_step[e] *= 1.5;
-        bias[e] = (float)((double)bias[e] - b->refine_step[e] * sg);
-        b->refine_sign[e] = sg;
+    if (r->expert >= 0) { /* the counts of the value just tried */
+        const int e = r->expert;
+        const double x = bias[e], f = (double)cnt[e] - target;
+        if (fabs(f) > tol) {
+            if (f > 0) r->hi = x, r->f_hi = f;
+            else r->lo = x, r->f_lo = f;
+            if (!r->bracketed && (f > 0) == (r->dir < 0)) { /* still on the starting side: step further */
+                r->step *= 2.0;
+                const double bound = refine_bound(bias, E, e, r->dir);
+                double nx = x + r->dir * r->step;
+                if ((r->dir > 0 && nx >= bound) || (r->dir < 0 && nx <= bound)) nx = bound;
+                if ((float)nx != (float)x) {
+                    bias[e] = (float)nx;
+                    return 0;
+                }
+                r->expert = -1; /* at the bound already: nothing further this way */
+            } else {
+                r->bracketed = 1;
+                const double mid = 0.5 * (r->lo + r->hi);
+                if ((float)mid != (float)r->lo && (float)mid != (float)r->hi) {
+                    bias[e] = (float)mid;
+                    return 0;
+                }
+                /* adjacent floats enclose the balance point: keep the closer side */
+                bias[e] = (float)(fabs(r->f_lo) <= fabs(r->f_hi) ? r->lo : r->hi);
+                r->expert = -1;
+                return 0; /* recount at that value before the next expert */
+            }
+        }
+        r->expert = -1;
+    }
+    /* between experts: the counts are those of the current biases */
+    for (;;) {
+        for (int e = r->next; e < E; e++) {
+            const double f = (double)cnt[e] - target;
+            if (fabs(f) <= tol) continue;
+            r->expert = e;
+            r->next = e + 1;
+            r->bracketed = 0;
+            r->dir = f > 0 ? -1 : 1;
+            r->step = r->step0;
+            if (f > 0) r->hi = bias[e], r->f_hi = f;
+            else r->lo = bias[e], r->f_lo = f;
+            const double bound = refine_bound(bias, E, e, r->dir);
+            double nx = (double)bias[e] + r->dir * r->step;
+            if ((r->dir > 0 && nx >= bound) || (r->dir < 0 && nx <= bound)) nx = bound;
+            if ((float)nx == bias[e]) continue; /* at its bound already: leave it */
+            bias[e] = (float)nx;
+            return 0;
+        }
+        int off = 0;
+        for (int e = 0; e < E; e++) off |= fabs((double)cnt[e] - target) > tol;
+        if (!off || ++r->sweep >= MAX_SWEEPS) return 1;
+        r->next = 0;
     }
 }
 

@@ -428,6 +428,10 @@ zaya_status zaya_study_run(const zaya_study_opts *o, zaya_study_result *res) {
     }
     zaya_study_plan *plan = calloc(1, sizeof *plan);
     if (!plan) return zaya_error_set(ZAYA_ENOMEM, "study plan");
+    /* Ctrl-C (SIGINT) or SIGTERM from here on stops the study cleanly: the run in progress checkpoints;
+     * a request during the data preparation, after a run's last step or between two runs stays
+     * pending and stops the study before its next run (zaya_train_stop_requested). */
+    zaya_train_stop_handler_install();
     zaya_status st = select_studies(o, plan, res);
     /* Every variant must be a real model before any run starts. */
     for (int i = 0; st == ZAYA_OK && i < plan->nstudies; i++) {
@@ -472,6 +476,10 @@ zaya_status zaya_study_run(const zaya_study_opts *o, zaya_study_result *res) {
                 zaya_study_run_rec *r = &s->runs[v][k];
                 memset(r, 0, sizeof *r);
                 r->seed = k + 1;
+                if (zaya_train_stop_requested()) { /* arrived between two runs: start no further one */
+                    res->preempted = res->between_runs = 1;
+                    break;
+                }
                 int skipped = 0;
                 char note[256];
                 snprintf(note, sizeof note, "%s/%s seed %d running", s->def->name, s->variant[v]->name, k + 1);

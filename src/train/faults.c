@@ -57,6 +57,19 @@ static void on_stop_signal(int sig) {
     stop_requested = 1;
 }
 
+void zaya_train_stop_handler_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+int zaya_train_stop_requested(void) { return stop_requested != 0; }
+
+void zaya_train_stop_clear(void) { stop_requested = 0; }
+
 static zaya_ft_section parse_section(const char *s, zaya_ft_section dflt) {
     if (!s || !*s) return dflt;
     for (int i = 0; i < ZAYA_FT_NSECTIONS; i++)
@@ -171,14 +184,9 @@ void zaya_ft_init(zaya_trainer *t) {
     }
     const char *rb = getenv(ZAYA_ENV_ROLLBACK_TO);
     if (rb && *rb) rollback(t, atoll(rb));
-    stop_requested = 0;
+    /* a stop request that arrived before this run (between two runs of one process) stays pending */
     preempted = 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    zaya_train_stop_handler_install();
     zaya_hb_open(t->rank, t->world);
 }
 

@@ -305,9 +305,10 @@ static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
 }
 
 /* The model's route hook in training forwards (ZAYA_BALANCE_FORWARD): before block l chooses its
- * experts, balance_iters controller updates on this batch's own scores, each counting the selection
- * the current biases would make (summed over the data-parallel ranks, so every rank moves its biases
- * alike), then the block routes with the result. The step unit is this batch's score spread. */
+ * experts, the controller's update and then the refinement (at most balance_iters - 1 recounts, until
+ * it reports the batch balanced) on this batch's own scores, each counting the selection the current
+ * biases would make (summed over the data-parallel ranks, so every rank moves its biases alike), then
+ * the block routes with the result. The step unit is this batch's score spread. */
 static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     zaya_trainer *t = ctx;
     if (t->bal_status != ZAYA_OK) return;
@@ -333,8 +334,9 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     /* first the shift of the batch-mean scores since the previous batch (drift compensation), then
      * the controller on what is left */
     if (s == ZAYA_OK) zaya_balancer_follow_drift_layer(&t->balancer, l, sp + 2, sp[1], m->params);
-    /* ZAYA1's controller update (Adam, the run's state), then balance_iters - 1 refinement steps on
-     * this batch, each from the selection the current biases make */
+    /* ZAYA1's controller update (Adam, the run's state), then at most balance_iters - 1 refinement
+     * steps on this batch, each from the selection the current biases make; the counts are the same
+     * on every rank, so every rank stops the refinement at the same step */
     const int K = t->bal_iters;
     for (int k = 0; k < K && s == ZAYA_OK; k++) {
         zaya_model_route_count_layer(m, l, cnt);
@@ -343,8 +345,8 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
         if (k == 0) {
             zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb + 1);
             zaya_balancer_refine_begin(&t->balancer, t->balancer.cfg.lr * sigma);
-        } else {
-            zaya_balancer_refine_layer(&t->balancer, l, cnt, m->params);
+        } else if (zaya_balancer_refine_layer(&t->balancer, l, cnt, m->params)) {
+            break; /* balanced: the biases are final */
         }
     }
     if (t->world > 1) {

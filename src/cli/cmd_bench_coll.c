@@ -19,6 +19,11 @@ static const char *g_details =
     "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
     "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
     "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
+    "-z 0 (the default, as in nccl-tests) times MPI_Iallreduce & co. + MPI_Wait: in Open MPI that is\n"
+    "libnbc, a different code path from the blocking calls OSU and IMB time. Compare them with -z 1, or\n"
+    "-z 2 (each sweep twice, non-blocking then blocking; the summary's -z column tells them apart).\n"
+    "count follows nccl-tests: for reducescatter, allgather and alltoall the per-rank count, rounded\n"
+    "down to 16 bytes per rank; size is the whole buffer.\n"
     "In-place follows MPI: reduce-scatter leaves the result in the first block; MPI broadcasts in\n"
     "place, so broadcast's two columns time the same call. bf16 reductions round once per pairwise\n"
     "combine (see include/zaya/dist.h); check inputs make every expected value exact.\n"
@@ -41,7 +46,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"op", 'o', ZAYA_FLAG_STRING, &op_s, "OP", "reduction: sum, prod, min, max, avg or all (default sum)"},
         {"datatype", 'd', ZAYA_FLAG_STRING, &dtype_s, "TYPE", "float, bf16 or all (default float)"},
         {"root", 'r', ZAYA_FLAG_INT, &root, "R", "root of broadcast and reduce (default 0)"},
-        {"blocking", 'z', ZAYA_FLAG_INT, &blocking, "0|1", "1: blocking calls; 0: non-blocking start + wait (default 0)"},
+        {"blocking", 'z', ZAYA_FLAG_INT, &blocking, "0|1|2",
+         "0: MPI_I* start + MPI_Wait (libnbc, default); 1: blocking calls (what OSU/IMB time); 2: both"},
         {"coll", 0, ZAYA_FLAG_STRING, &coll_s, "LIST",
          "allreduce,reducescatter,allgather,broadcast,reduce,alltoall,sendrecv or all (default allreduce)"},
         {"sweep", 0, ZAYA_FLAG_BOOL, &sweep, NULL, "also run on sub-groups of 2, 4, ... ranks"},
@@ -68,7 +74,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     if (max_bytes < min_bytes)
         return zaya_flags_usage_error(&spec, "-e %lld is smaller than -b %lld", (long long)max_bytes, (long long)min_bytes);
     if (iters < 1 || warmup < 0 || check < 0) return zaya_flags_usage_error(&spec, "-n must be >= 1, -w and -c >= 0");
-    if (blocking != 0 && blocking != 1) return zaya_flags_usage_error(&spec, "-z takes 0 or 1");
+    if (blocking < 0 || blocking > 2) return zaya_flags_usage_error(&spec, "-z takes 0, 1 or 2 (got %d)", blocking);
     plan.opts.min_bytes = min_bytes;
     plan.opts.max_bytes = max_bytes;
     plan.opts.step_factor = step_bytes ? 0 : (factor ? factor : 2.0);

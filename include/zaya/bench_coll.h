@@ -113,6 +113,8 @@ typedef struct zaya_coll_opts {
 } zaya_coll_opts;
 void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check */
 
+enum { ZAYA_COLL_BACKEND_MPI = 0, ZAYA_COLL_BACKEND_NCCL = 1 };
+
 typedef struct zaya_coll_plan {
     unsigned colls;           /* mask of zaya_coll */
     unsigned dtypes;          /* mask of 1 << zaya_dist_dtype */
@@ -120,6 +122,8 @@ typedef struct zaya_coll_plan {
     int root;
     int sweep;                /* rank counts 2, 4, ..., world (else world only) */
     unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups) */
+    int backend;              /* ZAYA_COLL_BACKEND_MPI (host buffers) or _NCCL (device buffers) */
+    int ngpus;                /* NCCL: GPUs driven by each process (nccl-tests -g; default 1) */
     zaya_coll_opts opts;
 } zaya_coll_plan;
 

@@ -112,7 +112,8 @@ static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "zaya-bench-coll");
     cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "backend", zaya_dist_backend_name());
+    cJSON_AddStringToObject(root, "backend", p->backend == ZAYA_COLL_BACKEND_NCCL ? "nccl" : zaya_dist_backend_name());
+    cJSON_AddNumberToObject(root, "gpus_per_process", p->backend == ZAYA_COLL_BACKEND_NCCL ? (p->ngpus > 0 ? p->ngpus : 1) : 0);
     cJSON_AddNumberToObject(root, "world_size", world);
     cJSON *o = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(o, "min_bytes", (double)p->opts.min_bytes);
@@ -321,7 +322,7 @@ zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const ch
     zaya_comm *world = NULL;
     ZAYA_TRY(zaya_dist_init(NULL, NULL, &world));
     int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
-    if (root < 0 || root >= size) {
+    if (plan->backend != ZAYA_COLL_BACKEND_NCCL && (root < 0 || root >= size)) {
         zaya_dist_finalize(world);
         return zaya_error_set(ZAYA_EINVAL, "root %d outside the %d ranks", root, size);
     }

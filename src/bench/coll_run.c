@@ -11,6 +11,7 @@
 #include "zaya/alloc.h"
 #include "zaya/bench_coll.h"
 #include "zaya/timer.h"
+#include "bench/coll_internal.h"
 
 void zaya_coll_opts_default(zaya_coll_opts *o) {
     memset(o, 0, sizeof *o);
@@ -31,7 +32,7 @@ void zaya_coll_results_free(zaya_coll_results *r) {
     memset(r, 0, sizeof *r);
 }
 
-static zaya_status results_push(zaya_coll_results *r, const zaya_coll_result *row) {
+zaya_status zaya_coll_results_push(zaya_coll_results *r, const zaya_coll_result *row) {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 64;
         zaya_coll_result *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
@@ -111,7 +112,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Reduces per-iteration times (seconds) over ranks into the timing fields (microseconds). */
-static void time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
+void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
     double mean = 0;
     for (int i = 0; i < iters; i++) mean += times[i];
     mean /= iters;
@@ -185,10 +186,10 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
             (is_bare ? v->bare_times : v->times)[i] = (double)(t1 - t0) * 1e-9;
         }
     }
-    time_stats(c, v->times, o->iters, tm);
+    zaya_coll_time_stats(c, v->times, o->iters, tm);
     if (bare) {
         zaya_coll_timing bt;
-        time_stats(c, v->bare_times, o->iters, &bt);
+        zaya_coll_time_stats(c, v->bare_times, o->iters, &bt);
         *bare_us = bt.time_us;
     }
     tm->algbw = zaya_coll_algbw_gbps(s->bytes, tm->time_us);
@@ -224,7 +225,7 @@ static void fmt_time(char *buf, size_t cap, double us) {
     else snprintf(buf, cap, "%7.0f", us);
 }
 
-static void print_variant(FILE *f, const zaya_coll_timing *tm) {
+void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm) {
     char t[32], w[32];
     fmt_time(t, sizeof t, tm->time_us);
     if (tm->wrong < 0) snprintf(w, sizeof w, "N/A");
@@ -232,8 +233,8 @@ static void print_variant(FILE *f, const zaya_coll_timing *tm) {
     fprintf(f, "  %7s  %6.2f  %6.2f  %6s", t, tm->algbw, tm->busbw, w);
 }
 
-static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op,
-                               int spread, const zaya_coll_opts *o) {
+void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
+                            zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o) {
     fprintf(f, "# Collective test starting: %s\n", zaya_coll_perf_name(coll));
     if (o->step_factor > 1)
         fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %g(factor) warmup iters: %d iters: %d "
@@ -245,17 +246,10 @@ static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya
                    "agg iters: 1 validation: %d graph: 0\n",
                 (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
                 o->check_iters > 0);
-    fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n", c->size,
-            spread ? "spread" : "packed", zaya_dist_backend_name(), o->blocking, zaya_dist_dtype_name(t),
+    fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n", nranks,
+            spread ? "spread" : "packed", backend, o->blocking, zaya_dist_dtype_name(t),
             zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none");
-    /* reduce, alltoall and sendrecv have only the blocking form in zaya's dist layer. */
-    int nb = coll == ZAYA_COLL_ALLREDUCE || coll == ZAYA_COLL_REDUCESCATTER || coll == ZAYA_COLL_ALLGATHER ||
-             coll == ZAYA_COLL_BROADCAST;
-    fprintf(f, "# timed calls: %s\n#\n",
-            o->blocking ? "blocking MPI collectives (-z 1: the calls OSU and IMB time)"
-            : nb ? "MPI_I* start + MPI_Wait (-z 0: Open MPI's libnbc path, not what OSU/IMB time; "
-                   "-z 1 blocking, -z 2 both)"
-                 : "blocking MPI collective (-z 0: this collective has no non-blocking form here)");
+    fprintf(f, "# timed calls: %s\n#\n", timed);
     fprintf(f, "#                                                              out-of-place                       "
                "in-place          \n");
     fprintf(f, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
@@ -298,7 +292,16 @@ zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_
     memset(v.times, 0, (size_t)o->iters * sizeof(double));
     memset(v.bare_times, 0, (size_t)o->iters * sizeof(double));
     FILE *tf = c->world_rank == 0 ? table : NULL;
-    if (tf) print_block_header(tf, c, coll, t, op, spread, o);
+    if (tf) {
+        /* reduce, alltoall and sendrecv have only the blocking form in zaya's dist layer. */
+        int nb = coll == ZAYA_COLL_ALLREDUCE || coll == ZAYA_COLL_REDUCESCATTER || coll == ZAYA_COLL_ALLGATHER ||
+                 coll == ZAYA_COLL_BROADCAST;
+        const char *timed = o->blocking ? "blocking MPI collectives (-z 1: the calls OSU and IMB time)"
+                            : nb ? "MPI_I* start + MPI_Wait (-z 0: Open MPI's libnbc path, not what OSU/IMB time; "
+                                   "-z 1 blocking, -z 2 both)"
+                                 : "blocking MPI collective (-z 0: this collective has no non-blocking form here)";
+        zaya_coll_print_header(tf, c->size, zaya_dist_backend_name(), timed, coll, t, op, spread, o);
+    }
     int64_t wrong_total = 0, prev_bytes = -1;
     int first = 1;
     double busbw_sum = 0;
@@ -329,15 +332,15 @@ zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_
             goto done;
         }
         if (!o->bare) row.bare_us = 0;
-        if ((st = results_push(out, &row)) != ZAYA_OK) goto done;
+        if ((st = zaya_coll_results_push(out, &row)) != ZAYA_OK) goto done;
         wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
         busbw_sum += row.oop.busbw + row.ip.busbw;
         nsizes += 2;
         if (tf) {
             fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
                     zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            print_variant(tf, &row.oop);
-            print_variant(tf, &row.ip);
+            zaya_coll_print_variant(tf, &row.oop);
+            zaya_coll_print_variant(tf, &row.ip);
             fprintf(tf, "\n");
             fflush(tf);
         }
@@ -357,7 +360,7 @@ done:
 
 /* Ranks outside the current group wait here without spinning, so they do not steal cores from the
  * ranks being measured (this matters when ranks outnumber cores). */
-static zaya_status idle_barrier(const zaya_comm *world) {
+zaya_status zaya_coll_idle_barrier(const zaya_comm *world) {
     MPI_Request req;
     int rc = MPI_Ibarrier(world->comm, &req);
     if (rc != MPI_SUCCESS) return zaya_error_set(ZAYA_EMPI, "bench coll: barrier failed (code %d)", rc);
@@ -387,6 +390,7 @@ static void print_devices(FILE *f, const zaya_comm *world) {
 }
 
 zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {
+    if (p->backend == ZAYA_COLL_BACKEND_NCCL) return zaya_bench_coll_nccl_run(world, p, out, table);
     int n = world->size;
     int counts[40], ncounts = 0;
     if (p->sweep)
@@ -425,7 +429,7 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
             zaya_comm_free(sub);
             /* A failure on one rank must not leave the others waiting forever. */
             int bad = st != ZAYA_OK, any_bad = 0;
-            zaya_status bst = idle_barrier(world);
+            zaya_status bst = zaya_coll_idle_barrier(world);
             MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world->comm);
             if (st != ZAYA_OK) return st;
             if (bst != ZAYA_OK) return bst;

@@ -1,4 +1,4 @@
-/* The one place CUDA-specific names appear (docs/gpu.md): the device code in src/gpu/*.cu and the
+/* The one place CUDA-specific names appear (docs/gpu.md): the device code in src/gpu (the .cu files) and the
  * NCCL communicator in src/dist use the gpu* / gpublasLt* / gpuccl names below. A HIP build
  * (ZAYA_HIP) swaps this header: hip_runtime.h, hipBLASLt and RCCL provide the same calls under
  * hip* / hipblasLt* / nccl* (RCCL keeps NCCL's names). Nothing in the code assumes a warp of 32

@@ -112,6 +112,11 @@ zaya_status zaya_gpu_gemm_init(zaya_gpu_gemm **g, zaya_gpu_dtype t, int trans_a,
 void zaya_gpu_gemm_free(zaya_gpu_gemm *g);
 /* The chosen algorithm: "algo 23 tile 256x128 stages 4 splitk 1 ws 0" (cuBLASLt's config attributes). */
 const char *zaya_gpu_gemm_algo(const zaya_gpu_gemm *g);
+/* Device pointers of A ([m,k], or [k,m] with trans_a), B ([k,n], or [n,k] with trans_b), both in the
+ * input dtype, and D ([m,n], f32), for tests that read them back. */
+void zaya_gpu_gemm_buffers(const zaya_gpu_gemm *g, const void **a, const void **b, const float **d);
+/* One call (D = A B) on the GEMM's stream, synchronized. */
+zaya_status zaya_gpu_gemm_run(zaya_gpu_gemm *g);
 /* warmup untimed calls, then iters calls each timed with events: best and mean milliseconds. */
 zaya_status zaya_gpu_gemm_time(zaya_gpu_gemm *g, int warmup, int iters, double *best_ms, double *mean_ms);
 /* Runs the GEMM once and recomputes `samples` entries (spread over the output, corners included)

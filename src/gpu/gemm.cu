@@ -189,6 +189,17 @@ static zaya_status run_once(zaya_gpu_gemm *g) {
                       "cublasLtMatmul");
 }
 
+void zaya_gpu_gemm_buffers(const zaya_gpu_gemm *g, const void **a, const void **b, const float **d) {
+    *a = g->a;
+    *b = g->b;
+    *d = g->d;
+}
+
+zaya_status zaya_gpu_gemm_run(zaya_gpu_gemm *g) {
+    ZAYA_TRY(run_once(g));
+    return zaya_gpu_stream_sync(g->stream);
+}
+
 zaya_status zaya_gpu_gemm_time(zaya_gpu_gemm *g, int warmup, int iters, double *best_ms, double *mean_ms) {
     if (iters < 1) return zaya_error_set(ZAYA_EINVAL, "GEMM timing: iters must be >= 1");
     for (int i = 0; i < warmup; i++) ZAYA_TRY(run_once(g));

@@ -51,6 +51,11 @@ zaya_status zaya_gpu_gemm_init(zaya_gpu_gemm **g, zaya_gpu_dtype t, int trans_a,
     return NO_CUDA("cuBLASLt GEMM");
 }
 void zaya_gpu_gemm_free(zaya_gpu_gemm *g) {}
+void zaya_gpu_gemm_buffers(const zaya_gpu_gemm *g, const void **a, const void **b, const float **d) {
+    *a = *b = NULL;
+    *d = NULL;
+}
+zaya_status zaya_gpu_gemm_run(zaya_gpu_gemm *g) { return NO_CUDA("cuBLASLt GEMM"); }
 const char *zaya_gpu_gemm_algo(const zaya_gpu_gemm *g) { return "none"; }
 zaya_status zaya_gpu_gemm_time(zaya_gpu_gemm *g, int warmup, int iters, double *best_ms, double *mean_ms) {
     return NO_CUDA("cuBLASLt GEMM");

@@ -40,7 +40,7 @@ if [ -n "${ZAYA_DEPS_PREFIX:-}" ]; then
   [ -x "$p/usr/bin/pkgconf" ] && cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$p/usr/bin/pkgconf")
   cmake_args+=(-DCMAKE_PREFIX_PATH="$p/usr" -DCMAKE_LIBRARY_PATH="$lib" -DCMAKE_INCLUDE_PATH="$p/usr/include"
                -DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_C_HEADER_DIR="$lib/openmpi/include" -DMPI_C_LIB_NAMES=mpi
-               -DMPI_mpi_LIBRARY="$lib/libmpi.so" -DMPIEXEC_EXECUTABLE="$p/usr/bin/mpirun")
+               -DMPI_mpi_LIBRARY="$lib/openmpi/lib/libmpi.so" -DMPIEXEC_EXECUTABLE="$p/usr/bin/mpirun")
   echo "deps from $p" >>"$log"
 fi
 command -v ninja >/dev/null && cmake_args+=(-G Ninja)

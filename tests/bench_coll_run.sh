@@ -33,7 +33,12 @@ check)
   groups=$(json "$out/coll.json" "len(d['summary'])")
   [ "$groups" = 38 ] || fail "expected 38 groups, got $groups"
   head -1 "$out/coll.csv" | grep -q "^coll,ranks,placement" || fail "coll.csv header"
-  [ -s "$out/coll_allreduce_busbw.png" ] || fail "no busbw plot";;
+  [ -s "$out/coll_allreduce_busbw.png" ] || fail "no busbw plot"
+  # overall progress: the last line counts every row of the plan
+  grep -q "{\"progress\":\"bench coll\",\"done\":$rows,\"total\":$rows," "$out/log" || fail "no k-of-N progress line for $rows rows"
+  # binary size labels on the plots' x axis (not 1.04858e+06)
+  grep -q '"8" 8, "16" 16, "32" 32' "$out/coll_allreduce_busbw.gp" || fail "busbw plot: no binary tics from 8 B"
+  grep -q '"8K" 8192)' "$out/coll_allreduce_busbw.gp" || fail "busbw plot: no 8K tic (the largest size)";;
 sweep)
   "${mpirun[@]}" "$zaya" bench coll -b 1K -e 64K -n 3 -w 1 --coll allreduce,alltoall --sweep --placement both --out "$out" >"$out/log" 2>&1
   rc=$?; cat "$out/log"

@@ -1,8 +1,8 @@
 /* Communicator layer: the collectives data-parallel training and `zaya bench coll` need.
  *
- * Backend-neutral on purpose: this header names no MPI type. Today the backend is MPI (Open MPI);
- * a NCCL/RCCL backend plugs in behind the same functions (src/dist/ is the only place that talks
- * to the transport).
+ * Backend-neutral on purpose: this header names no MPI, CUDA or NCCL type. Host buffers go over
+ * MPI (Open MPI); device buffers over the NCCL (RCCL) communicator declared at the end (src/dist/ is
+ * the only place that talks to either transport).
  *
  * Process model: zaya_dist_init() initialises the backend (MPI_Init_thread with
  * MPI_THREAD_FUNNELED requested; an MPI already initialised by the caller is used as it is) and

@@ -239,7 +239,7 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
         if (!nb) continue;
         char path[4096], title[128];
         snprintf(title, sizeof title, "%s: bus bandwidth vs message size", zaya_coll_name((zaya_coll)coll));
-        zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", 2, 0, 1};
+        zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", ZAYA_PLOT_LOGX_BYTES, 0, 1};
         char name[64];
         snprintf(name, sizeof name, "coll_%s_busbw.png", zaya_coll_name((zaya_coll)coll));
         int any_bw = 0; /* one rank moves no bus bytes: an all-zero plot says nothing */
@@ -247,7 +247,7 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
         if (any_bw && zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK && zaya_plot_lines(path, &o, bw, nb) != ZAYA_OK)
             ZAYA_WARN("plot skipped: %s", zaya_error_message());
         snprintf(title, sizeof title, "%s: latency at small sizes (<= 64 KiB)", zaya_coll_name((zaya_coll)coll));
-        zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", 2, 1, 1};
+        zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", ZAYA_PLOT_LOGX_BYTES, 1, 1};
         snprintf(name, sizeof name, "coll_%s_latency.png", zaya_coll_name((zaya_coll)coll));
         int any = 0;
         for (int s = 0; s < nb; s++) any |= lat[s].n > 0;

@@ -11,6 +11,7 @@
 #include "zaya/alloc.h"
 #include "zaya/bench_coll.h"
 #include "zaya/timer.h"
+#include "zaya/progress.h"
 #include "bench/coll_internal.h"
 
 void zaya_coll_opts_default(zaya_coll_opts *o) {
@@ -266,8 +267,30 @@ static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
     return b + (o->step_bytes > 0 ? o->step_bytes : 1);
 }
 
+/* Sizes a sweep of coll on n ranks times (those that split evenly and differ from the previous). */
+static int64_t count_sizes(zaya_coll coll, zaya_dist_dtype t, int n, const zaya_coll_opts *o) {
+    int64_t k = 0, prev = -1;
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+        zaya_coll_shape s = zaya_coll_shape_for(coll, b, n, t);
+        if (s.count == 0 || s.bytes == prev) continue;
+        prev = s.bytes;
+        k++;
+    }
+    return k;
+}
+
+static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root, int spread,
+                         const zaya_coll_opts *o, zaya_coll_results *out, FILE *table, zaya_progress *prog,
+                         int64_t *done);
+
 zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root,
                                   int spread, const zaya_coll_opts *o, zaya_coll_results *out, FILE *table) {
+    return sweep(c, coll, t, op, root, spread, o, out, table, NULL, NULL);
+}
+
+static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root, int spread,
+                         const zaya_coll_opts *o, zaya_coll_results *out, FILE *table, zaya_progress *prog,
+                         int64_t *done) {
     if (o->iters < 1) return zaya_error_set(ZAYA_EINVAL, "bench coll: iterations must be >= 1 (got %d)", o->iters);
     if (o->min_bytes < 1 || o->max_bytes < o->min_bytes)
         return zaya_error_set(ZAYA_EINVAL, "bench coll: bad size range %lld..%lld bytes", (long long)o->min_bytes,
@@ -333,6 +356,12 @@ zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_
         }
         if (!o->bare) row.bare_us = 0;
         if ((st = zaya_coll_results_push(out, &row)) != ZAYA_OK) goto done;
+        if (prog && c->world_rank == 0) {
+            char note[96];
+            snprintf(note, sizeof note, "%s %d ranks %s %lld B", zaya_coll_name(coll), c->size, zaya_dist_dtype_name(t),
+                     (long long)s.bytes);
+            zaya_progress_update(prog, ++*done, note);
+        }
         wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
         busbw_sum += row.oop.busbw + row.ip.busbw;
         nsizes += 2;
@@ -397,6 +426,25 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
         for (int k = 2; k < n && ncounts < 38; k *= 2) counts[ncounts++] = k;
     counts[ncounts++] = n;
     print_devices(world->rank == 0 ? table : NULL, world);
+    /* Overall progress (rank 0, on stderr): rows done of all rows of the plan, with an ETA. */
+    int64_t total = 0, done = 0;
+    for (int ci = 0; ci < ncounts; ci++)
+        for (int spread = 0; spread < 2; spread++) {
+            if (!(p->placements & (1u << spread))) continue;
+            if (spread && (counts[ci] == n || counts[ci] == 1) && (p->placements & 1u)) continue;
+            for (int coll = 0; coll < ZAYA_COLL_COUNT; coll++) {
+                if (!(p->colls & (1u << coll))) continue;
+                int nops = 0;
+                for (int op = 0; op < ZAYA_REDOP_COUNT; op++) nops += (p->ops >> op) & 1u;
+                if (!zaya_coll_is_reduction((zaya_coll)coll)) nops = 1;
+                for (int t = 0; t < 2; t++)
+                    if (p->dtypes & (1u << t))
+                        total += count_sizes((zaya_coll)coll, (zaya_dist_dtype)t, counts[ci], &p->opts) * nops *
+                                 (p->opts.blocking == 2 ? 2 : 1);
+            }
+        }
+    zaya_progress prog;
+    zaya_progress_init(&prog, "bench coll", "size", total);
     zaya_status st = ZAYA_OK;
     for (int ci = 0; ci < ncounts; ci++) {
         int k = counts[ci];
@@ -419,8 +467,8 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
                             zaya_coll_opts o = p->opts;
                             if (p->opts.blocking != 2 && z != p->opts.blocking) continue;
                             o.blocking = z;
-                            st = zaya_bench_coll_sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root,
-                                                       spread && k < n, &o, out, table);
+                            st = sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root, spread && k < n,
+                                       &o, out, table, &prog, &done);
                         }
                         if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
                     }
@@ -436,5 +484,6 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
             if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
         }
     }
+    if (world->rank == 0) zaya_progress_finish(&prog, NULL);
     return ZAYA_OK;
 }

@@ -153,7 +153,7 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
     int ns = model ? zaya_gemm_model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, NULL, 0)
                    : zaya_gemm_sweep_shapes(o->quick, ZAYA_DTYPE_BF16, NULL, 0);
     zaya_gemm_shape *shapes = calloc((size_t)ns + 1, sizeof *shapes);
-    gpu_row *rows = calloc((size_t)ns * (size_t)ndt + 1, sizeof *rows);
+    gpu_row *rows = calloc(((size_t)ns + 2) * (size_t)ndt + 1, sizeof *rows);
     zaya_status st = (shapes && rows) ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "bench gemm: out of memory");
     if (st == ZAYA_OK) {
         if (model) zaya_gemm_model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, shapes, ns);
@@ -166,46 +166,59 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
             if (!ns) st = zaya_error_set(ZAYA_EINVAL, "--only '%s' selects no shapes", o->only);
         }
     }
-    /* Measured peak: the best rate at large squares (8192 and 16384; --quick 4096 and 8192). */
+    /* Measured peak: the best rate at two large squares (8192^3 and 16384^3; --quick 4096^3 and 8192^3),
+     * D = A B^T as the model's forward GEMMs. These rows are verified and reported like the others. */
     double peak[ZAYA_GPU_DTYPE_COUNT] = {0};
     int64_t peak_n[ZAYA_GPU_DTYPE_COUNT] = {0};
     const int64_t sizes[2][2] = {{8192, 16384}, {4096, 8192}};
-    for (int d = 0; st == ZAYA_OK && d < ndt; d++)
-        for (int i = 0; st == ZAYA_OK && i < 2; i++) {
-            int64_t sz = sizes[o->quick ? 1 : 0][i];
-            zaya_gemm_shape sq = {.group = "peak", .trans_b = 1, .m = sz, .n = sz, .k = sz, .count = 1};
-            snprintf(sq.name, sizeof sq.name, "%lld", (long long)sz);
-            gpu_row r;
-            st = time_shape(&sq, dts[d], o, 0, &r);
-            if (st == ZAYA_OK && r.tflops > peak[d]) peak[d] = r.tflops, peak_n[d] = sz;
-        }
-    if (st == ZAYA_OK)
-        for (int d = 0; d < ndt; d++)
-            fprintf(out, "# %s peak: measured %.1f TFLOP/s at %lld^3 (x B^T), datasheet %.1f TFLOP/s dense\n",
-                    zaya_gpu_dtype_name(dts[d]), peak[d], (long long)peak_n[d], zaya_gpu_datasheet_tflops(ds, dts[d]));
     int nr = 0;
     int64_t bad = 0;
     zaya_progress prog;
-    zaya_progress_init(&prog, "gemm", "shape", ns * ndt);
-    if (st == ZAYA_OK)
-        fprintf(out, "%-5s %-8s %-14s %-5s %2s %2s %7s %7s %7s %9s %8s %7s %7s %9s %s\n", "dtype", "group", "name", "pass",
-                "tA", "tB", "m", "n", "k", "best(ms)", "TFLOP/s", "%meas", "%sheet", "max_rel", "algo");
+    zaya_progress_init(&prog, "gemm", "shape", (int64_t)(ns + 2) * ndt);
     for (int d = 0; st == ZAYA_OK && d < ndt; d++)
-        for (int i = 0; st == ZAYA_OK && i < ns; i++) {
-            gpu_row *r = &rows[nr];
-            st = time_shape(&shapes[i], dts[d], o, 64, r);
+        for (int i = 0; st == ZAYA_OK && i < 2; i++) {
+            int64_t sz = sizes[o->quick ? 1 : 0][i];
+            zaya_gemm_shape sq = {.group = "peak", .pass = "fwd", .trans_b = 1, .m = sz, .n = sz, .k = sz, .count = 1};
+            snprintf(sq.name, sizeof sq.name, "n=%lld", (long long)sz);
+            st = time_shape(&sq, dts[d], o, 64, &rows[nr]);
             if (st != ZAYA_OK) break;
-            double sheet = zaya_gpu_datasheet_tflops(ds, dts[d]);
-            r->pct_measured = peak[d] > 0 ? 100.0 * r->tflops / peak[d] : 0;
-            r->pct_datasheet = sheet > 0 ? 100.0 * r->tflops / sheet : 0;
-            bad += r->bad;
-            fprintf(out, "%-5s %-8s %-14s %-5s %2d %2d %7lld %7lld %7lld %9.4f %8.1f %7.1f %7.1f %9.2e %s%s\n",
-                    zaya_gpu_dtype_name(r->t), r->s.group, r->s.name, r->s.pass, r->s.trans_a, r->s.trans_b,
-                    (long long)r->s.m, (long long)r->s.n, (long long)r->s.k, r->best_ms, r->tflops, r->pct_measured,
-                    r->pct_datasheet, r->max_rel, r->algo, r->bad ? "  WRONG" : "");
-            fflush(out);
+            if (rows[nr].tflops > peak[d]) peak[d] = rows[nr].tflops, peak_n[d] = sz;
             nr++;
-            zaya_progress_update(&prog, nr, r->s.name);
+            zaya_progress_update(&prog, nr, sq.name);
+        }
+    if (st == ZAYA_OK)
+        for (int d = 0; d < ndt; d++)
+            fprintf(out, "# %s peak: measured %.1f TFLOP/s at %lld^3 (A B^T), datasheet %.1f TFLOP/s dense\n",
+                    zaya_gpu_dtype_name(dts[d]), peak[d], (long long)peak_n[d], zaya_gpu_datasheet_tflops(ds, dts[d]));
+    if (st == ZAYA_OK)
+        fprintf(out, "%-5s %-8s %-18s %-5s %2s %2s %7s %7s %7s %9s %8s %7s %7s %9s %s\n", "dtype", "group", "name", "pass",
+                "tA", "tB", "m", "n", "k", "best(ms)", "TFLOP/s", "%meas", "%sheet", "max_rel", "algo");
+    int npeak = nr;
+    for (int d = 0; st == ZAYA_OK && d < ndt; d++)
+        for (int i = 0; st == ZAYA_OK && i < ns + 1; i++) {
+            /* i == 0 prints this dtype's peak rows (already timed), then the shapes. */
+            int first = nr, last;
+            if (i == 0) {
+                first = 2 * d;
+                last = first + 2;
+            } else {
+                st = time_shape(&shapes[i - 1], dts[d], o, 64, &rows[nr]);
+                if (st != ZAYA_OK) break;
+                last = ++nr;
+                zaya_progress_update(&prog, nr, shapes[i - 1].name);
+            }
+            for (int j = first; j < last && j < (i == 0 ? npeak : nr); j++) {
+                gpu_row *r = &rows[j];
+                double sheet = zaya_gpu_datasheet_tflops(ds, dts[d]);
+                r->pct_measured = peak[d] > 0 ? 100.0 * r->tflops / peak[d] : 0;
+                r->pct_datasheet = sheet > 0 ? 100.0 * r->tflops / sheet : 0;
+                bad += r->bad;
+                fprintf(out, "%-5s %-8s %-18s %-5s %2d %2d %7lld %7lld %7lld %9.4f %8.1f %7.1f %7.1f %9.2e %s%s\n",
+                        zaya_gpu_dtype_name(r->t), r->s.group, r->s.name, r->s.pass, r->s.trans_a, r->s.trans_b,
+                        (long long)r->s.m, (long long)r->s.n, (long long)r->s.k, r->best_ms, r->tflops, r->pct_measured,
+                        r->pct_datasheet, r->max_rel, r->algo, r->bad ? "  WRONG" : "");
+            }
+            fflush(out);
         }
     zaya_progress_finish(&prog, NULL);
     if (st == ZAYA_OK) st = write_outputs(o, &p, ds, dts, ndt, peak, peak_n, rows, nr);

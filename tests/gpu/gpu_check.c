@@ -42,7 +42,8 @@ static void test_gemm_vs_cpu(zaya_gpu_dtype t, int ta, int tb, int64_t m, int64_
                 mag += fabs(x * y);
             }
             double e = fabs(hd[i * n + j] - acc) / (mag > 0 ? mag : 1);
-            if (!(e <= worst)) worst = e;
+            if (e != e) e = INFINITY;
+            if (e > worst) worst = e;
         }
     /* bf16 inputs are exact in f32 (f32 accumulation only); TF32 rounds the inputs to 10 bits. */
     double tol = t == ZAYA_GPU_TF32 ? ldexp(1.0, -9) : (double)k * ldexp(1.0, -23);

@@ -14,6 +14,8 @@ void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, zaya_col
 void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
                             zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o);
 void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm);
+/* The size after b in a sweep (-f factor or -i step). */
+int64_t zaya_coll_next_size(int64_t b, const zaya_coll_opts *o);
 /* A barrier that sleeps instead of spinning. */
 zaya_status zaya_coll_idle_barrier(const zaya_comm *world);
 /* The NCCL backend of zaya_bench_coll_run (coll_nccl.c). */

@@ -151,14 +151,6 @@ static zaya_status run_variant(nccl_ctx *x, zaya_coll coll, const zaya_coll_shap
     return ZAYA_OK;
 }
 
-static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
-    if (o->step_factor > 1) {
-        int64_t nb = (int64_t)((double)b * o->step_factor);
-        return nb > b ? nb : b + 1;
-    }
-    return b + (o->step_bytes > 0 ? o->step_bytes : 1);
-}
-
 static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root, zaya_coll_results *out,
                          FILE *tf) {
     const zaya_coll_opts *o = x->o;
@@ -174,7 +166,7 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
     int64_t prev = -1, wrong_total = 0;
     double busbw_sum = 0;
     int nsizes = 0, first = 1;
-    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, x->n, t);
         if (s.count == 0 || s.bytes == prev) continue;
         prev = s.bytes;
@@ -279,10 +271,17 @@ static zaya_status setup(nccl_ctx *x, const zaya_coll_plan *p) {
 
 zaya_status zaya_bench_coll_nccl_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out,
                                      FILE *table) {
+    if (!zaya_gpu_built() || !zaya_nccl_built())
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "bench coll --backend nccl: zaya was built without %s",
+                              zaya_gpu_built() ? "NCCL (nccl.h was not found at configure time)" : "CUDA");
     if (p->sweep) return zaya_error_set(ZAYA_EINVAL, "bench coll --backend nccl: --sweep is MPI-only");
     if (p->opts.iters < 1) return zaya_error_set(ZAYA_EINVAL, "bench coll: iterations must be >= 1");
     nccl_ctx x = {.world = world, .o = &p->opts};
     zaya_status st = setup(&x, p);
+    /* A rank that could not set up must not leave the others waiting in a collective. */
+    int setup_bad = st != ZAYA_OK, setup_any = 0;
+    MPI_Allreduce(&setup_bad, &setup_any, 1, MPI_INT, MPI_MAX, world->comm);
+    if (st == ZAYA_OK && setup_any) st = zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed to set up NCCL");
     FILE *tf = world->rank == 0 ? table : NULL;
     if (st == ZAYA_OK && tf) {
         fprintf(tf, "# zaya bench coll: %d NCCL ranks (%d processes x %d GPUs), NCCL %s\n#\n# Using devices\n", x.n,

@@ -259,7 +259,7 @@ void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char
                "(GB/s)  (GB/s)       \n");
 }
 
-static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
+int64_t zaya_coll_next_size(int64_t b, const zaya_coll_opts *o) {
     if (o->step_factor > 1) {
         int64_t nb = (int64_t)((double)b * o->step_factor);
         return nb > b ? nb : b + 1;
@@ -270,7 +270,7 @@ static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
 /* Sizes a sweep of coll on n ranks times (those that split evenly and differ from the previous). */
 static int64_t count_sizes(zaya_coll coll, zaya_dist_dtype t, int n, const zaya_coll_opts *o) {
     int64_t k = 0, prev = -1;
-    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, n, t);
         if (s.count == 0 || s.bytes == prev) continue;
         prev = s.bytes;
@@ -329,7 +329,7 @@ static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, 
     int first = 1;
     double busbw_sum = 0;
     int nsizes = 0;
-    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, c->size, t);
         if (s.count == 0 || s.bytes == prev_bytes) continue; /* too small to split, or a repeat */
         prev_bytes = s.bytes;

@@ -193,6 +193,4 @@ zaya_status zaya_gpu_check(gpuError_t e, const char *call);
 }
 #endif
 
-#define ZAYA_GPU_TRY(call) ZAYA_TRY(zaya_gpu_check((call), #call))
-
 #endif

@@ -72,7 +72,7 @@ static zaya_status run_stream(stream_ctx *x, int64_t n, int ntimes, zaya_gpu_str
     gpuGetDevice(&dev);
     if (gpuDeviceGetAttribute(&warp, gpuDevAttrWarpSize, dev) != gpuSuccess || warp <= 0) warp = 64;
     gpuDeviceProp q;
-    ZAYA_GPU_TRY(gpuGetDeviceProperties(&q, dev));
+    ZAYA_TRY(zaya_gpu_check(gpuGetDeviceProperties(&q, dev), "cudaGetDeviceProperties"));
     sms = q.multiProcessorCount;
     int bt = 1;
     while (bt < 8 * warp) bt *= 2; /* a power of two holding whole warps: 256 for 32 lanes, 512 for 64 */
@@ -90,7 +90,7 @@ static zaya_status run_stream(stream_ctx *x, int64_t n, int ntimes, zaya_gpu_str
     gpuStream_t s = (gpuStream_t)zaya_gpu_stream_native(x->s);
     unsigned blocks = (unsigned)((n + bt - 1) / bt);
     init_kernel<<<blocks, bt, 0, s>>>(x->a, x->b, x->c, n, k_init_a, k_init_b, k_init_c);
-    ZAYA_GPU_TRY(gpuGetLastError());
+    ZAYA_TRY(zaya_gpu_check(gpuGetLastError(), "BabelStream kernel launch"));
     ZAYA_TRY(zaya_gpu_stream_sync(x->s));
     for (int k = 0; k < ZAYA_GPU_KERNEL_COUNT; k++) {
         r->best_s[k] = 1e30;
@@ -110,7 +110,7 @@ static zaya_status run_stream(stream_ctx *x, int64_t n, int ntimes, zaya_gpu_str
                                          x->s));
                 break;
             }
-            ZAYA_GPU_TRY(gpuGetLastError());
+            ZAYA_TRY(zaya_gpu_check(gpuGetLastError(), "BabelStream kernel launch"));
             ZAYA_TRY(zaya_gpu_event_record(x->e1, x->s));
             ZAYA_TRY(zaya_gpu_event_sync(x->e1));
             double ms = 0;

@@ -30,6 +30,7 @@ step() { # step NAME TIMEOUT CMD...: runs, logs, records failure
 
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DZAYA_CUDA=ON -DZAYA_CUDA_ARCH="${ZAYA_CUDA_ARCH:-90}")
 if [ -n "${ZAYA_DEPS_PREFIX:-}" ]; then
+  mkdir -p "$ZAYA_DEPS_PREFIX"
   p="$(cd "$ZAYA_DEPS_PREFIX" && pwd)"
   if [ ! -d "$p/usr" ] && [ -d "$p/../debs" ]; then bash scripts/gpu-deps.sh --extract "$p/.." >>"$log" 2>&1; fi
   lib="$p/usr/lib/x86_64-linux-gnu"

@@ -15,7 +15,8 @@ foreach(np 2 4)
 endforeach()
 add_test(NAME bench_coll_sweep4 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 4 sweep)
 add_test(NAME bench_coll_inject2 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 2 inject)
-set_tests_properties(bench_coll_sweep4 bench_coll_inject2 PROPERTIES LABELS mpi TIMEOUT 60
+add_test(NAME bench_coll_blocking2 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 2 blocking)
+set_tests_properties(bench_coll_sweep4 bench_coll_inject2 bench_coll_blocking2 PROPERTIES LABELS mpi TIMEOUT 60
                      ENVIRONMENT "OMP_NUM_THREADS=1")
 add_test(NAME bench_coll_badsize COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 1 badsize)
 set_tests_properties(bench_coll_badsize PROPERTIES LABELS unit TIMEOUT 30)

@@ -8,6 +8,7 @@ import sys
 
 OWNER = {
     'core': 'alloc bf16 dtype fs ft_protocol json log plot proc progress rng status sysinfo threads timer',
+    'gpu': 'gpu',
     'dist': 'dist',
     'kernels': 'attention kernels matmul',
     'tokenizer': 'tokenizer',
@@ -50,14 +51,14 @@ def main(root):
     for dirpath, _, files in os.walk(os.path.join(root, 'src')):
         rel = os.path.relpath(dirpath, os.path.join(root, 'src'))
         for name in files:
-            if name.endswith(('.c', '.h')) and (rel == '.' or rel.split(os.sep)[0] not in layers or os.sep in rel):
+            if name.endswith(('.c', '.h', '.cu')) and (rel == '.' or rel.split(os.sep)[0] not in layers or os.sep in rel):
                 errors.append('src/%s: not in a layer folder (src/<layer>/, one of: %s)' %
                               (os.path.normpath(os.path.join(rel, name)), ' '.join(layers)))
     inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
     for layer in layers:
         d = os.path.join(root, 'src', layer)
         for name in sorted(os.listdir(d)):
-            if not name.endswith(('.c', '.h')):
+            if not name.endswith(('.c', '.h', '.cu')):
                 continue
             for no, line in enumerate(open(os.path.join(d, name), errors='replace'), 1):
                 m = inc.match(line)

@@ -29,12 +29,21 @@ static void test_formulas(void) {
     CHECK(fabs(zaya_coll_algbw_gbps(1000000000, 1e6) - 1.0) < 1e-12, "algbw");
     CHECK(fabs(zaya_coll_algbw_gbps(1 << 20, 100.0) - 10.48576) < 1e-9, "algbw 1 MiB / 100 us");
 
-    /* Shapes: S is the whole buffer; blocks divide it evenly (rounded down). */
+    /* Shapes: S is the whole buffer; blocks divide it evenly (rounded down) and, as in nccl-tests,
+     * count is the per-rank count of the blocked collectives, rounded down to 16 bytes per rank. */
     zaya_coll_shape s = zaya_coll_shape_for(ZAYA_COLL_ALLGATHER, 1 << 20, 4, ZAYA_DIST_F32);
-    CHECK(s.block == 65536 && s.count == 262144 && s.send_count == 65536 && s.recv_count == 262144 &&
+    CHECK(s.block == 65536 && s.count == 65536 && s.send_count == 65536 && s.recv_count == 262144 &&
               s.bytes == 1 << 20, "allgather shape");
     s = zaya_coll_shape_for(ZAYA_COLL_REDUCESCATTER, 100, 3, ZAYA_DIST_F32);
-    CHECK(s.block == 8 && s.count == 24 && s.bytes == 96 && s.send_count == 24 && s.recv_count == 8, "rs shape");
+    CHECK(s.block == 8 && s.count == 8 && s.bytes == 96 && s.send_count == 24 && s.recv_count == 8, "rs shape");
+    s = zaya_coll_shape_for(ZAYA_COLL_ALLGATHER, 40, 2, ZAYA_DIST_F32); /* 5 floats per rank -> 4 (16 B) */
+    CHECK(s.block == 4 && s.count == 4 && s.bytes == 32 && s.send_count == 4 && s.recv_count == 8, "ag 16 B rounding");
+    s = zaya_coll_shape_for(ZAYA_COLL_ALLTOALL, 100, 3, ZAYA_DIST_BF16); /* 16 bf16 per rank: already 32 B */
+    CHECK(s.block == 16 && s.count == 16 && s.bytes == 96 && s.send_count == 48 && s.recv_count == 48, "a2a bf16");
+    s = zaya_coll_shape_for(ZAYA_COLL_REDUCESCATTER, 60, 2, ZAYA_DIST_BF16); /* 15 bf16 per rank -> 8 */
+    CHECK(s.block == 8 && s.count == 8 && s.bytes == 32, "rs bf16 16 B rounding");
+    s = zaya_coll_shape_for(ZAYA_COLL_ALLGATHER, 8, 2, ZAYA_DIST_F32); /* 1 float per rank: nothing to time */
+    CHECK(s.block == 0 && s.count == 0 && s.bytes == 0, "ag below 16 B per rank");
     s = zaya_coll_shape_for(ZAYA_COLL_ALLREDUCE, 100, 3, ZAYA_DIST_BF16);
     CHECK(s.count == 50 && s.bytes == 100, "allreduce bf16 shape");
 

@@ -2,7 +2,8 @@
  * machine profile can run it.
  *
  * Conventions follow nccl-tests: a row's `bytes` is the whole buffer S (for reduce-scatter,
- * all-gather and all-to-all: per-rank block x ranks), count = S / element size, algbw = S / t
+ * all-gather and all-to-all: per-rank block x ranks, the block rounded down to 16 bytes), count =
+ * S / element size (for those three: the per-rank count, the block), algbw = S / t
  * (GB/s, 1e9 bytes), busbw = algbw x factor (see zaya_coll_busbw_factor). Timing is per iteration:
  * time_us is the mean over iterations, averaged over ranks; min/max are the per-rank means' extremes;
  * p50/p99 are over iterations of the slowest rank's time in that iteration. */
@@ -43,9 +44,11 @@ zaya_status zaya_coll_parse_list(const char *s, unsigned *mask);
 double zaya_coll_busbw_factor(zaya_coll c, int nranks);
 double zaya_coll_algbw_gbps(int64_t bytes, double time_us);
 
-/* Buffer shape of one row: bytes is rounded down so blocks divide evenly. */
+/* Buffer shape of one row: bytes is rounded down so blocks divide evenly (and, for the blocked
+ * collectives, each block is a multiple of 16 bytes, as in nccl-tests). */
 typedef struct zaya_coll_shape {
-    int64_t bytes, count;            /* S and S / element size */
+    int64_t bytes, count;            /* S, and the count nccl-tests prints (S / element size; per rank
+                                        for reduce-scatter, all-gather and all-to-all) */
     int64_t send_count, recv_count;  /* elements of each rank's send and receive buffers */
     int64_t block;                   /* per-rank block (reduce-scatter, all-gather, all-to-all) */
 } zaya_coll_shape;
@@ -85,6 +88,7 @@ typedef struct zaya_coll_result {
     zaya_redop op;
     int root;            /* -1 for collectives without a root */
     int64_t bytes, count;
+    int blocking;        /* the -z mode the row was timed in */
     zaya_coll_timing oop, ip;
     double bare_us;      /* the same operation as a bare MPI loop (out-of-place); 0 when not run */
 } zaya_coll_result;
@@ -100,12 +104,16 @@ typedef struct zaya_coll_opts {
     double step_factor;  /* > 1: multiply; otherwise step_bytes is added */
     int64_t step_bytes;
     int iters, warmup, check_iters;
-    int blocking;        /* 0: non-blocking start + wait (nccl-tests default), 1: blocking calls */
+    int blocking;        /* 0: non-blocking start + wait (MPI_I* + MPI_Wait, Open MPI's libnbc: not the path
+                            OSU / IMB time), 1: blocking calls (what OSU / IMB time), 2: both, one
+                            sweep each (zaya_bench_coll_run only) */
     int bare;            /* run the bare MPI overhead check */
     int inject_wrong;    /* self-test: the last rank corrupts one output element before each check */
     uint64_t seed;
 } zaya_coll_opts;
 void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check */
+
+enum { ZAYA_COLL_BACKEND_MPI = 0, ZAYA_COLL_BACKEND_NCCL = 1 };
 
 typedef struct zaya_coll_plan {
     unsigned colls;           /* mask of zaya_coll */
@@ -114,6 +122,8 @@ typedef struct zaya_coll_plan {
     int root;
     int sweep;                /* rank counts 2, 4, ..., world (else world only) */
     unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups) */
+    int backend;              /* ZAYA_COLL_BACKEND_MPI (host buffers) or _NCCL (device buffers) */
+    int ngpus;                /* NCCL: GPUs driven by each process (nccl-tests -g; default 1) */
     zaya_coll_opts opts;
 } zaya_coll_plan;
 
@@ -131,6 +141,7 @@ typedef struct zaya_coll_summary {
     int nranks, spread;
     zaya_dist_dtype dtype;
     zaya_redop op;
+    int blocking;
     int64_t latency_bytes;       /* smallest size */
     double latency_us;           /* mean time at the smallest size */
     double latency_p50_us;       /* its median over iterations (robust to preemption) */

@@ -14,6 +14,7 @@
 
 #include "zaya/bench.h"
 #include "zaya/config.h"
+#include "zaya/gpu.h"
 #include "zaya/matmul.h"
 
 #ifdef __cplusplus
@@ -71,8 +72,15 @@ typedef struct zaya_bench_gemm_opts {
     int iters, warmup, quick, threads;
     int thread_cpu;     /* time with the thread CPU clock (needs threads == 1) */
     int64_t batch, seq; /* tokens of a step with config */
+    const char *device; /* "cpu" (NULL) or "cuda[:N]": zaya_bench_gemm_gpu_run */
 } zaya_bench_gemm_opts;
 zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *o, FILE *out);
+/* The same shape lists on a CUDA device through cuBLASLt (src/bench/gemm_gpu.c): dtype "bf16", "f16",
+ * "tf32" ("f32") or "all"; rates against the best of two large squares measured first and against
+ * the datasheet (zaya_gpu_datasheet_find); every shape verified on 64 sampled entries (a wrong entry
+ * fails the run with ZAYA_ENUMERIC). Writes gemm.json and gemm.csv to o->out. Device GEMMs run with
+ * beta = 0 (the CPU path's wgrad accumulates with beta = 1). */
+zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device dev, FILE *out);
 
 #ifdef __cplusplus
 }

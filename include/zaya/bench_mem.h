@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <cjson/cJSON.h>
 
+#include "zaya/gpu.h"
 #include "zaya/status.h"
 
 #ifdef __cplusplus
@@ -100,6 +101,17 @@ zaya_status zaya_bench_mem_write(const zaya_mem_run *r, const char *dir);
 /* The machine profile's "memory" object (docs/profile-format.md) from a STREAM result; the profile
  * module (zaya/profile.h) writes it into profile.json and reads it back. */
 cJSON *zaya_bench_mem_profile_json(const zaya_stream_result *r);
+
+/* `zaya bench mem --device cuda` (src/bench/mem_gpu.c): BabelStream copy / mul / add / triad / dot on
+ * three device arrays (array_bytes each; 0: max(256 MiB, 4 x L2)), ntimes with the first excluded and
+ * the best reported, validated; then host->device and device->host copies of copy_bytes (0: 256 MiB)
+ * from pinned and pageable memory; % of the datasheet HBM bandwidth. Writes mem.json to outdir. */
+typedef struct zaya_mem_gpu_plan {
+    zaya_device device;
+    int64_t array_bytes, copy_bytes;
+    int ntimes;
+} zaya_mem_gpu_plan;
+zaya_status zaya_bench_mem_gpu_run(const zaya_mem_gpu_plan *plan, const char *outdir, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
 /* Communicator layer: the collectives data-parallel training and `zaya bench coll` need.
  *
- * Backend-neutral on purpose: this header names no MPI type. Today the backend is MPI (Open MPI);
- * a NCCL/RCCL backend plugs in behind the same functions (src/dist/ is the only place that talks
- * to the transport).
+ * Backend-neutral on purpose: this header names no MPI, CUDA or NCCL type. Host buffers go over
+ * MPI (Open MPI); device buffers over the NCCL (RCCL) communicator declared at the end (src/dist/ is
+ * the only place that talks to either transport).
  *
  * Process model: zaya_dist_init() initialises the backend (MPI_Init_thread with
  * MPI_THREAD_FUNNELED requested; an MPI already initialised by the caller is used as it is) and
@@ -166,6 +166,47 @@ zaya_status zaya_dist_waitall(zaya_dist_request *reqs, int n);
 
 /* ---- element-wise bf16 combine, exactly as the reductions above apply it (for tests, checks) ---- */
 uint16_t zaya_bf16_combine(uint16_t a, uint16_t b, zaya_redop op); /* op: sum, prod, min, max */
+
+/* ---- NCCL (RCCL) communicator over device buffers (src/dist/nccl.c) ----
+ * One NCCL rank per local device: a process drives ndev devices (single-process multi-GPU) and the
+ * MPI world's processes together make world_size x ndev ranks; rank = world_rank x ndev + local
+ * index. Rank 0 creates the ncclUniqueId and broadcasts it over `c` (MPI), so `mpirun -np N` with
+ * one device per process and one process with N devices are the same code. Operations enqueue on
+ * the local device's own stream (zaya_nccl_stream) and return without waiting; with ndev > 1 wrap
+ * the per-device calls of one collective in zaya_nccl_group_start / end. Pointers are device
+ * pointers. dtype and op as above (NCCL's own f32 / bf16 arithmetic: avg is its premultiplied sum,
+ * exact for power-of-two rank counts on the check's inputs). A build without NCCL fails init with
+ * ZAYA_EUNSUPPORTED "built without NCCL". */
+typedef struct zaya_nccl zaya_nccl;
+struct zaya_gpu_stream;
+int zaya_nccl_built(void);
+zaya_status zaya_nccl_init(const zaya_comm *c, int ndev, const int *devices, zaya_nccl **out);
+void zaya_nccl_free(zaya_nccl *n);
+int zaya_nccl_size(const zaya_nccl *n);
+int zaya_nccl_local_count(const zaya_nccl *n);
+int zaya_nccl_rank(const zaya_nccl *n, int local);
+int zaya_nccl_device(const zaya_nccl *n, int local);
+struct zaya_gpu_stream *zaya_nccl_stream(const zaya_nccl *n, int local);
+/* The library version as "2.27.7". */
+const char *zaya_nccl_version(void);
+zaya_status zaya_nccl_group_start(void);
+zaya_status zaya_nccl_group_end(void);
+zaya_status zaya_nccl_allreduce(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                                zaya_dist_dtype t, zaya_redop op);
+/* recvbuf receives `count` elements; in place when recvbuf == sendbuf + rank x count. */
+zaya_status zaya_nccl_reduce_scatter(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                                     zaya_dist_dtype t, zaya_redop op);
+zaya_status zaya_nccl_allgather(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                                zaya_dist_dtype t);
+zaya_status zaya_nccl_broadcast(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                                zaya_dist_dtype t, int root);
+zaya_status zaya_nccl_reduce(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                             zaya_dist_dtype t, zaya_redop op, int root);
+/* count elements to and from every rank (block r of sendbuf goes to rank r). */
+zaya_status zaya_nccl_alltoall(const zaya_nccl *n, int local, const void *sendbuf, void *recvbuf, int64_t count,
+                               zaya_dist_dtype t);
+zaya_status zaya_nccl_sendrecv(const zaya_nccl *n, int local, const void *sendbuf, int dst, void *recvbuf, int src,
+                               int64_t count, zaya_dist_dtype t);
 
 #ifdef __cplusplus
 }

@@ -17,9 +17,11 @@ typedef struct zaya_plot_series {
 
 typedef struct zaya_plot_opts {
     const char *title, *xlabel, *ylabel;
-    int logx, logy; /* log scales (base 2 for x when logx == 2, else base 10) */
+    int logx, logy; /* log scales (base 2 for x when logx == 2 or ZAYA_PLOT_LOGX_BYTES, else base 10) */
     int points;     /* draw points as well as lines */
 } zaya_plot_opts;
+/* logx value for sizes in bytes: base 2, tics at powers of two labelled 8, 512, 1K, 64M, 1G. */
+#define ZAYA_PLOT_LOGX_BYTES 3
 
 /* Renders series to png_path (ends in .png). Returns ZAYA_EUNSUPPORTED with a clear message when
  * gnuplot is not installed; callers treat plots as optional output and warn. */

@@ -85,6 +85,8 @@ static zaya_status child_row(const cJSON *e, zaya_coll_result *row) {
     row->nranks = (int)ranks;
     row->bytes = (int64_t)bytes;
     row->count = row->bytes / (int64_t)zaya_dist_dtype_size(row->dtype);
+    if (row->coll == ZAYA_COLL_REDUCESCATTER || row->coll == ZAYA_COLL_ALLGATHER || row->coll == ZAYA_COLL_ALLTOALL)
+        row->count /= row->nranks > 0 ? row->nranks : 1; /* per-rank, as coll.json writes it */
     row->oop.wrong = row->ip.wrong = -1;
     return ZAYA_OK;
 }

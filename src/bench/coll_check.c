@@ -70,16 +70,19 @@ zaya_coll_shape zaya_coll_shape_for(zaya_coll c, int64_t bytes, int n, zaya_dist
     case ZAYA_COLL_REDUCESCATTER:
     case ZAYA_COLL_ALLGATHER:
     case ZAYA_COLL_ALLTOALL:
-        s.block = elems / n;
-        s.count = s.block * n;
-        s.send_count = c == ZAYA_COLL_ALLGATHER ? s.block : s.count;
-        s.recv_count = c == ZAYA_COLL_REDUCESCATTER ? s.block : s.count;
+        /* nccl-tests: the per-rank count, rounded down to 16 bytes (4 floats, 8 bf16); count is that
+         * per-rank count, bytes the whole buffer. */
+        s.block = (elems / n) & ~(int64_t)(16 / ts - 1);
+        s.count = s.block;
+        s.send_count = c == ZAYA_COLL_ALLGATHER ? s.block : s.block * n;
+        s.recv_count = c == ZAYA_COLL_REDUCESCATTER ? s.block : s.block * n;
+        s.bytes = s.block * n * ts;
         break;
     default:
         s.count = s.send_count = s.recv_count = s.block = elems;
+        s.bytes = s.count * ts;
         break;
     }
-    s.bytes = s.count * ts;
     return s;
 }
 

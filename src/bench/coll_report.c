@@ -11,7 +11,7 @@
 
 static int same_group(const zaya_coll_result *a, const zaya_coll_result *b) {
     return a->coll == b->coll && a->nranks == b->nranks && a->spread == b->spread && a->dtype == b->dtype &&
-           a->op == b->op;
+           a->op == b->op && a->blocking == b->blocking;
 }
 
 static double median(double *v, int n) {
@@ -31,7 +31,8 @@ int zaya_coll_summarize(const zaya_coll_results *r, zaya_coll_summary *out, int 
         int j = i;
         while (j < r->n && same_group(&r->rows[i], &r->rows[j])) j++;
         zaya_coll_summary s = {.coll = r->rows[i].coll, .nranks = r->rows[i].nranks, .spread = r->rows[i].spread,
-                               .dtype = r->rows[i].dtype, .op = r->rows[i].op};
+                               .dtype = r->rows[i].dtype, .op = r->rows[i].op,
+                               .blocking = r->rows[i].blocking};
         s.latency_bytes = r->rows[i].bytes;
         s.latency_us = r->rows[i].oop.time_us;
         s.latency_p50_us = r->rows[i].oop.p50_us;
@@ -78,16 +79,16 @@ static void fmt_bytes(char *buf, size_t cap, int64_t b) {
 void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
     fprintf(f, "# Summary (out-of-place; saturation = smallest size reaching 90%% of peak busbw; zaya/bare = median "
                "time ratio against a bare MPI loop, all sizes | sizes >= 64K)\n");
-    fprintf(f, "# %-13s %5s %6s %5s %5s %9s %9s %6s %11s %6s %6s %7s %7s %6s\n", "collective", "ranks", "place",
-            "type", "redop", "lat(us)", "lat p50", "@size", "peak(GB/s)", "@size", "sat", "z/bare", ">=64K", "#wrong");
+    fprintf(f, "# %-13s %5s %6s %5s %5s %2s %9s %9s %6s %11s %6s %6s %7s %7s %6s\n", "collective", "ranks", "place",
+            "type", "redop", "-z", "lat(us)", "lat p50", "@size", "peak(GB/s)", "@size", "sat", "z/bare", ">=64K", "#wrong");
     for (int i = 0; i < n; i++) {
         char lb[32], pb[32], sb[32];
         fmt_bytes(lb, sizeof lb, s[i].latency_bytes);
         fmt_bytes(pb, sizeof pb, s[i].peak_bytes);
         fmt_bytes(sb, sizeof sb, s[i].saturation_bytes);
-        fprintf(f, "  %-13s %5d %6s %5s %5s %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld\n",
+        fprintf(f, "  %-13s %5d %6s %5s %5s %2d %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld\n",
                 zaya_coll_name(s[i].coll), s[i].nranks, s[i].spread ? "spread" : "packed", zaya_dist_dtype_name(s[i].dtype),
-                zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].latency_us,
+                zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].blocking, s[i].latency_us,
                 s[i].latency_p50_us, lb,
                 s[i].peak_busbw, pb, sb, s[i].overhead_ratio, s[i].overhead_ratio_large, (long long)s[i].wrong);
     }
@@ -111,7 +112,8 @@ static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", "zaya-bench-coll");
     cJSON_AddNumberToObject(root, "version", 1);
-    cJSON_AddStringToObject(root, "backend", zaya_dist_backend_name());
+    cJSON_AddStringToObject(root, "backend", p->backend == ZAYA_COLL_BACKEND_NCCL ? "nccl" : zaya_dist_backend_name());
+    cJSON_AddNumberToObject(root, "gpus_per_process", p->backend == ZAYA_COLL_BACKEND_NCCL ? (p->ngpus > 0 ? p->ngpus : 1) : 0);
     cJSON_AddNumberToObject(root, "world_size", world);
     cJSON *o = cJSON_AddObjectToObject(root, "options");
     cJSON_AddNumberToObject(o, "min_bytes", (double)p->opts.min_bytes);
@@ -137,6 +139,7 @@ static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *
         cJSON_AddNumberToObject(e, "root", x->root);
         cJSON_AddNumberToObject(e, "bytes", (double)x->bytes);
         cJSON_AddNumberToObject(e, "count", (double)x->count);
+        cJSON_AddNumberToObject(e, "blocking", x->blocking);
         cJSON_AddItemToObject(e, "out_of_place", timing_json(&x->oop));
         cJSON_AddItemToObject(e, "in_place", timing_json(&x->ip));
         cJSON_AddNumberToObject(e, "bare_mpi_us", x->bare_us);
@@ -153,6 +156,7 @@ static zaya_status write_json(const zaya_coll_results *r, const zaya_coll_plan *
         cJSON_AddStringToObject(e, "placement", sum[i].spread ? "spread" : "packed");
         cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(sum[i].dtype));
         cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(sum[i].coll) ? zaya_redop_name(sum[i].op) : "none");
+        cJSON_AddNumberToObject(e, "blocking", sum[i].blocking);
         cJSON_AddNumberToObject(e, "latency_us", sum[i].latency_us);
         cJSON_AddNumberToObject(e, "latency_p50_us", sum[i].latency_p50_us);
         cJSON_AddNumberToObject(e, "latency_bytes", (double)sum[i].latency_bytes);
@@ -177,7 +181,7 @@ static zaya_status write_csv(const zaya_coll_results *r, const char *path) {
                             "coll,ranks,placement,dtype,op,root,bytes,count,"
                             "oop_time_us,oop_min_us,oop_max_us,oop_p50_us,oop_p99_us,oop_algbw_GBps,oop_busbw_GBps,"
                             "oop_wrong,ip_time_us,ip_min_us,ip_max_us,ip_p50_us,ip_p99_us,ip_algbw_GBps,ip_busbw_GBps,"
-                            "ip_wrong,bare_mpi_us,overhead_ratio\n");
+                            "ip_wrong,bare_mpi_us,overhead_ratio,blocking\n");
     for (int i = 0; i < r->n; i++) {
         const zaya_coll_result *x = &r->rows[i];
         const zaya_coll_timing *t[2] = {&x->oop, &x->ip};
@@ -189,8 +193,8 @@ static zaya_status write_csv(const zaya_coll_results *r, const char *path) {
             len += (size_t)snprintf(buf + len, cap - len, ",%.3f,%.3f,%.3f,%.3f,%.3f,%.6f,%.6f,%lld", t[k]->time_us,
                                     t[k]->min_us, t[k]->max_us, t[k]->p50_us, t[k]->p99_us, t[k]->algbw, t[k]->busbw,
                                     (long long)t[k]->wrong);
-        len += (size_t)snprintf(buf + len, cap - len, ",%.3f,%.4f\n", x->bare_us,
-                                x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
+        len += (size_t)snprintf(buf + len, cap - len, ",%.3f,%.4f,%d\n", x->bare_us,
+                                x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0, x->blocking);
     }
     zaya_status st = zaya_write_file_atomic(path, buf, len);
     free(buf);
@@ -212,9 +216,10 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
             while (j < n && same_group(&r->rows[i], &r->rows[j])) j++;
             if (r->rows[i].coll == (zaya_coll)coll) {
                 const zaya_coll_result *g = &r->rows[i];
-                snprintf(titles[nb], sizeof titles[nb], "%d ranks %s %s%s%s", g->nranks, g->spread ? "spread" : "packed",
-                         zaya_dist_dtype_name(g->dtype), zaya_coll_is_reduction(g->coll) ? " " : "",
-                         zaya_coll_is_reduction(g->coll) ? zaya_redop_name(g->op) : "");
+                snprintf(titles[nb], sizeof titles[nb], "%d ranks %s %s%s%s -z %d", g->nranks,
+                         g->spread ? "spread" : "packed", zaya_dist_dtype_name(g->dtype),
+                         zaya_coll_is_reduction(g->coll) ? " " : "",
+                         zaya_coll_is_reduction(g->coll) ? zaya_redop_name(g->op) : "", g->blocking);
                 bw[nb] = (zaya_plot_series){titles[nb], x + used, y + used, 0};
                 lat[nb] = (zaya_plot_series){titles[nb], xl + usedl, yl + usedl, 0};
                 for (int k = i; k < j; k++) {
@@ -234,7 +239,7 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
         if (!nb) continue;
         char path[4096], title[128];
         snprintf(title, sizeof title, "%s: bus bandwidth vs message size", zaya_coll_name((zaya_coll)coll));
-        zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", 2, 0, 1};
+        zaya_plot_opts o = {title, "message size (bytes)", "busbw (GB/s)", ZAYA_PLOT_LOGX_BYTES, 0, 1};
         char name[64];
         snprintf(name, sizeof name, "coll_%s_busbw.png", zaya_coll_name((zaya_coll)coll));
         int any_bw = 0; /* one rank moves no bus bytes: an all-zero plot says nothing */
@@ -242,7 +247,7 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
         if (any_bw && zaya_path_join(path, sizeof path, dir, name) == ZAYA_OK && zaya_plot_lines(path, &o, bw, nb) != ZAYA_OK)
             ZAYA_WARN("plot skipped: %s", zaya_error_message());
         snprintf(title, sizeof title, "%s: latency at small sizes (<= 64 KiB)", zaya_coll_name((zaya_coll)coll));
-        zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", 2, 1, 1};
+        zaya_plot_opts ol = {title, "message size (bytes)", "time (us)", ZAYA_PLOT_LOGX_BYTES, 1, 1};
         snprintf(name, sizeof name, "coll_%s_latency.png", zaya_coll_name((zaya_coll)coll));
         int any = 0;
         for (int s = 0; s < nb; s++) any |= lat[s].n > 0;
@@ -317,7 +322,7 @@ zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const ch
     zaya_comm *world = NULL;
     ZAYA_TRY(zaya_dist_init(NULL, NULL, &world));
     int rank = zaya_comm_rank(world), size = zaya_comm_size(world);
-    if (root < 0 || root >= size) {
+    if (plan->backend != ZAYA_COLL_BACKEND_NCCL && (root < 0 || root >= size)) {
         zaya_dist_finalize(world);
         return zaya_error_set(ZAYA_EINVAL, "root %d outside the %d ranks", root, size);
     }

@@ -11,6 +11,8 @@
 #include "zaya/alloc.h"
 #include "zaya/bench_coll.h"
 #include "zaya/timer.h"
+#include "zaya/progress.h"
+#include "bench/coll_internal.h"
 
 void zaya_coll_opts_default(zaya_coll_opts *o) {
     memset(o, 0, sizeof *o);
@@ -31,7 +33,7 @@ void zaya_coll_results_free(zaya_coll_results *r) {
     memset(r, 0, sizeof *r);
 }
 
-static zaya_status results_push(zaya_coll_results *r, const zaya_coll_result *row) {
+zaya_status zaya_coll_results_push(zaya_coll_results *r, const zaya_coll_result *row) {
     if (r->n == r->cap) {
         int cap = r->cap ? 2 * r->cap : 64;
         zaya_coll_result *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
@@ -111,7 +113,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Reduces per-iteration times (seconds) over ranks into the timing fields (microseconds). */
-static void time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
+void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
     double mean = 0;
     for (int i = 0; i < iters; i++) mean += times[i];
     mean /= iters;
@@ -153,9 +155,20 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
         sb = (char *)v->recvbuf + (size_t)c->rank * (size_t)s->block * zaya_dist_dtype_size(v->t);
     zaya_coll_fill_input(v->coll, s, in, ip_layout, v->t, v->op, v->root, c->rank, c->size, o->seed);
 
-    for (int i = 0; i < o->warmup; i++) ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
-    ZAYA_TRY(zaya_comm_barrier(c));
     int bare = o->bare && !in_place;
+    /* Warm every path that is timed below (the zaya call, the bare MPI call, the clock) at this size,
+     * so no timed iteration pays a first call's one-off cost. */
+    for (int i = 0; i < o->warmup; i++) {
+        (void)zaya_now_ns();
+        ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+        if (bare) {
+            int rc = run_bare(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking);
+            if (rc != MPI_SUCCESS)
+                return zaya_error_set(ZAYA_EMPI, "bare MPI %s of %lld bytes failed (code %d)", zaya_coll_name(v->coll),
+                                      (long long)s->bytes, rc);
+        }
+    }
+    ZAYA_TRY(zaya_comm_barrier(c));
     for (int i = 0; i < o->iters; i++) {
         /* The first call of a pair also absorbs the ranks' arrival skew: alternate which goes first
          * so neither side of the overhead ratio carries that bias. */
@@ -174,10 +187,10 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
             (is_bare ? v->bare_times : v->times)[i] = (double)(t1 - t0) * 1e-9;
         }
     }
-    time_stats(c, v->times, o->iters, tm);
+    zaya_coll_time_stats(c, v->times, o->iters, tm);
     if (bare) {
         zaya_coll_timing bt;
-        time_stats(c, v->bare_times, o->iters, &bt);
+        zaya_coll_time_stats(c, v->bare_times, o->iters, &bt);
         *bare_us = bt.time_us;
     }
     tm->algbw = zaya_coll_algbw_gbps(s->bytes, tm->time_us);
@@ -190,7 +203,10 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
             zaya_coll_fill_input(v->coll, s, in, ip_layout, v->t, v->op, v->root, c->rank, c->size, o->seed + (uint64_t)k);
             if (!ip_layout) zaya_coll_poison(v->recvbuf, s->recv_count, v->t);
             ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
-            if (o->inject_wrong && c->rank == c->size - 1 && (v->coll != ZAYA_COLL_REDUCE || c->rank == v->root)) {
+            /* The self-test corrupts one element on a rank whose output is checked: the root of reduce
+             * (the only rank with a result), the last rank otherwise. */
+            int corrupt_rank = v->coll == ZAYA_COLL_REDUCE ? v->root : c->size - 1;
+            if (o->inject_wrong && c->rank == corrupt_rank) {
                 if (v->t == ZAYA_DIST_BF16) ((uint16_t *)v->recvbuf)[0] ^= 0x0100; /* flips one exponent bit */
                 else ((float *)v->recvbuf)[0] += 1.0f;
             }
@@ -210,7 +226,7 @@ static void fmt_time(char *buf, size_t cap, double us) {
     else snprintf(buf, cap, "%7.0f", us);
 }
 
-static void print_variant(FILE *f, const zaya_coll_timing *tm) {
+void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm) {
     char t[32], w[32];
     fmt_time(t, sizeof t, tm->time_us);
     if (tm->wrong < 0) snprintf(w, sizeof w, "N/A");
@@ -218,8 +234,8 @@ static void print_variant(FILE *f, const zaya_coll_timing *tm) {
     fprintf(f, "  %7s  %6.2f  %6.2f  %6s", t, tm->algbw, tm->busbw, w);
 }
 
-static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op,
-                               int spread, const zaya_coll_opts *o) {
+void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
+                            zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o) {
     fprintf(f, "# Collective test starting: %s\n", zaya_coll_perf_name(coll));
     if (o->step_factor > 1)
         fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %g(factor) warmup iters: %d iters: %d "
@@ -231,9 +247,10 @@ static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya
                    "agg iters: 1 validation: %d graph: 0\n",
                 (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
                 o->check_iters > 0);
-    fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n#\n", c->size,
-            spread ? "spread" : "packed", zaya_dist_backend_name(), o->blocking, zaya_dist_dtype_name(t),
+    fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n", nranks,
+            spread ? "spread" : "packed", backend, o->blocking, zaya_dist_dtype_name(t),
             zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none");
+    fprintf(f, "# timed calls: %s\n#\n", timed);
     fprintf(f, "#                                                              out-of-place                       "
                "in-place          \n");
     fprintf(f, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
@@ -242,7 +259,7 @@ static void print_block_header(FILE *f, const zaya_comm *c, zaya_coll coll, zaya
                "(GB/s)  (GB/s)       \n");
 }
 
-static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
+int64_t zaya_coll_next_size(int64_t b, const zaya_coll_opts *o) {
     if (o->step_factor > 1) {
         int64_t nb = (int64_t)((double)b * o->step_factor);
         return nb > b ? nb : b + 1;
@@ -250,8 +267,30 @@ static int64_t next_size(int64_t b, const zaya_coll_opts *o) {
     return b + (o->step_bytes > 0 ? o->step_bytes : 1);
 }
 
+/* Sizes a sweep of coll on n ranks times (those that split evenly and differ from the previous). */
+static int64_t count_sizes(zaya_coll coll, zaya_dist_dtype t, int n, const zaya_coll_opts *o) {
+    int64_t k = 0, prev = -1;
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
+        zaya_coll_shape s = zaya_coll_shape_for(coll, b, n, t);
+        if (s.count == 0 || s.bytes == prev) continue;
+        prev = s.bytes;
+        k++;
+    }
+    return k;
+}
+
+static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root, int spread,
+                         const zaya_coll_opts *o, zaya_coll_results *out, FILE *table, zaya_progress *prog,
+                         int64_t *done);
+
 zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root,
                                   int spread, const zaya_coll_opts *o, zaya_coll_results *out, FILE *table) {
+    return sweep(c, coll, t, op, root, spread, o, out, table, NULL, NULL);
+}
+
+static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, zaya_redop op, int root, int spread,
+                         const zaya_coll_opts *o, zaya_coll_results *out, FILE *table, zaya_progress *prog,
+                         int64_t *done) {
     if (o->iters < 1) return zaya_error_set(ZAYA_EINVAL, "bench coll: iterations must be >= 1 (got %d)", o->iters);
     if (o->min_bytes < 1 || o->max_bytes < o->min_bytes)
         return zaya_error_set(ZAYA_EINVAL, "bench coll: bad size range %lld..%lld bytes", (long long)o->min_bytes,
@@ -273,17 +312,42 @@ zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_
     }
     memset(v.sendbuf, 0, bytes);
     memset(v.recvbuf, 0, bytes);
+    memset(v.times, 0, (size_t)o->iters * sizeof(double));
+    memset(v.bare_times, 0, (size_t)o->iters * sizeof(double));
     FILE *tf = c->world_rank == 0 ? table : NULL;
-    if (tf) print_block_header(tf, c, coll, t, op, spread, o);
+    if (tf) {
+        /* reduce, alltoall and sendrecv have only the blocking form in zaya's dist layer. */
+        int nb = coll == ZAYA_COLL_ALLREDUCE || coll == ZAYA_COLL_REDUCESCATTER || coll == ZAYA_COLL_ALLGATHER ||
+                 coll == ZAYA_COLL_BROADCAST;
+        const char *timed = o->blocking ? "blocking MPI collectives (-z 1: the calls OSU and IMB time)"
+                            : nb ? "MPI_I* start + MPI_Wait (-z 0: Open MPI's libnbc path, not what OSU/IMB time; "
+                                   "-z 1 blocking, -z 2 both)"
+                                 : "blocking MPI collective (-z 0: this collective has no non-blocking form here)";
+        zaya_coll_print_header(tf, c->size, zaya_dist_backend_name(), timed, coll, t, op, spread, o);
+    }
     int64_t wrong_total = 0, prev_bytes = -1;
+    int first = 1;
     double busbw_sum = 0;
     int nsizes = 0;
-    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = next_size(b, o)) {
+    for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, c->size, t);
         if (s.count == 0 || s.bytes == prev_bytes) continue; /* too small to split, or a repeat */
         prev_bytes = s.bytes;
         zaya_coll_result row = {.coll = coll, .nranks = c->size, .spread = spread, .dtype = t, .op = op,
-                                .root = root, .bytes = s.bytes, .count = s.count};
+                                .root = root, .bytes = s.bytes, .count = s.count, .blocking = o->blocking};
+        if (first) {
+            /* The sweep's first size also carries the run's one-off costs (the first collective on
+             * this communicator, page faults of the timing arrays, lazy connection setup): one
+             * discarded pass of the whole measurement absorbs them before the row is measured. */
+            zaya_coll_timing discard;
+            double discard_bare = 0;
+            st = run_variant(&v, &s, 0, &discard, &discard_bare);
+            if (st != ZAYA_OK) {
+                zaya_error_context(st, "%s, %d ranks, %lld bytes", zaya_coll_name(coll), c->size, (long long)s.bytes);
+                goto done;
+            }
+            first = 0;
+        }
         st = run_variant(&v, &s, 0, &row.oop, &row.bare_us);
         if (st == ZAYA_OK) st = run_variant(&v, &s, 1, &row.ip, &row.bare_us);
         if (st != ZAYA_OK) {
@@ -291,15 +355,21 @@ zaya_status zaya_bench_coll_sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_
             goto done;
         }
         if (!o->bare) row.bare_us = 0;
-        if ((st = results_push(out, &row)) != ZAYA_OK) goto done;
+        if ((st = zaya_coll_results_push(out, &row)) != ZAYA_OK) goto done;
+        if (prog && c->world_rank == 0) {
+            char note[96];
+            snprintf(note, sizeof note, "%s %d ranks %s %lld B", zaya_coll_name(coll), c->size, zaya_dist_dtype_name(t),
+                     (long long)s.bytes);
+            zaya_progress_update(prog, ++*done, note);
+        }
         wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
         busbw_sum += row.oop.busbw + row.ip.busbw;
         nsizes += 2;
         if (tf) {
             fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
                     zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            print_variant(tf, &row.oop);
-            print_variant(tf, &row.ip);
+            zaya_coll_print_variant(tf, &row.oop);
+            zaya_coll_print_variant(tf, &row.ip);
             fprintf(tf, "\n");
             fflush(tf);
         }
@@ -319,7 +389,7 @@ done:
 
 /* Ranks outside the current group wait here without spinning, so they do not steal cores from the
  * ranks being measured (this matters when ranks outnumber cores). */
-static zaya_status idle_barrier(const zaya_comm *world) {
+zaya_status zaya_coll_idle_barrier(const zaya_comm *world) {
     MPI_Request req;
     int rc = MPI_Ibarrier(world->comm, &req);
     if (rc != MPI_SUCCESS) return zaya_error_set(ZAYA_EMPI, "bench coll: barrier failed (code %d)", rc);
@@ -349,12 +419,32 @@ static void print_devices(FILE *f, const zaya_comm *world) {
 }
 
 zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {
+    if (p->backend == ZAYA_COLL_BACKEND_NCCL) return zaya_bench_coll_nccl_run(world, p, out, table);
     int n = world->size;
     int counts[40], ncounts = 0;
     if (p->sweep)
         for (int k = 2; k < n && ncounts < 38; k *= 2) counts[ncounts++] = k;
     counts[ncounts++] = n;
     print_devices(world->rank == 0 ? table : NULL, world);
+    /* Overall progress (rank 0, on stderr): rows done of all rows of the plan, with an ETA. */
+    int64_t total = 0, done = 0;
+    for (int ci = 0; ci < ncounts; ci++)
+        for (int spread = 0; spread < 2; spread++) {
+            if (!(p->placements & (1u << spread))) continue;
+            if (spread && (counts[ci] == n || counts[ci] == 1) && (p->placements & 1u)) continue;
+            for (int coll = 0; coll < ZAYA_COLL_COUNT; coll++) {
+                if (!(p->colls & (1u << coll))) continue;
+                int nops = 0;
+                for (int op = 0; op < ZAYA_REDOP_COUNT; op++) nops += (p->ops >> op) & 1u;
+                if (!zaya_coll_is_reduction((zaya_coll)coll)) nops = 1;
+                for (int t = 0; t < 2; t++)
+                    if (p->dtypes & (1u << t))
+                        total += count_sizes((zaya_coll)coll, (zaya_dist_dtype)t, counts[ci], &p->opts) * nops *
+                                 (p->opts.blocking == 2 ? 2 : 1);
+            }
+        }
+    zaya_progress prog;
+    zaya_progress_init(&prog, "bench coll", "size", total);
     zaya_status st = ZAYA_OK;
     for (int ci = 0; ci < ncounts; ci++) {
         int k = counts[ci];
@@ -372,8 +462,14 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
                         if (!(p->ops & (1u << op))) continue;
                         /* A sub-group smaller than the root index uses its rank 0 as root. */
                         int root = p->root < k ? p->root : 0;
-                        st = zaya_bench_coll_sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root,
-                                                   spread && k < n, &p->opts, out, table);
+                        /* -z 2: each sweep non-blocking, then blocking, so the two paths compare row by row. */
+                        for (int z = 0; st == ZAYA_OK && z < 2; z++) {
+                            zaya_coll_opts o = p->opts;
+                            if (p->opts.blocking != 2 && z != p->opts.blocking) continue;
+                            o.blocking = z;
+                            st = sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root, spread && k < n,
+                                       &o, out, table, &prog, &done);
+                        }
                         if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
                     }
                 }
@@ -381,12 +477,13 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
             zaya_comm_free(sub);
             /* A failure on one rank must not leave the others waiting forever. */
             int bad = st != ZAYA_OK, any_bad = 0;
-            zaya_status bst = idle_barrier(world);
+            zaya_status bst = zaya_coll_idle_barrier(world);
             MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world->comm);
             if (st != ZAYA_OK) return st;
             if (bst != ZAYA_OK) return bst;
             if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
         }
     }
+    if (world->rank == 0) zaya_progress_finish(&prog, NULL);
     return ZAYA_OK;
 }

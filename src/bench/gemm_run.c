@@ -434,6 +434,11 @@ static void write_plots(const gemm_run *R, const char *dir, char *names, size_t 
 
 zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *opts, FILE *out) {
     const zaya_bench_gemm_opts g = *opts;
+    if (g.device) {
+        zaya_device dev;
+        ZAYA_TRY(zaya_device_parse(g.device, &dev));
+        if (dev.kind == ZAYA_DEVICE_CUDA) return zaya_bench_gemm_gpu_run(&g, dev, out);
+    }
     gemm_run R = {0};
     R.thread_cpu = g.thread_cpu;
     R.out = out;

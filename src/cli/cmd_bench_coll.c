@@ -19,9 +19,17 @@ static const char *g_details =
     "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
     "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
     "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
+    "-z 0 (the default, as in nccl-tests) times MPI_Iallreduce & co. + MPI_Wait: in Open MPI that is\n"
+    "libnbc, a different code path from the blocking calls OSU and IMB time. Compare them with -z 1, or\n"
+    "-z 2 (each sweep twice, non-blocking then blocking; the summary's -z column tells them apart).\n"
+    "count follows nccl-tests: for reducescatter, allgather and alltoall the per-rank count, rounded\n"
+    "down to 16 bytes per rank; size is the whole buffer.\n"
     "In-place follows MPI: reduce-scatter leaves the result in the first block; MPI broadcasts in\n"
     "place, so broadcast's two columns time the same call. bf16 reductions round once per pairwise\n"
     "combine (see include/zaya/dist.h); check inputs make every expected value exact.\n"
+    "--backend nccl: the same sizes, table, busbw and exact check on device buffers through NCCL, one rank\n"
+    "per GPU: mpirun -np N (one GPU per process) or -g N in one process; each iteration timed with device\n"
+    "events; in-place alltoall/sendrecv are N/A (grouped send/recv cannot share one buffer).\n"
     "Writes coll.json, coll.csv and coll_<collective>_{busbw,latency}.png.";
 
 int zaya_cmd_bench_coll(int argc, char **argv) {
@@ -29,6 +37,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     double factor = 0;
     int iters = 20, warmup = 5, check = 1, root = 0, blocking = 0, sweep = 0, bare = 1, stats = 0, inject = 0;
     int64_t seed = 1234;
+    int ngpus = 1;
+    const char *backend_s = "mpi";
     const char *op_s = "sum", *dtype_s = "float", *coll_s = "allreduce", *place_s = "packed", *outdir = "out/bench-coll";
     zaya_flag flags[] = {
         {"minbytes", 'b', ZAYA_FLAG_BYTES, &min_bytes, "SIZE", "smallest message in bytes, K/M/G suffixes (default 8)"},
@@ -41,7 +51,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"op", 'o', ZAYA_FLAG_STRING, &op_s, "OP", "reduction: sum, prod, min, max, avg or all (default sum)"},
         {"datatype", 'd', ZAYA_FLAG_STRING, &dtype_s, "TYPE", "float, bf16 or all (default float)"},
         {"root", 'r', ZAYA_FLAG_INT, &root, "R", "root of broadcast and reduce (default 0)"},
-        {"blocking", 'z', ZAYA_FLAG_INT, &blocking, "0|1", "1: blocking calls; 0: non-blocking start + wait (default 0)"},
+        {"blocking", 'z', ZAYA_FLAG_INT, &blocking, "0|1|2",
+         "0: MPI_I* start + MPI_Wait (libnbc, default); 1: blocking calls (what OSU/IMB time); 2: both"},
         {"coll", 0, ZAYA_FLAG_STRING, &coll_s, "LIST",
          "allreduce,reducescatter,allgather,broadcast,reduce,alltoall,sendrecv or all (default allreduce)"},
         {"sweep", 0, ZAYA_FLAG_BOOL, &sweep, NULL, "also run on sub-groups of 2, 4, ... ranks"},
@@ -51,6 +62,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"seed", 0, ZAYA_FLAG_I64, &seed, "S", "seed of the check inputs (default 1234)"},
         {"inject-wrong", 0, ZAYA_FLAG_BOOL, &inject, NULL,
          "self-test of the check: the last rank corrupts one output element before each check (must FAIL)"},
+        {"backend", 0, ZAYA_FLAG_STRING, &backend_s, "mpi|nccl", "mpi: host buffers over MPI; nccl: device buffers over NCCL, one rank per GPU (default mpi)"},
+        {"ngpus", 'g', ZAYA_FLAG_INT, &ngpus, "N", "GPUs per process with --backend nccl (nccl-tests -g; default 1)"},
         {"out", 0, ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-coll)"},
     };
     zaya_cmd_spec spec = {"bench coll", "collective bandwidth, latency and exact correctness (nccl-tests style)",
@@ -68,7 +81,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     if (max_bytes < min_bytes)
         return zaya_flags_usage_error(&spec, "-e %lld is smaller than -b %lld", (long long)max_bytes, (long long)min_bytes);
     if (iters < 1 || warmup < 0 || check < 0) return zaya_flags_usage_error(&spec, "-n must be >= 1, -w and -c >= 0");
-    if (blocking != 0 && blocking != 1) return zaya_flags_usage_error(&spec, "-z takes 0 or 1");
+    if (blocking < 0 || blocking > 2) return zaya_flags_usage_error(&spec, "-z takes 0, 1 or 2 (got %d)", blocking);
     plan.opts.min_bytes = min_bytes;
     plan.opts.max_bytes = max_bytes;
     plan.opts.step_factor = step_bytes ? 0 : (factor ? factor : 2.0);
@@ -81,6 +94,13 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     plan.opts.seed = (uint64_t)seed;
     plan.opts.inject_wrong = inject;
     plan.root = root;
+    if (!strcmp(backend_s, "nccl")) plan.backend = ZAYA_COLL_BACKEND_NCCL;
+    else if (strcmp(backend_s, "mpi")) return zaya_flags_usage_error(&spec, "--backend: unknown backend '%s' (mpi or nccl)", backend_s);
+    if (ngpus < 1 || ngpus > 64) return zaya_flags_usage_error(&spec, "-g must be in 1..64 (got %d)", ngpus);
+    if (ngpus > 1 && plan.backend != ZAYA_COLL_BACKEND_NCCL) return zaya_flags_usage_error(&spec, "-g needs --backend nccl");
+    if (plan.backend == ZAYA_COLL_BACKEND_NCCL && (sweep || blocking == 2))
+        return zaya_flags_usage_error(&spec, "--sweep and -z 2 are MPI-only (--backend mpi)");
+    plan.ngpus = ngpus;
     plan.sweep = sweep;
     if (zaya_coll_parse_list(coll_s, &plan.colls) != ZAYA_OK)
         return zaya_flags_usage_error(&spec, "--coll: %s", zaya_error_message());

@@ -12,14 +12,18 @@ static const char *g_details =
     "scale 16 B/element; add, triad 24; read, write 8; no write-allocate traffic), MB = 1e6 bytes,\n"
     "results validated. Thread counts 1, 2, 4, ... up to --threads. The working-set sweep runs triad\n"
     "and read (--ws-threads threads) on total array sizes from --ws-min to --ws-max (x2), showing the\n"
-    "L1/L2/L3/DRAM plateaus. Writes mem.json, mem.csv, mem_ws.csv, mem_threads.png, mem_ws.png.";
+    "L1/L2/L3/DRAM plateaus. Writes mem.json, mem.csv, mem_ws.csv, mem_threads.png, mem_ws.png.\n"
+    "--device cuda[:N]: BabelStream copy/mul/add/triad/dot on device arrays (default max(256M, 4 x L2)\n"
+    "each) by the same rules, host<->device copies of --copy-bytes from pinned and pageable memory, %\n"
+    "of the datasheet HBM bandwidth; writes mem.json (docs/gpu.md).";
 
 int zaya_cmd_bench_mem(int argc, char **argv) {
     zaya_mem_plan plan;
     zaya_mem_plan_default(&plan);
     int threads = 0;
     int64_t array_bytes = 0;
-    const char *outdir = "out/bench-mem";
+    const char *outdir = "out/bench-mem", *device = "cpu";
+    int64_t copy_bytes = 0;
     zaya_flag flags[] = {
         ZAYA_FLAG_THREADS(&threads),
         {"ntimes", 0, ZAYA_FLAG_INT, &plan.ntimes, "N", "STREAM repetitions, first discarded (default 10, min 2)"},
@@ -30,6 +34,8 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
          "threads of the working-set sweep (default 1: one core's L1/L2 plateaus; 0 = --threads)"},
         {"ws-min", 0, ZAYA_FLAG_BYTES, &plan.ws_min, "SIZE", "smallest working set (default 16K)"},
         {"ws-max", 0, ZAYA_FLAG_BYTES, &plan.ws_max, "SIZE", "largest working set (default 1G)"},
+        {"device", 0, ZAYA_FLAG_STRING, &device, "cpu|cuda[:N]", "host memory (STREAM) or a CUDA device's (BabelStream) (default cpu)"},
+        {"copy-bytes", 0, ZAYA_FLAG_BYTES, &copy_bytes, "SIZE", "host<->device copy size with --device cuda (default 256M)"},
         ZAYA_FLAG_OUTDIR(&outdir, "out/bench-mem"),
     };
     zaya_cmd_spec spec = {"bench mem", "memory bandwidth: STREAM copy/scale/add/triad + read/write, thread and "
@@ -46,6 +52,16 @@ int zaya_cmd_bench_mem(int argc, char **argv) {
     if (plan.ws_threads < 0) return zaya_flags_usage_error(&spec, "--ws-threads must be >= 0");
     if (array_bytes != 0 && array_bytes < 8 * 1024)
         return zaya_flags_usage_error(&spec, "--array-bytes must be at least 8K");
+    zaya_device dev;
+    if (zaya_device_parse(device, &dev) != ZAYA_OK)
+        return zaya_flags_usage_error(&spec, "--device: %s", zaya_error_message());
+    if (dev.kind == ZAYA_DEVICE_CUDA) {
+        if (copy_bytes < 0 || (copy_bytes > 0 && copy_bytes < 4096))
+            return zaya_flags_usage_error(&spec, "--copy-bytes must be at least 4K");
+        zaya_mem_gpu_plan gp = {dev, array_bytes, copy_bytes, plan.ntimes};
+        if (zaya_bench_mem_gpu_run(&gp, outdir, stdout) != ZAYA_OK) return zaya_cli_error("bench mem", NULL);
+        return 0;
+    }
     plan.max_threads = zaya_threads_init(threads);
     plan.array_elems = array_bytes / 8;
 

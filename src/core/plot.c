@@ -1,6 +1,7 @@
 #include "zaya/plot.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,31 @@ zaya_status zaya_plot_heatmap(const char *png_path, const zaya_plot_heatmap_opts
     return run_gnuplot(gp, dat);
 }
 
+/* x tics at powers of two over the data's range, labelled with binary suffixes (gnuplot's default
+ * prints 1.04858e+06), at most about 12 of them. */
+static void write_byte_tics(FILE *f, const zaya_plot_series *series, int nseries) {
+    double lo = 0, hi = 0;
+    for (int s = 0; s < nseries; s++)
+        for (int i = 0; i < series[s].n; i++) {
+            double x = series[s].x[i];
+            if (x <= 0) continue;
+            if (lo == 0 || x < lo) lo = x;
+            if (x > hi) hi = x;
+        }
+    if (hi <= 0) return;
+    int e0 = 0, e1 = 0;
+    while (e0 < 62 && ldexp(1.0, e0 + 1) <= lo) e0++;
+    while (e1 < 62 && ldexp(1.0, e1) < hi) e1++;
+    int step = (e1 - e0) / 12 + 1;
+    static const char suffix[] = " KMGTPE";
+    fprintf(f, "set xtics (");
+    for (int e = e0, k = 0; e <= e1; e += step, k++) {
+        int unit = e / 10;
+        fprintf(f, "%s\"%lld%.*s\" %.0f", k ? ", " : "", 1ll << (e - 10 * unit), unit ? 1 : 0, suffix + unit, ldexp(1.0, e));
+    }
+    fprintf(f, ")\n");
+}
+
 zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const zaya_plot_series *series,
                             int nseries) {
     char dat[4096], gp[4096];
@@ -105,8 +131,9 @@ zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const
     if (o && o->title) { fprintf(f, "set title \""); write_escaped(f, o->title); fprintf(f, "\"\n"); }
     if (o && o->xlabel) { fprintf(f, "set xlabel \""); write_escaped(f, o->xlabel); fprintf(f, "\"\n"); }
     if (o && o->ylabel) { fprintf(f, "set ylabel \""); write_escaped(f, o->ylabel); fprintf(f, "\"\n"); }
-    if (o && o->logx) fprintf(f, "set logscale x %d\n", o->logx == 2 ? 2 : 10);
+    if (o && o->logx) fprintf(f, "set logscale x %d\n", o->logx == 2 || o->logx == ZAYA_PLOT_LOGX_BYTES ? 2 : 10);
     if (o && o->logy) fprintf(f, "set logscale y\n");
+    if (o && o->logx == ZAYA_PLOT_LOGX_BYTES) write_byte_tics(f, series, nseries);
     fprintf(f, "plot ");
     for (int s = 0; s < nseries; s++) {
         fprintf(f, "%s\"", s ? ", \\\n     " : "");

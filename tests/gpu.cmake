@@ -1,0 +1,9 @@
+# Device tests (label gpu): each exits 77, which ctest reports as skipped, when no CUDA device is
+# visible (CI on CPU); scripts/gpu-check.sh runs them on a GPU machine (docs/gpu.md).
+add_executable(gpu_check ${CMAKE_CURRENT_SOURCE_DIR}/gpu/gpu_check.c)
+target_link_libraries(gpu_check PRIVATE zaya_testutil)
+add_test(NAME gpu_check COMMAND gpu_check)
+set_tests_properties(gpu_check PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The three benchmarks, short, with their own checks (bench gemm / mem / coll fail on a wrong value).
+add_test(NAME gpu_bench_short COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bench_short.sh $<TARGET_FILE:zaya>)
+set_tests_properties(gpu_bench_short PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -1,7 +1,8 @@
 /* `zaya bench model` and `zaya bench train`: forward and forward+backward (bench train: whole training
  * steps with the optimizer update) of the ZAYA1 model on deterministic weights and synthetic tokens,
  * tokens/s, GFLOP/s and MFU against the matmul peak measured in the same run, and the same for the
- * independent PyTorch reference (tests/ref/zaya_ref.py --bench, eager f32) on the same thread count. */
+ * independent PyTorch reference (tests/ref/zaya_ref.py --bench) on the same thread count: eager f32, eager
+ * under bf16 autocast and torch.compile of both, with PyTorch's own torch.mm rate printed beside them. */
 #ifndef ZAYA_BENCH_MODEL_H
 #define ZAYA_BENCH_MODEL_H
 
@@ -14,7 +15,10 @@
 extern "C" {
 #endif
 
-#define ZAYA_BENCH_MODEL_PYTHON "/usr/bin/python3" /* runs the PyTorch reference */
+/* The interpreter of the PyTorch reference: --torch-python, else the source tree's build/hfvenv (PyTorch
+ * >= 2.6 from PyPI, `scripts/setup.sh --hf`), else this fallback (Debian's PyTorch 1.13 on OpenBLAS,
+ * labelled as such in the output). */
+#define ZAYA_BENCH_MODEL_PYTHON "/usr/bin/python3"
 
 typedef struct zaya_bench_model_opts {
     int train;                /* 1: `bench train` (steps include the optimizer), train.json / train.csv */
@@ -24,6 +28,9 @@ typedef struct zaya_bench_model_opts {
     int64_t batch, seq;       /* >= 1; seq at most the config's max_position_embeddings */
     int iters;                /* timed samples, best reported */
     int no_torch;             /* 1: skip the PyTorch reference */
+    const char *torch_python; /* NULL: build/hfvenv/bin/python of the source tree when present, else ZAYA_BENCH_MODEL_PYTHON */
+    int no_compile;           /* 1: skip the torch.compile variants */
+    int torch_timeout_s;      /* per peer variant, compilation included (0: 600) */
     int threads;              /* 0: all cores */
     int f32, bf16;            /* which dtypes zaya runs (at least one) */
 } zaya_bench_model_opts;

@@ -109,11 +109,34 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
     return st;
 }
 
-/* Runs the PyTorch reference; on any failure leaves r->ok = 0 and writes a note. */
-static void run_torch(const mbench *mb, const char *script, const char *tmpdir, mres *r, char *note, size_t cap) {
+/* The PyTorch peer: eager f32 and the variants the script ran, PyTorch's version and matmul rates. */
+typedef struct torch_peer {
+    mres eager;                /* eager f32 */
+    mres var[3];               /* eager bf16 (autocast), torch.compile f32, torch.compile bf16 */
+    char var_note[3][240];     /* why a variant has no figure */
+    char version[32], python[4096];
+    double mm_f32, mm_bf16;    /* torch.mm 2048^3 GFLOP/s */
+    int fallback;              /* PyTorch < 2 (Debian's): not a fair peer */
+} torch_peer;
+
+static const char *const g_var_key[3] = {"eager_bf16", "compile_f32", "compile_bf16"};
+
+static const char *peer_python(const zaya_bench_model_opts *o, char *buf, size_t cap) {
+    if (o->torch_python) return o->torch_python;
+    snprintf(buf, cap, "%s", ZAYA_SOURCE_DIR "/build/hfvenv/bin/python");
+    return access(buf, X_OK) == 0 ? buf : TORCH_PYTHON;
+}
+
+/* Runs the PyTorch reference; on any failure leaves tp->eager.ok = 0 and writes a note. */
+static void run_torch(const mbench *mb, const zaya_bench_model_opts *o, const char *script, const char *tmpdir,
+                      torch_peer *tp, char *note, size_t cap) {
+    mres *r = &tp->eager;
     r->ok = 0;
-    if (access(TORCH_PYTHON, X_OK) != 0) {
-        snprintf(note, cap, "%s not found: reporting zaya only", TORCH_PYTHON);
+    char pybuf[4096];
+    const char *python = peer_python(o, pybuf, sizeof pybuf);
+    snprintf(tp->python, sizeof tp->python, "%s", python);
+    if (access(python, X_OK) != 0) {
+        snprintf(note, cap, "%s not found: reporting zaya only", python);
         return;
     }
     if (access(script, R_OK) != 0) {
@@ -129,45 +152,77 @@ static void run_torch(const mbench *mb, const char *script, const char *tmpdir, 
         return;
     }
     cJSON_Delete(cj);
-    char sB[24], sT[24], sreps[16], swarm[16], sthr[16];
+    char sB[24], sT[24], sreps[16], swarm[16], sthr[16], svar[96] = "variants=", stmo[32];
     snprintf(sB, sizeof sB, "%lld", (long long)mb->B);
     snprintf(sT, sizeof sT, "%lld", (long long)mb->T);
     snprintf(sreps, sizeof sreps, "%d", mb->reps);
     snprintf(swarm, sizeof swarm, "%d", mb->warmup);
     snprintf(sthr, sizeof sthr, "%d", mb->threads);
-    char *argv[] = {TORCH_PYTHON, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr, mb->train ? "train" : NULL, NULL};
+    snprintf(stmo, sizeof stmo, "timeout=%d", o->torch_timeout_s > 0 ? o->torch_timeout_s : 600);
+    /* the variants of the dtypes zaya runs: bf16 autocast for a bf16 row, compile for both */
+    const int want[3] = {o->bf16, o->f32 && !o->no_compile, o->bf16 && !o->no_compile};
+    for (int v = 0; v < 3; v++)
+        if (want[v]) snprintf(svar + strlen(svar), sizeof svar - strlen(svar), "%s%s", svar[9] ? "," : "", g_var_key[v]);
+    char *argv[] = {(char *)python, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr,
+                    mb->train ? "train" : "fwdbwd", svar, stmo, NULL};
     zaya_proc_opts po = {.capture_stderr = 1};
     zaya_proc_result pr;
     char *text = NULL;
-    if (zaya_proc_capture(argv, &po, 1 << 20, &text, NULL, &pr) != ZAYA_OK) {
-        snprintf(note, cap, "cannot start %s: %s", TORCH_PYTHON, zaya_error_message());
+    if (zaya_proc_capture(argv, &po, 1 << 22, &text, NULL, &pr) != ZAYA_OK) {
+        snprintf(note, cap, "cannot start %s: %s", python, zaya_error_message());
         remove(cfgpath);
         return;
     }
     remove(cfgpath);
-    char last[4096] = "", json[4096] = "";
+    char last[4096] = "", json[16384] = "";
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] == '{') snprintf(json, sizeof json, "%s", line);
         else if (line[0]) snprintf(last, sizeof last, "%s", line);
     }
     free(text);
     int rc = zaya_proc_ok(&pr) ? 0 : 1;
-    cJSON *o = json[0] ? cJSON_Parse(json) : NULL;
+    cJSON *j = json[0] ? cJSON_Parse(json) : NULL;
     double f = 0, fb = 0;
-    if (rc != 0 || !o || zaya_json_get_f64(o, "forward_s", &f, 1) != ZAYA_OK ||
-        zaya_json_get_f64(o, "fwdbwd_s", &fb, 1) != ZAYA_OK || f <= 0 || fb <= 0) {
+    if (rc != 0 || !j || zaya_json_get_f64(j, "forward_s", &f, 1) != ZAYA_OK ||
+        zaya_json_get_f64(j, "fwdbwd_s", &fb, 1) != ZAYA_OK || f <= 0 || fb <= 0) {
         snprintf(note, cap, "PyTorch reference failed (%s): reporting zaya only", last[0] ? last : "no output");
-    } else {
-        r->fwd_s = f, r->fwdbwd_s = fb, r->ok = 1;
+        cJSON_Delete(j);
+        return;
     }
-    cJSON_Delete(o);
+    r->fwd_s = f, r->fwdbwd_s = fb, r->ok = 1;
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "torch");
+    snprintf(tp->version, sizeof tp->version, "%s", cJSON_IsString(ver) ? ver->valuestring : "?");
+    tp->fallback = tp->version[0] < '2' && tp->version[1] == '.';
+    zaya_json_get_f64(j, "mm_gflops_f32", &tp->mm_f32, 0);
+    zaya_json_get_f64(j, "mm_gflops_bf16", &tp->mm_bf16, 0);
+    const cJSON *vars = cJSON_GetObjectItemCaseSensitive(j, "variants");
+    static const char *const who[3] = {"torch", "torch.compile", "torch.compile"};
+    static const char *const dt[3] = {"bf16", "f32", "bf16"};
+    for (int v = 0; v < 3; v++) {
+        mres *m = &tp->var[v];
+        memset(m, 0, sizeof *m);
+        snprintf(m->who, sizeof m->who, "%s", who[v]);
+        snprintf(m->dtype, sizeof m->dtype, "%s", dt[v]);
+        if (!want[v]) continue;
+        const cJSON *o1 = cJSON_GetObjectItemCaseSensitive(vars, g_var_key[v]);
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(o1, "error");
+        double vf = 0, vb = 0;
+        if (cJSON_IsString(err))
+            snprintf(tp->var_note[v], sizeof tp->var_note[v], "%s", err->valuestring);
+        else if (!o1 || zaya_json_get_f64(o1, "forward_s", &vf, 1) != ZAYA_OK ||
+                 zaya_json_get_f64(o1, "fwdbwd_s", &vb, 1) != ZAYA_OK || vf <= 0 || vb <= 0)
+            snprintf(tp->var_note[v], sizeof tp->var_note[v], "no figure in the reference's output");
+        else
+            m->fwd_s = vf, m->fwdbwd_s = vb, m->ok = 1;
+    }
+    cJSON_Delete(j);
 }
 
 static void print_res(const mbench *mb, const mres *r) {
     double tok = (double)(mb->B * mb->T);
     double gf = mb->fwd_flops / r->fwd_s * 1e-9, gt = mb->train_flops / r->fwdbwd_s * 1e-9;
     FILE *out = mb->out;
-    fprintf(out, "%-7s %-5s %10.2f %12.0f %9.1f %10.2f %12.0f %9.1f", r->who, r->dtype, r->fwd_s * 1e3, tok / r->fwd_s, gf,
+    fprintf(out, "%-13s %-5s %10.2f %12.0f %9.1f %10.2f %12.0f %9.1f", r->who, r->dtype, r->fwd_s * 1e3, tok / r->fwd_s, gf,
            r->fwdbwd_s * 1e3, tok / r->fwdbwd_s, gt);
     if (r->peak > 0) fprintf(out, " %6.1f%% %6.1f%%\n", 100 * gf / r->peak, 100 * gt / r->peak);
     else fprintf(out, " %7s %7s\n", "-", "-");
@@ -218,7 +273,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     mb.train_flops = c.training_flops * (double)(B * T);
 
     zaya_status st = zaya_mkdir_p(outdir);
-    mres res[3];
+    mres res[8];
     int nres = 0;
     double peak[2] = {0, 0};
     char note[4200] = "";
@@ -239,12 +294,19 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
         st = run_zaya(&mb, (zaya_dtype)d, r);
         zaya_progress_update(&prog, ++done, d ? "zaya bf16" : "zaya f32");
     }
-    mres tr = {.who = "torch", .dtype = "f32"};
+    torch_peer tp;
+    memset(&tp, 0, sizeof tp);
+    mres *tr = &tp.eager;
+    snprintf(tr->who, sizeof tr->who, "torch"), snprintf(tr->dtype, sizeof tr->dtype, "f32");
     if (st == ZAYA_OK && !no_torch) {
-        run_torch(&mb, script, outdir, &tr, note, sizeof note);
-        tr.peak = peak[0];
-        zaya_progress_update(&prog, ++done, "torch f32");
-        if (tr.ok) res[nres++] = tr;
+        run_torch(&mb, o, script, outdir, &tp, note, sizeof note);
+        tr->peak = peak[0];
+        zaya_progress_update(&prog, ++done, "torch");
+        if (tr->ok) res[nres++] = *tr;
+        for (int v = 0; v < 3 && tr->ok; v++) {
+            tp.var[v].peak = peak[strcmp(tp.var[v].dtype, "bf16") ? 0 : 1];
+            if (tp.var[v].ok) res[nres++] = tp.var[v];
+        }
     }
     ZAYA_TRY(st);
     zaya_progress_finish(&prog, NULL);
@@ -253,13 +315,23 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     if (train) fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update)\n");
     fprintf(out, "# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
            mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
-    fprintf(out, "%-7s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
+    fprintf(out, "%-13s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
            "f+b ms", "f+b tok/s", "f+b GF/s", "fwd MFU", "f+b MFU");
     for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
     for (int i = 0; i < nres; i++)
         if (!strcmp(res[i].who, "zaya"))
             fprintf(out, "# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)\n",
                    res[i].dtype, 100 * res[i].skip);
+    if (tr->ok) {
+        fprintf(out, "# peer: PyTorch %s (%s), %s; its torch.mm at 2048^3: f32 %.1f, bf16 %.1f GFLOP/s (zaya's oneDNN "
+                     "peak above)%s\n",
+                tp.version, tp.python, "bf16 rows under torch.autocast", tp.mm_f32, tp.mm_bf16,
+                tp.fallback ? "; FALLBACK PEER: PyTorch < 2 (Debian's, OpenBLAS) is not a fair peer: install PyTorch "
+                              ">= 2.6 with `scripts/setup.sh --hf` or pass --torch-python"
+                            : "");
+        for (int v = 0; v < 3; v++)
+            if (tp.var_note[v][0]) fprintf(out, "# peer %s %s: %s\n", tp.var[v].who, tp.var[v].dtype, tp.var_note[v]);
+    }
     if (note[0]) fprintf(out, "# note: %s\n", note);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", train ? "zaya-bench-train" : "zaya-bench-model");
@@ -281,17 +353,29 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
         len += (size_t)snprintf(csv + len, sizeof csv - len, "%s,%s,%.9g,%.9g,%.6g,%.6g\n", res[i].who, res[i].dtype,
                                 res[i].fwd_s, res[i].fwdbwd_s, (double)(B * T) / res[i].fwd_s,
                                 (double)(B * T) / res[i].fwdbwd_s);
-    if (tr.ok) {
-        fprintf(out, "# speed-up over PyTorch eager f32 (torch time / zaya time; target >= 2x):\n");
+    if (tr->ok) {
+        cJSON_AddStringToObject(root, "torch_version", tp.version);
+        cJSON_AddStringToObject(root, "torch_python", tp.python);
+        cJSON_AddBoolToObject(root, "torch_fallback", tp.fallback);
+        cJSON_AddNumberToObject(root, "torch_mm_gflops_f32", tp.mm_f32);
+        cJSON_AddNumberToObject(root, "torch_mm_gflops_bf16", tp.mm_bf16);
+        fprintf(out, "# speed-up over PyTorch (torch time / zaya time), %s:\n", train ? "training step" : "forward+backward");
         for (int i = 0; i < nres; i++) {
             if (strcmp(res[i].who, "zaya")) continue;
-            double rf = tr.fwd_s / res[i].fwd_s, rb = tr.fwdbwd_s / res[i].fwdbwd_s;
-            fprintf(out, "#   zaya %-4s vs torch f32: forward %.2fx, %s %.2fx\n", res[i].dtype, rf, train ? "training step" : "forward+backward", rb);
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "zaya_dtype", res[i].dtype);
-            cJSON_AddNumberToObject(o, "forward", rf);
-            cJSON_AddNumberToObject(o, "fwdbwd", rb);
-            cJSON_AddItemToArray(ratios, o);
+            for (int k = 0; k < nres; k++) {
+                if (!strncmp(res[k].who, "zaya", 4) || (strcmp(res[k].dtype, res[i].dtype) && strcmp(res[k].dtype, "f32")))
+                    continue; /* each zaya dtype against the same dtype and against eager/compiled f32 */
+                double rf = res[k].fwd_s / res[i].fwd_s, rb = res[k].fwdbwd_s / res[i].fwdbwd_s;
+                fprintf(out, "#   zaya %-4s vs %-13s %-4s: forward %.2fx, %s %.2fx\n", res[i].dtype, res[k].who,
+                        res[k].dtype, rf, train ? "training step" : "forward+backward", rb);
+                cJSON *q = cJSON_CreateObject();
+                cJSON_AddStringToObject(q, "zaya_dtype", res[i].dtype);
+                cJSON_AddStringToObject(q, "peer", res[k].who);
+                cJSON_AddStringToObject(q, "peer_dtype", res[k].dtype);
+                cJSON_AddNumberToObject(q, "forward", rf);
+                cJSON_AddNumberToObject(q, "fwdbwd", rb);
+                cJSON_AddItemToArray(ratios, q);
+            }
         }
     }
     char path[4096];

@@ -12,7 +12,8 @@ static const char *g_details_train =
     "Like `zaya bench model`, but the second measurement is a whole training step: zero_grad, forward,\n"
     "backward, global gradient norm, clipped Muon (hidden matrices, every expert separately, Newton-Schulz\n"
     "in the model's dtype) + AdamW update and the bf16 shadow refresh. The PyTorch reference runs the same\n"
-    "step (torch.optim.AdamW and Muon from its formula, eager f32). MFU counts model FLOPs only (the\n"
+    "step (torch.optim.AdamW and Muon from its formula, Newton-Schulz batched over each expert stack).\n"
+    "MFU counts model FLOPs only (the\n"
     "optimizer's Newton-Schulz FLOPs are overhead). Writes train.json and train.csv.";
 
 static const char *g_details =
@@ -20,16 +21,20 @@ static const char *g_details =
     "deterministic weights (zaya_model_init_weights) and synthetic tokens; best of -n samples after a\n"
     "warm-up. FLOPs come from zaya_model_costs_at (training = 3x forward); MFU divides by the oneDNN\n"
     "matmul peak of the same dtype measured at the start of this run. The PyTorch reference\n"
-    "(tests/ref/zaya_ref.py --bench, eager f32, same architecture, same thread count) runs as a\n"
-    "subprocess of " TORCH_PYTHON "; without it only zaya is reported. Ratios are torch time / zaya time\n"
-    "(> 1: zaya faster). Writes model.json and model.csv.";
+    "(tests/ref/zaya_ref.py --bench: same architecture, same thread count, fused causal attention) runs\n"
+    "as a subprocess of --torch-python, by default the source tree's build/hfvenv (PyTorch >= 2.6 from\n"
+    "PyPI: scripts/setup.sh --hf), else " TORCH_PYTHON " (Debian's PyTorch 1.13 on OpenBLAS, labelled a\n"
+    "fallback); without one only zaya is reported. The peer runs eager f32, eager under bf16 autocast\n"
+    "(beside zaya bf16) and torch.compile of both (--no-compile skips it; each variant has\n"
+    "--torch-timeout seconds, compilation included), and prints its own torch.mm rate beside zaya's\n"
+    "measured peak. Ratios are torch time / zaya time (> 1: zaya faster). Writes model.json and model.csv.";
 
 static int bench_model_or_train(int argc, char **argv, int train) {
     const char *name = train ? "bench train" : "bench model";
     const char *config = "zaya1-tiny", *dtype_s = "both", *outdir = train ? "out/bench-train" : "out/bench-model";
-    const char *script = NULL;
+    const char *script = NULL, *python = NULL;
     int64_t B = 8, T = 256;
-    int reps = 3, no_torch = 0, threads = 0;
+    int reps = 3, no_torch = 0, threads = 0, no_compile = 0, torch_timeout = 600;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &config, "C", "preset (zaya1-tiny, zaya1-small, zaya1-8b) or config.json (default zaya1-tiny)"},
         {"batch", 'b', ZAYA_FLAG_I64, &B, "B", "sequences per step (default 8)"},
@@ -38,6 +43,9 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         {"iters", 'n', ZAYA_FLAG_INT, &reps, "N", "timed samples, best reported (default 3)"},
         {"no-torch", 0, ZAYA_FLAG_BOOL, &no_torch, NULL, "skip the PyTorch reference"},
         {"torch-script", 0, ZAYA_FLAG_STRING, &script, "PATH", "the reference script (default: the source tree's tests/ref/zaya_ref.py)"},
+        {"torch-python", 0, ZAYA_FLAG_STRING, &python, "PATH", "the peer's interpreter (default: build/hfvenv/bin/python of the source tree, else " TORCH_PYTHON ")"},
+        {"no-compile", 0, ZAYA_FLAG_BOOL, &no_compile, NULL, "skip the torch.compile variants of the peer"},
+        {"torch-timeout", 0, ZAYA_FLAG_INT, &torch_timeout, "S", "seconds per peer variant, compilation included (default 600)"},
         ZAYA_FLAG_THREADS(&threads),
         {"out", 'o', ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-model or out/bench-train)"},
     };
@@ -53,10 +61,13 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     if (T < 1 || T > 1 << 20) return zaya_flags_usage_error(&spec, "--seq must be >= 1 (got %lld)", (long long)T);
     if (reps < 1 || reps > 1000) return zaya_flags_usage_error(&spec, "--iters must be in 1..1000 (got %d)", reps);
     if (threads < 0) return zaya_flags_usage_error(&spec, "--threads must be >= 0 (got %d)", threads);
+    if (torch_timeout < 1 || torch_timeout > 86400)
+        return zaya_flags_usage_error(&spec, "--torch-timeout must be in 1..86400 seconds (got %d)", torch_timeout);
     int want[2] = {!strcmp(dtype_s, "f32") || !strcmp(dtype_s, "both"), !strcmp(dtype_s, "bf16") || !strcmp(dtype_s, "both")};
     if (!want[0] && !want[1]) return zaya_flags_usage_error(&spec, "--dtype: unknown dtype '%s' (f32, bf16 or both)", dtype_s);
     zaya_bench_model_opts o = {.train = train, .config = config, .out = outdir, .torch_script = script, .batch = B, .seq = T,
-                               .iters = reps, .no_torch = no_torch, .threads = threads, .f32 = want[0], .bf16 = want[1]};
+                               .iters = reps, .no_torch = no_torch, .threads = threads, .f32 = want[0], .bf16 = want[1],
+                               .torch_python = python, .no_compile = no_compile, .torch_timeout_s = torch_timeout};
     if (zaya_bench_model_run(&o, stdout) != ZAYA_OK) return zaya_cli_error(name, NULL);
     return 0;
 }

@@ -35,6 +35,25 @@ def rope(x, pos, rot, theta):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
 
 
+# --bench times PyTorch at its best: scaled_dot_product_attention (its fused causal kernel) instead of
+# the explicit score matrix the float64 reference keeps for clarity; the same math either way.
+FAST_ATTENTION = False
+
+
+def causal_attention(q, k, v, G):
+    """q [B,T,Hq,hd], k and v [B,T,Hkv,hd] (query head i uses KV head i // G) -> [B,T,Hq,hd]."""
+    T, hd = q.shape[1], q.shape[-1]
+    if G > 1:
+        k, v = k.repeat_interleave(G, dim=2), v.repeat_interleave(G, dim=2)
+    if FAST_ATTENTION and hasattr(F, "scaled_dot_product_attention"):
+        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        return a.transpose(1, 2)
+    s = torch.einsum("bthd,bshd->bhts", q, k) / math.sqrt(hd)
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    s = s.masked_fill(~mask, float("-inf"))
+    return torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), v)
+
+
 class Ref:
     def __init__(self, cfg, params, record=True):
         self.c = cfg
@@ -80,12 +99,7 @@ class Ref:
         rot = int(round(c["partial_rotary_factor"] * hd))
         q = rope(q, pos, rot, c["rope_theta"])
         k = rope(k, pos, rot, c["rope_theta"])
-        kr = k.repeat_interleave(G, dim=2)
-        vr = v.repeat_interleave(G, dim=2)
-        s = torch.einsum("bthd,bshd->bhts", q, kr) / math.sqrt(hd)
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
-        s = s.masked_fill(~mask, float("-inf"))
-        a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), vr).reshape(B, T, Hq * hd)
+        a = causal_attention(q, k, v, G).reshape(B, T, Hq * hd)
         return a @ self.P(pre + "o_proj.weight").T
 
     def dense(self, l, z):
@@ -106,12 +120,7 @@ class Ref:
         rot = int(round(c["partial_rotary_factor"] * hd))
         q = rope(q, pos, rot, c["rope_theta"])
         k = rope(k, pos, rot, c["rope_theta"])
-        G = Hq // Hkv
-        kr, vr = k.repeat_interleave(G, dim=2), v.repeat_interleave(G, dim=2)
-        s = torch.einsum("bthd,bshd->bhts", q, kr) / math.sqrt(hd)
-        mask = torch.ones(T, T, dtype=torch.bool).tril()
-        s = s.masked_fill(~mask, float("-inf"))
-        a = torch.einsum("bhts,bshd->bthd", torch.softmax(s, -1), vr).reshape(B, T, Hq * hd)
+        a = causal_attention(q, k, v, Hq // Hkv).reshape(B, T, Hq * hd)
         return a @ self.P(pre + "o_proj.weight").T
 
     def moe(self, l, z, r_prev, info):
@@ -158,7 +167,7 @@ class Ref:
                 gu = x @ Wgu[e].T
                 y = (F.silu(gu[:, :Fi]) * gu[:, Fi:]) @ Wd[e].T
                 idx = sel.nonzero(as_tuple=True)
-                out = out.index_put(idx, y)
+                out = out.index_put(idx, y.to(out.dtype))
         skip = choice == E
         if c.get("zaya_skip_mode", "identity") == "identity":
             out = torch.where(skip[..., None], z, out)
@@ -260,10 +269,39 @@ def newton_schulz5(g):
     return x.T if g.shape[0] > g.shape[1] else x
 
 
-def bench(config_path, B, T, iters, warmup, threads, train=False):
-    """Times PyTorch eager f32 forward and forward+backward (train: plus the clipped Muon + AdamW update,
-    as zaya's training step does) of the same architecture."""
+def newton_schulz5_batched(g):
+    """newton_schulz5 of every matrix of a stack [E, r, c] at once (batched matmuls): the same math."""
+    a, b, c = 3.4445, -4.7750, 2.0315
+    tall = g.shape[-2] > g.shape[-1]
+    x = g.mT if tall else g
+    x = x / (x.norm(dim=(-2, -1), keepdim=True) + 1e-7)
+    for _ in range(5):
+        A = x @ x.mT
+        x = a * x + (b * A + c * (A @ A)) @ x
+    return x.mT if tall else x
+
+
+def matmul_gflops(dtype, n=2048, reps=3):
     import time
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    torch.mm(a, b)
+    best = 1e9
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best * 1e-9
+
+
+def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eager_bf16", "compile_f32", "compile_bf16"),
+          timeout_s=600):
+    """Times PyTorch f32 forward and forward+backward (train: plus the clipped Muon + AdamW update, as
+    zaya's training step does, Newton-Schulz batched over each stack of expert matrices) of the same
+    architecture: eager f32, and the variants asked for (eager under bf16 autocast, torch.compile of
+    the model's forward in f32 and under bf16 autocast) where this build of PyTorch runs them."""
+    import time
+    global FAST_ATTENTION
+    FAST_ATTENTION = True
     torch.set_num_threads(threads)
     cfg = load_config(config_path)
     gen = torch.Generator().manual_seed(0)
@@ -291,15 +329,17 @@ def bench(config_path, B, T, iters, warmup, threads, train=False):
         with torch.no_grad():
             for n in muon_names:
                 p, buf = params[n], momentum[n]
-                mats = [(p, buf, p.grad)] if p.dim() == 2 else [(p[e], buf[e], p.grad[e]) for e in range(p.shape[0])]
-                for w, m, g in mats:
-                    m.lerp_(g, 0.05)
-                    o = newton_schulz5(g.lerp(m, 0.95))
-                    w.mul_(1 - 1e-4 * 0.1).add_(o, alpha=-1e-4 * 0.2 * math.sqrt(max(w.shape[0], w.shape[1])))
+                buf.lerp_(p.grad, 0.05)
+                g = p.grad.lerp(buf, 0.95)
+                o = newton_schulz5_batched(g) if p.dim() == 3 else newton_schulz5(g)
+                scale = 1e-4 * 0.2 * math.sqrt(max(p.shape[-2], p.shape[-1]))
+                p.mul_(1 - 1e-4 * 0.1).add_(o, alpha=-scale)
 
-    def step(backward):
-        logits, _ = model.forward(ids)
-        loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+    def run(forward, backward, bf16):
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
+        with ctx:
+            logits, _ = forward(ids)
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
         if backward:
             for p in params.values():
                 p.grad = None
@@ -308,19 +348,45 @@ def bench(config_path, B, T, iters, warmup, threads, train=False):
                 optimizer_step()
         return loss
 
-    res = {}
-    for key, backward in (("forward_s", False), ("fwdbwd_s", True)):
-        ctx = torch.no_grad() if not backward else torch.enable_grad()
-        with ctx:
-            for _ in range(warmup):
-                step(backward)
-            times = []
-            for _ in range(iters):
-                t0 = time.perf_counter()
-                step(backward)
-                times.append(time.perf_counter() - t0)
-        res[key] = min(times)
-    res.update({"torch": torch.__version__, "threads": threads, "batch": B, "seq": T})
+    def timed(forward, bf16):
+        out = {}
+        for key, backward in (("forward_s", False), ("fwdbwd_s", True)):
+            with (torch.no_grad() if not backward else torch.enable_grad()):
+                for _ in range(warmup):
+                    run(forward, backward, bf16)
+                times = []
+                for _ in range(iters):
+                    t0 = time.perf_counter()
+                    run(forward, backward, bf16)
+                    times.append(time.perf_counter() - t0)
+            out[key] = min(times)
+        return out
+
+    res = timed(model.forward, False)  # eager f32: the headline peer
+    res.update({"torch": torch.__version__, "threads": threads, "batch": B, "seq": T,
+                "mm_gflops_f32": matmul_gflops(torch.float32), "mm_gflops_bf16": matmul_gflops(torch.bfloat16)})
+    res["variants"] = {}
+    import signal
+
+    def out_of_time(signum, frame):
+        raise TimeoutError(f"not done within {timeout_s} s (compilation included)")
+
+    signal.signal(signal.SIGALRM, out_of_time)
+    for v in variants:
+        t0 = time.perf_counter()
+        signal.alarm(timeout_s)
+        try:
+            if v.startswith("compile") and not hasattr(torch, "compile"):
+                raise RuntimeError("torch.compile needs PyTorch >= 2.0")
+            # dynamic shapes: the experts' token counts change with the routing of every batch
+            fwd = torch.compile(model.forward, dynamic=True) if v.startswith("compile") else model.forward
+            r = timed(fwd, v.endswith("bf16"))
+            r["setup_s"] = time.perf_counter() - t0  # the warmup runs, compilation included
+            res["variants"][v] = r
+        except Exception as e:  # reported, not fatal: the eager peer stands
+            res["variants"][v] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}"}
+        finally:
+            signal.alarm(0)
     print(json.dumps(res))
 
 
@@ -355,9 +421,14 @@ def main(d):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--bench":
-        # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS (f32 parameters and activations)
+        # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS [train] [variants=a,b,...] (f32 parameters)
         torch.set_default_dtype(torch.float32)
+        rest = sys.argv[8:]
+        var = [a.split("=", 1)[1] for a in rest if a.startswith("variants=")]
+        tmo = [int(a.split("=", 1)[1]) for a in rest if a.startswith("timeout=")]
         bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]),
-              train=len(sys.argv) > 8 and sys.argv[8] == "train")
+              train="train" in rest,
+              variants=tuple(x for x in var[0].split(",") if x) if var else ("eager_bf16", "compile_f32", "compile_bf16"),
+              timeout_s=tmo[0] if tmo else 600)
     else:
         main(sys.argv[1])

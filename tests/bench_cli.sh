@@ -30,6 +30,25 @@ expect 0 "PyTorch reference $tmp/nope.py not found (use --torch-script): reporti
   "$zaya" bench model --batch 1 --seq 8 -n 1 --dtype f32 --torch-script "$tmp/nope.py" -o "$tmp/m" --threads 1
 grep -q '"impl":	"zaya"' "$tmp/m/model.json" || { echo "FAIL: model.json lacks the zaya row"; fail=$((fail+1)); }
 grep -q '"note":' "$tmp/m/model.json" || { echo "FAIL: model.json lacks the note"; fail=$((fail+1)); }
+# The peer's report as bench train reads it: a stand-in interpreter prints what zaya_ref.py --bench prints
+# (an old PyTorch, one variant with figures, one failed): the fallback label, the failure's reason, the
+# ratios per dtype, the JSON fields.
+cat > "$tmp/fakepy" <<'SH'
+#!/bin/sh
+echo '{"forward_s": 0.5, "fwdbwd_s": 1.5, "torch": "1.13.0a0", "mm_gflops_f32": 3.0, "mm_gflops_bf16": 300.0, "variants": {"eager_bf16": {"forward_s": 0.4, "fwdbwd_s": 1.0}, "compile_f32": {"error": "RuntimeError: boom"}, "compile_bf16": {"error": "TimeoutError: not done within 5 s"}}}'
+SH
+chmod +x "$tmp/fakepy"
+out=$("$zaya" bench train --batch 1 --seq 8 -n 1 --threads 1 --torch-python "$tmp/fakepy" --torch-script "$tmp/fakepy" -o "$tmp/t" 2>/dev/null)
+for want in "FALLBACK PEER: PyTorch < 2" "its torch.mm at 2048^3: f32 3.0, bf16 300.0 GFLOP/s" \
+            "peer torch.compile f32: RuntimeError: boom" "peer torch.compile bf16: TimeoutError: not done within 5 s" \
+            "zaya bf16 vs torch         bf16:" "zaya f32  vs torch         f32 :"; do
+  grep -qF -- "$want" <<<"$out" && echo "ok: peer report has '$want'" || { echo "FAIL: peer report lacks '$want'"; echo "$out" | tail -12; fail=$((fail+1)); }
+done
+grep -q '"torch_fallback":	true' "$tmp/t/train.json" && grep -q '"peer_dtype":	"bf16"' "$tmp/t/train.json" \
+  && echo "ok: train.json has the peer fields" || { echo "FAIL: train.json lacks the peer fields"; fail=$((fail+1)); }
+expect 2 "--torch-timeout must be in 1..86400 seconds (got 0)" -- "$zaya" bench train --torch-timeout 0
+expect 0 "$tmp/none-python not found: reporting zaya only" -- \
+  "$zaya" bench model --batch 1 --seq 8 -n 1 --dtype f32 --torch-python "$tmp/none-python" -o "$tmp/m2" --threads 1
 expect 0 "--quick" -- "$zaya" bench all --help
 expect 2 "--mpi takes 0 or 1 (got 3)" -- "$zaya" bench all --mpi 3
 expect 1 "zaya bench all: error: --mpirun $tmp/no-mpirun is not an executable" -- "$zaya" bench all --mpirun "$tmp/no-mpirun"

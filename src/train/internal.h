@@ -64,7 +64,6 @@ typedef struct zaya_trainer {
     int cp, dp_rank, dp_size;
     zaya_comm *cp_comm; /* the CP group (NULL when cp == 1) */
     zaya_cp_link cp_link;
-    double cp_wait_s;   /* the CP exchanges' wait of this step */
     double comm_wait_s, gather_s; /* totals */
     char data_dir[4096];
     char tokenizer_path[4096];

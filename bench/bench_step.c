@@ -15,6 +15,7 @@
 #include "zaya/config.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/matmul.h"
 #include "zaya/model.h"
 #include "zaya/optim.h"
 #include "zaya/threads.h"
@@ -102,9 +103,17 @@ int main(int argc, char **argv) {
             ns_gflop += zaya_muon_ns_flops(plan.units[i].rows, plan.units[i].cols, oc.muon_ns_steps) * 1e-9;
             nmuon++;
         }
+    int prims_warm = 0; /* oneDNN primitives cached after the warm-up step */
+    /* per-phase model profile of the timed steps (step 0 is a warm-up) */
+    zaya_model_profile prof, *pstep = calloc((size_t)steps + 1, sizeof *pstep);
+    if (!pstep) {
+        fprintf(stderr, "bench_step: error: out of memory\n");
+        return 1;
+    }
     for (int s = 0; s <= steps; s++) { /* s = 0 warms up (primitive creation, first touch) */
         double *ts = t + (size_t)s * NP, c[8];
         float loss = 0;
+        zaya_model_profile_attach(&m, &pstep[s]);
         c[0] = zaya_now_s();
         zaya_model_zero_grad(&m);
         c[1] = zaya_now_s();
@@ -125,7 +134,42 @@ int main(int argc, char **argv) {
         for (int p = 0; p < 7; p++) ts[p < P_NS ? p : p + 1] = c[p + 1] - c[p];
         ts[P_NS] = opt.muon_ns_s;
         ts[P_STEP] = c[7] - c[0];
+        zaya_model_profile_attach(&m, NULL);
+        if (s == 0) prims_warm = zaya_matmul_cache_size();
     }
+    /* the profile of the median step (by step time) stands for the run */
+    {
+        int best = 1;
+        double col[1001];
+        for (int s = 1; s <= steps; s++) col[s - 1] = t[(size_t)s * NP + P_STEP];
+        const double mstep = median(col, steps);
+        for (int s = 1; s <= steps; s++)
+            if (fabs(t[(size_t)s * NP + P_STEP] - mstep) < fabs(t[(size_t)best * NP + P_STEP] - mstep)) best = s;
+        prof = pstep[best];
+        printf("# model profile of the median step (step %d): wall ms per phase, of which matmul calls (bf16\n"
+               "# staging included) and their rate; the head's backward GEMMs run in the forward pass\n", best);
+        printf("%-18s %9s %9s %9s %9s %9s %9s %9s\n", "phase", "fwd ms", "gemm ms", "GFLOP/s", "bwd ms", "gemm ms",
+               "GFLOP/s", "share");
+        double tot[2] = {0, 0}, g[2] = {0, 0}, fl[2] = {0, 0}, st[2] = {0, 0};
+        for (int p = 0; p < ZAYA_PROF_NPHASES; p++)
+            for (int d = 0; d < 2; d++) {
+                tot[d] += prof.s[d][p], g[d] += prof.gemm_s[d][p], fl[d] += prof.flop[d][p];
+                st[d] += prof.stage_s[d][p];
+            }
+        for (int p = 0; p < ZAYA_PROF_NPHASES; p++) {
+            double r[2];
+            for (int d = 0; d < 2; d++) r[d] = prof.gemm_s[d][p] > 0 ? prof.flop[d][p] / prof.gemm_s[d][p] * 1e-9 : 0;
+            printf("%-18s %9.2f %9.2f %9.1f %9.2f %9.2f %9.1f %8.1f%%\n", zaya_prof_phase_name((zaya_prof_phase)p),
+                   prof.s[0][p] * 1e3, prof.gemm_s[0][p] * 1e3, r[0], prof.s[1][p] * 1e3, prof.gemm_s[1][p] * 1e3, r[1],
+                   100 * (prof.s[0][p] + prof.s[1][p]) / (tot[0] + tot[1]));
+        }
+        printf("%-18s %9.2f %9.2f %9.1f %9.2f %9.2f %9.1f\n", "total", tot[0] * 1e3, g[0] * 1e3,
+               g[0] > 0 ? fl[0] / g[0] * 1e-9 : 0, tot[1] * 1e3, g[1] * 1e3, g[1] > 0 ? fl[1] / g[1] * 1e-9 : 0);
+        printf("# bf16 operand staging: %.2f ms forward, %.2f ms backward; outside matmul calls: %.2f ms\n",
+               st[0] * 1e3, st[1] * 1e3, (tot[0] - g[0] + tot[1] - g[1]) * 1e3);
+    }
+    printf("# matmul primitives: %d after the warm-up step, %d after the timed steps (each new one is created in "
+           "a step)\n", prims_warm, zaya_matmul_cache_size());
     static const char *const sched_name[] = {"auto", "pool", "threads"};
     printf("# Muon schedule of the last step: %s\n", sched_name[opt.muon_last_schedule]);
     double med[NP], col[1001];
@@ -156,6 +200,18 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "steps", steps);
         cJSON_AddNumberToObject(root, "ns_gflop", ns_gflop);
         for (int p = 0; p < NP; p++) cJSON_AddNumberToObject(root, g_keys[p], med[p]);
+        cJSON *ph = cJSON_AddArrayToObject(root, "model_phases");
+        for (int p = 0; p < ZAYA_PROF_NPHASES; p++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "phase", zaya_prof_phase_name((zaya_prof_phase)p));
+            cJSON_AddNumberToObject(o, "forward_s", prof.s[0][p]);
+            cJSON_AddNumberToObject(o, "forward_gemm_s", prof.gemm_s[0][p]);
+            cJSON_AddNumberToObject(o, "forward_gemm_flop", prof.flop[0][p]);
+            cJSON_AddNumberToObject(o, "backward_s", prof.s[1][p]);
+            cJSON_AddNumberToObject(o, "backward_gemm_s", prof.gemm_s[1][p]);
+            cJSON_AddNumberToObject(o, "backward_gemm_flop", prof.flop[1][p]);
+            cJSON_AddItemToArray(ph, o);
+        }
         cJSON_AddNumberToObject(root, "tokens_per_s", (double)n / med[P_STEP]);
         char path[1024];
         if (zaya_mkdir_p(out) != ZAYA_OK || zaya_path_join(path, sizeof path, out, "bench_step.json") != ZAYA_OK ||
@@ -166,6 +222,6 @@ int main(int argc, char **argv) {
     zaya_optim_free(&opt);
     zaya_optim_plan_free(&plan);
     zaya_model_free(&m);
-    free(ids), free(tgt), free(t);
+    free(ids), free(tgt), free(t), free(pstep);
     return 0;
 }

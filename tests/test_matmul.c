@@ -2,6 +2,7 @@
  * dimensions, batches with gaps between matrices, alpha, beta = 1, bf16 inputs, the primitive cache
  * and every rejected descriptor. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -332,6 +333,50 @@ static void test_batched(void) {
     zaya_threads_init(2);
 }
 
+/* Dimensions left to run time: every (m, k) the expert GEMMs see, both dtypes and the three
+ * model-side layouts (forward, input gradient, weight gradient with beta 1), against the reference;
+ * one cache entry per layout whatever the sizes; the results equal, bit for bit, a second call with
+ * the same shape (a function of the shape alone); unknown bits and batches refused. */
+static void test_dynamic(void) {
+    const int64_t rows[] = {1, 7, 64, 129, 511};
+    for (int dt = 0; dt < 2; dt++) {
+        zaya_matmul_cache_clear();
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            const int64_t r = rows[i];
+            const zaya_matmul_desc cases[3] = {
+                {.dtype = dt ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, .trans_b = 1, .m = r, .n = 48, .k = 40,
+                 .dynamic = ZAYA_MATMUL_DYN_M},
+                {.dtype = dt ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, .m = r, .n = 40, .k = 48, .dynamic = ZAYA_MATMUL_DYN_M},
+                {.dtype = dt ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, .trans_a = 1, .m = 48, .n = 40, .k = r, .beta = 1.0f,
+                 .dynamic = ZAYA_MATMUL_DYN_K}};
+            for (int c = 0; c < 3; c++) {
+                char label[96];
+                snprintf(label, sizeof label, "dynamic %s case %d rows %lld", dt ? "bf16" : "f32", c, (long long)r);
+                CHECK_ERR(label, run_case(&cases[c], 900 + (uint64_t)r), tol_for(cases[c].k));
+            }
+        }
+        CHECK(zaya_matmul_cache_size() == 3, "dynamic %s: %d cache entries for 3 layouts x 5 sizes, want 3",
+              dt ? "bf16" : "f32", zaya_matmul_cache_size());
+    }
+    /* the same shape twice: identical bits */
+    const int64_t m = 77, n = 33, k = 50;
+    float *a = th_alloc(m * k), *b = th_alloc(k * n), *c1 = th_alloc(m * n), *c2 = th_alloc(m * n);
+    th_fill(a, m * k, 5, 1, -1, 1);
+    th_fill(b, k * n, 5, 2, -1, 1);
+    zaya_matmul_dynamic(ZAYA_DTYPE_F32, ZAYA_MATMUL_DYN_M, 0, 0, m, n, k, a, b, c1, 0.0f);
+    zaya_matmul_dynamic(ZAYA_DTYPE_F32, ZAYA_MATMUL_DYN_M, 0, 0, 3, n, k, a, b, c2, 0.0f);
+    zaya_matmul_dynamic(ZAYA_DTYPE_F32, ZAYA_MATMUL_DYN_M, 0, 0, m, n, k, a, b, c2, 0.0f);
+    CHECK(!memcmp(c1, c2, sizeof(float) * (size_t)(m * n)), "dynamic: the same shape gave different bits");
+    free(a), free(b), free(c1), free(c2);
+    float x = 0;
+    zaya_matmul_desc bad = {.m = 2, .n = 2, .k = 2, .dynamic = 8};
+    CHECK(zaya_matmul(&bad, &x, &x, &x) == ZAYA_EINVAL && strstr(zaya_error_message(), "dynamic"),
+          "unknown dynamic bit accepted: %s", zaya_error_message());
+    bad = (zaya_matmul_desc){.m = 2, .n = 2, .k = 2, .batch = 2, .dynamic = ZAYA_MATMUL_DYN_M};
+    CHECK(zaya_matmul(&bad, &x, &x, &x) == ZAYA_EINVAL && strstr(zaya_error_message(), "batch"),
+          "dynamic batch accepted: %s", zaya_error_message());
+}
+
 int main(void) {
     test_transposes_and_sizes();
     test_padded_ld_batch_alpha_beta();
@@ -340,6 +385,7 @@ int main(void) {
     test_invalid();
     test_threads();
     test_batched();
+    test_dynamic();
     zaya_matmul_cache_clear();
     return th_finish("test_matmul");
 }

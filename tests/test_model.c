@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/internal.h"
+#include "zaya/timer.h"
 #include "testutil.h"
 #include "zaya/json.h"
 #include "zaya/rng.h"
@@ -450,6 +451,94 @@ static void test_causality_and_dtypes(zaya_attention_kind att) {
     zaya_model_free(&mb);
 }
 
+/* A sequence's logits do not depend on the other sequences of its batch, bit for bit: every op is
+ * row- or sequence-local, and the expert GEMMs, whose row counts change with the batch, compute each
+ * row the same whatever the count (run-time-shape primitives, padded below ZAYA_EXPERT_MIN_ROWS).
+ * Context and data parallelism rely on it. Both dtypes, experts receiving from a few rows to many. */
+static void test_batch_invariance(void) {
+    zaya_config c;
+    tiny_config(&c);
+    c.hidden_size = 32;
+    c.moe_intermediate_size = 24;
+    for (int dt = 0; dt < 2; dt++) {
+        zaya_model m;
+        CHECK(zaya_model_init(&m, &c, dt ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+        zaya_model_init_weights(&m, 21);
+        th_randomize_model(&m, 22);
+        zaya_model_sync_weights(&m);
+        const int64_t B = 5, T = 24, V = c.vocab_size;
+        int32_t ids[5 * 24];
+        for (int64_t i = 0; i < B * T; i++) ids[i] = (int32_t)((i * 7 + i / 5) % V);
+        float *all = malloc(sizeof(float) * (size_t)(B * T * V)), *one = malloc(sizeof(float) * (size_t)(T * V));
+        CHECK(zaya_model_plan(&m, B, T) == ZAYA_OK, "plan B");
+        CHECK(zaya_model_logits(&m, ids, NULL, all) == ZAYA_OK, "logits B");
+        int64_t lo = B * T, hi = 0;
+        for (int64_t e = 0; e < c.num_experts; e++) {
+            const int64_t n = m.acts[0].off[e + 1] - m.acts[0].off[e];
+            lo = n < lo ? n : lo, hi = n > hi ? n : hi;
+        }
+        CHECK(zaya_model_plan(&m, 1, T) == ZAYA_OK, "plan 1");
+        for (int64_t b = 0; b < B; b++) {
+            CHECK(zaya_model_logits(&m, ids + b * T, NULL, one) == ZAYA_OK, "logits 1");
+            const double e = th_rel_err_ff(one, all + b * T * V, T * V, 1e-6);
+            CHECK(!memcmp(one, all + b * T * V, sizeof(float) * (size_t)(T * V)),
+                  "%s: sequence %lld alone differs from its logits in a batch of %lld (rel %.3e; experts of %lld..%lld "
+                  "rows in the batch)", dt ? "bf16" : "f32", (long long)b, (long long)B, e, (long long)lo,
+                  (long long)hi);
+        }
+        free(all), free(one);
+        zaya_model_free(&m);
+    }
+}
+
+/* The phase profile: attached, a forward and backward charge every phase that has work, the phases
+ * add up to the passes' wall time, and the projection FLOPs are exactly the model's; detached, the
+ * record stays as it was. */
+static void test_profile(void) {
+    zaya_config c;
+    tiny_config(&c);
+    zaya_model m;
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+    zaya_model_init_weights(&m, 3);
+    const int64_t B = 2, T = 16, N = B * T, V = c.vocab_size;
+    CHECK(zaya_model_plan(&m, B, T) == ZAYA_OK, "plan");
+    int32_t ids[32], tg[32];
+    for (int64_t i = 0; i < N; i++) ids[i] = (int32_t)(i % V), tg[i] = (int32_t)((i * 5 + 1) % V);
+    zaya_model_profile p;
+    memset(&p, 0, sizeof p);
+    zaya_model_profile_attach(&m, &p);
+    const double t0 = zaya_now_s();
+    CHECK(zaya_model_forward(&m, ids, tg, 1, NULL) == ZAYA_OK, "forward");
+    const double t1 = zaya_now_s();
+    zaya_model_backward(&m);
+    const double t2 = zaya_now_s();
+    zaya_model_profile_attach(&m, NULL);
+    double sum[2] = {0, 0};
+    for (int ph = 0; ph < ZAYA_PROF_NPHASES; ph++) {
+        sum[0] += p.s[0][ph], sum[1] += p.s[1][ph];
+        CHECK(p.s[0][ph] > 0, "forward phase %s not charged", zaya_prof_phase_name((zaya_prof_phase)ph));
+        if (ph != ZAYA_PROF_HEAD) /* the head's backward runs in the backward-ready forward */
+            CHECK(p.s[1][ph] > 0, "backward phase %s not charged", zaya_prof_phase_name((zaya_prof_phase)ph));
+        CHECK(p.gemm_s[0][ph] <= p.s[0][ph] && p.gemm_s[1][ph] <= p.s[1][ph], "phase %s: matmul time above its wall",
+              zaya_prof_phase_name((zaya_prof_phase)ph));
+    }
+    CHECK(sum[0] <= t1 - t0 && sum[0] > 0.9 * (t1 - t0) - 1e-4, "forward phases %.6f s of a %.6f s pass", sum[0], t1 - t0);
+    CHECK(sum[1] <= t2 - t1 && sum[1] > 0.9 * (t2 - t1) - 1e-4, "backward phases %.6f s of a %.6f s pass", sum[1], t2 - t1);
+    const double D = (double)c.hidden_size, qd = (double)zaya_config_q_dim(&c), kvd = (double)zaya_config_kv_dim(&c);
+    const double proj = 2.0 * (double)N * (D * (qd + kvd) + D * kvd + qd * D) * (double)c.num_hidden_layers;
+    CHECK(p.flop[0][ZAYA_PROF_ATTN_PROJ] == proj, "forward projection FLOPs %.0f, want %.0f", p.flop[0][ZAYA_PROF_ATTN_PROJ], proj);
+    CHECK(p.flop[1][ZAYA_PROF_ATTN_PROJ] == 2 * proj, "backward projection FLOPs %.0f, want %.0f",
+          p.flop[1][ZAYA_PROF_ATTN_PROJ], 2 * proj);
+    /* head: logits, their input gradient and the tied weight's gradient */
+    CHECK(p.flop[0][ZAYA_PROF_HEAD] == 3 * 2.0 * (double)N * D * (double)V, "head FLOPs %.0f", p.flop[0][ZAYA_PROF_HEAD]);
+    const zaya_model_profile before = p;
+    CHECK(zaya_model_forward(&m, ids, tg, 0, NULL) == ZAYA_OK, "forward detached");
+    CHECK(!memcmp(&before, &p, sizeof p), "a detached profile changed");
+    CHECK(!strcmp(zaya_prof_phase_name(ZAYA_PROF_EXPERTS), "experts") && !strcmp(zaya_prof_phase_name(ZAYA_PROF_NPHASES), "?"),
+          "phase names");
+    zaya_model_free(&m);
+}
+
 int main(void) {
     zaya_threads_init(2);
     test_counts();
@@ -465,5 +554,7 @@ int main(void) {
     test_variant_routing_and_threads();
     test_causality_and_dtypes(ZAYA_ATTENTION_CCA);
     test_causality_and_dtypes(ZAYA_ATTENTION_GQA);
+    test_batch_invariance();
+    test_profile();
     return th_finish("test_model");
 }

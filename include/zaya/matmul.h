@@ -33,7 +33,14 @@ typedef struct zaya_matmul_desc {
     int64_t stride_a, stride_b, stride_c;
     float alpha; /* 0 is treated as 1 so that a zero-initialised desc is a plain product */
     float beta;  /* 0 or 1 */
+    /* ZAYA_MATMUL_DYN_* bits: dimensions that change from call to call (an expert's token count).
+     * The primitive is created with those dimensions left to run time, so one cache entry serves
+     * every value (no primitive creation in the training loop); 0: every dimension fixed (the faster
+     * kernels where the shape repeats). Single products only (batch <= 1). The results of a call are
+     * then a function of its shape alone, as for fixed shapes. */
+    int dynamic;
 } zaya_matmul_desc;
+enum { ZAYA_MATMUL_DYN_M = 1, ZAYA_MATMUL_DYN_N = 2, ZAYA_MATMUL_DYN_K = 4 };
 
 zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b, float *c);
 
@@ -44,6 +51,11 @@ void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, 
 /* Same with bf16 inputs (uint16_t storage, see bf16.h) and f32 output. */
 void zaya_matmul_bf16(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                       const uint16_t *b, float *c, float beta);
+
+/* zaya_matmul_f32 / zaya_matmul_bf16 (dtype) with the dimensions in `dynamic` (ZAYA_MATMUL_DYN_*)
+ * left to run time: one cached primitive for every value of them. */
+void zaya_matmul_dynamic(zaya_dtype dtype, int dynamic, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                         const void *a, const void *b, float *c, float beta);
 
 /* Dense batched product: C[i] = alpha op(A[i]) op(B[i]) + beta C[i] for i < batch, the matrices of each
  * operand packed back to back (strides m*k, k*n, m*n); dtype F32 (float inputs) or BF16 (uint16_t

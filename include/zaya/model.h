@@ -143,6 +143,11 @@ typedef struct zaya_model {
     zaya_cp_ops cp;
     zaya_cp_traffic cp_traffic;
     zaya_status cp_status; /* first failed exchange of the last forward/backward (ZAYA_OK: none) */
+    /* phase profile (zaya_model_profile_attach): the record, the pass (0 forward, 1 backward), the
+     * phase being charged (-1: none) and when its span began */
+    struct zaya_model_profile *prof;
+    int prof_pass, prof_phase;
+    uint64_t prof_t0;
 } zaya_model;
 
 zaya_status zaya_model_init(zaya_model *m, const zaya_config *cfg, zaya_dtype dtype);
@@ -187,6 +192,33 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
 void zaya_model_backward(zaya_model *m);
 /* Logits [B*T, V] (or only rows where row_mask[i] != 0 when row_mask is given, packed in order). */
 zaya_status zaya_model_logits(zaya_model *m, const int32_t *ids, const uint8_t *row_mask, float *logits);
+
+/* Where forward and backward spend their time. Each pass is cut into consecutive spans, each charged
+ * to the phase it belongs to, so a pass's phases add up to its wall time; matmul calls (their bf16
+ * operand staging included) are timed again inside their phase. Off unless zaya_model_profile_attach
+ * was given a record; accumulates until detached (NULL) or cleared by the caller. */
+typedef enum zaya_prof_phase {
+    ZAYA_PROF_EMBED,       /* token embedding and input affine (backward: its gradients) */
+    ZAYA_PROF_NORM,        /* RMSNorms and the residual-scaling merges */
+    ZAYA_PROF_ATTN_PROJ,   /* q|k, v and o projections (GEMMs), q/k split and merge */
+    ZAYA_PROF_CONV,        /* CCA: value shift, depthwise + grouped convolutions, QK-mean terms */
+    ZAYA_PROF_QKNORM_ROPE, /* L2 QK norm with temperature, RoPE */
+    ZAYA_PROF_ATTENTION,   /* the causal attention kernel (and context-parallel K/V exchanges) */
+    ZAYA_PROF_ROUTER,      /* router: down-projection, EDA, norm, MLP, softmax (and its scores' statistics) */
+    ZAYA_PROF_DISPATCH,    /* top-1 selection, dispatch, gather to expert order, gate and combine */
+    ZAYA_PROF_EXPERTS,     /* expert GEMMs and SwiGLU (or the dense MLP) */
+    ZAYA_PROF_HEAD,        /* tied LM head and the chunked cross-entropy */
+    ZAYA_PROF_NPHASES
+} zaya_prof_phase;
+typedef struct zaya_model_profile {
+    double s[2][ZAYA_PROF_NPHASES];       /* seconds per [forward, backward][phase] */
+    double gemm_s[2][ZAYA_PROF_NPHASES];  /* of which in matmul calls, bf16 staging included */
+    double stage_s[2][ZAYA_PROF_NPHASES]; /* of which converting operands to bf16 */
+    double flop[2][ZAYA_PROF_NPHASES];    /* matmul FLOPs (2 m n k per call) */
+} zaya_model_profile;
+/* NULL detaches. The record is the caller's; the model only adds to it. */
+void zaya_model_profile_attach(zaya_model *m, zaya_model_profile *prof);
+const char *zaya_prof_phase_name(zaya_prof_phase phase);
 
 const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name);
 /* The tensor table of a config without allocating a model (caller frees *tensors). */

@@ -52,7 +52,7 @@ static const char *dnnl_status_str(dnnl_status_t s) {
  * struct padding hashes and compares deterministically. */
 typedef struct matmul_key {
     int32_t dtype, trans_a, trans_b, beta_one;
-    uint32_t alpha_bits, pad_;
+    uint32_t alpha_bits, dynamic;
     int64_t m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
 } matmul_key;
 
@@ -126,6 +126,10 @@ zaya_status zaya_matmul_resolve(const zaya_matmul_desc *d, zaya_matmul_desc *o) 
     if (d->beta != 0.0f && d->beta != 1.0f)
         return zaya_error_set(ZAYA_EINVAL, "matmul: beta must be 0 or 1, got %g", (double)d->beta);
     if (!isfinite(d->alpha)) return zaya_error_set(ZAYA_EINVAL, "matmul: alpha must be finite, got %g", (double)d->alpha);
+    if (d->dynamic & ~(ZAYA_MATMUL_DYN_M | ZAYA_MATMUL_DYN_N | ZAYA_MATMUL_DYN_K))
+        return zaya_error_set(ZAYA_EINVAL, "matmul: dynamic has unknown bits 0x%x", (unsigned)d->dynamic);
+    if (d->dynamic && d->batch > 1)
+        return zaya_error_set(ZAYA_EINVAL, "matmul: dynamic dimensions need a single product, got batch=%lld", (long long)d->batch);
     if (o->alpha == 0.0f) o->alpha = 1.0f;
     if (o->batch == 0) o->batch = 1;
 
@@ -164,9 +168,13 @@ static zaya_status backend_error(const zaya_matmul_desc *d, const char *what, dn
                           dnnl_status_str(s));
 }
 
-/* Logical dims [batch,] rows x cols with element strides for a matrix whose op() is (rows x cols). */
+/* Logical dims [batch,] rows x cols with element strides for a matrix whose op() is (rows x cols).
+ * A negative rows/cols (DYN) is left to run time. */
+#define DYN (-1)
 static dnnl_status_t init_md(dnnl_memory_desc_t *md, int64_t batch, int64_t rows, int64_t cols, int trans, int64_t ld,
                              int64_t stride, dnnl_data_type_t dt) {
+    if (rows < 0) rows = DNNL_RUNTIME_DIM_VAL;
+    if (cols < 0) cols = DNNL_RUNTIME_DIM_VAL;
     dnnl_dims_t dims, strides;
     int nd = 0;
     if (batch > 1) {
@@ -196,9 +204,11 @@ static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t ops = NULL;
     dnnl_primitive_desc_t pd = NULL;
-    if ((s = init_md(&e->md_a, d->batch, d->m, d->k, d->trans_a, d->lda, d->stride_a, in_dt)) != dnnl_success) goto fail;
-    if ((s = init_md(&e->md_b, d->batch, d->k, d->n, d->trans_b, d->ldb, d->stride_b, in_dt)) != dnnl_success) goto fail;
-    if ((s = init_md(&e->md_c, d->batch, d->m, d->n, 0, d->ldc, d->stride_c, dnnl_f32)) != dnnl_success) goto fail;
+    const int64_t m = d->dynamic & ZAYA_MATMUL_DYN_M ? DYN : d->m, n = d->dynamic & ZAYA_MATMUL_DYN_N ? DYN : d->n;
+    const int64_t k = d->dynamic & ZAYA_MATMUL_DYN_K ? DYN : d->k;
+    if ((s = init_md(&e->md_a, d->batch, m, k, d->trans_a, d->lda, d->stride_a, in_dt)) != dnnl_success) goto fail;
+    if ((s = init_md(&e->md_b, d->batch, k, n, d->trans_b, d->ldb, d->stride_b, in_dt)) != dnnl_success) goto fail;
+    if ((s = init_md(&e->md_c, d->batch, m, n, 0, d->ldc, d->stride_c, dnnl_f32)) != dnnl_success) goto fail;
 
     dnnl_matmul_desc_t md;
     what = "matmul descriptor";
@@ -222,9 +232,11 @@ static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key
     what = "primitive";
     if ((s = dnnl_primitive_create(&e->prim, pd)) != dnnl_success) goto fail;
     what = "memory object";
-    if ((s = dnnl_memory_create(&e->mem_a, &e->md_a, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
-    if ((s = dnnl_memory_create(&e->mem_b, &e->md_b, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
-    if ((s = dnnl_memory_create(&e->mem_c, &e->md_c, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+    if (!d->dynamic) { /* a dynamic entry's memory objects are made per call, with that call's dimensions */
+        if ((s = dnnl_memory_create(&e->mem_a, &e->md_a, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_create(&e->mem_b, &e->md_b, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+        if ((s = dnnl_memory_create(&e->mem_c, &e->md_c, g_engine, DNNL_MEMORY_NONE)) != dnnl_success) goto fail;
+    }
     dnnl_primitive_desc_destroy(pd);
     dnnl_post_ops_destroy(ops);
     dnnl_primitive_attr_destroy(attr);
@@ -245,7 +257,11 @@ static void make_key(const zaya_matmul_desc *r, matmul_key *k) {
     k->trans_b = r->trans_b;
     k->beta_one = r->beta == 1.0f;
     memcpy(&k->alpha_bits, &r->alpha, sizeof k->alpha_bits);
-    k->m = r->m, k->n = r->n, k->k = r->k;
+    k->dynamic = (uint32_t)r->dynamic;
+    /* a dimension left to run time is not part of the key: one entry serves every value */
+    k->m = r->dynamic & ZAYA_MATMUL_DYN_M ? 0 : r->m;
+    k->n = r->dynamic & ZAYA_MATMUL_DYN_N ? 0 : r->n;
+    k->k = r->dynamic & ZAYA_MATMUL_DYN_K ? 0 : r->k;
     k->lda = r->lda, k->ldb = r->ldb, k->ldc = r->ldc;
     k->batch = r->batch;
     k->stride_a = r->stride_a, k->stride_b = r->stride_b, k->stride_c = r->stride_c;
@@ -297,8 +313,23 @@ static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const voi
     dnnl_memory_t own[3] = {NULL, NULL, NULL};
     dnnl_status_t s;
     const char *what = "memory object";
-    int reuse = atomic_load_explicit(&g_reuse_memory, memory_order_relaxed) && !atomic_flag_test_and_set(&e->busy);
-    if (reuse) {
+    int reuse = !r->dynamic && atomic_load_explicit(&g_reuse_memory, memory_order_relaxed) &&
+                !atomic_flag_test_and_set(&e->busy);
+    if (r->dynamic) { /* this call's dimensions in place of the run-time ones */
+        dnnl_memory_desc_t md[3];
+        const dnnl_data_type_t in_dt = r->dtype == ZAYA_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+        what = "memory descriptor";
+        if ((s = init_md(&md[0], 1, r->m, r->k, r->trans_a, r->lda, 0, in_dt)) != dnnl_success) goto fail;
+        if ((s = init_md(&md[1], 1, r->k, r->n, r->trans_b, r->ldb, 0, in_dt)) != dnnl_success) goto fail;
+        if ((s = init_md(&md[2], 1, r->m, r->n, 0, r->ldc, 0, dnnl_f32)) != dnnl_success) goto fail;
+        what = "memory object";
+        void *ptr[3] = {(void *)a, (void *)b, c};
+        static const int arg[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+        for (int i = 0; i < 3; i++) {
+            if ((s = dnnl_memory_create(&own[i], &md[i], g_engine, ptr[i])) != dnnl_success) goto fail;
+            args[i] = (dnnl_exec_arg_t){arg[i], own[i]};
+        }
+    } else if (reuse) {
         /* Plain CPU layouts need no padding, so swapping the handle is just a pointer store. */
         if ((s = dnnl_memory_set_data_handle(e->mem_a, (void *)a)) != dnnl_success) goto fail;
         if ((s = dnnl_memory_set_data_handle(e->mem_b, (void *)b)) != dnnl_success) goto fail;
@@ -356,6 +387,17 @@ static void dense(zaya_dtype dt, int trans_a, int trans_b, int64_t m, int64_t n,
 void zaya_matmul_batched(zaya_dtype dtype, int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                          const void *a, const void *b, float *c, float alpha, float beta) {
     dense_batched(dtype, trans_a, trans_b, batch, m, n, k, a, b, c, alpha, beta);
+}
+
+void zaya_matmul_dynamic(zaya_dtype dtype, int dynamic, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                         const void *a, const void *b, float *c, float beta) {
+    zaya_matmul_desc d = {.dtype = dtype, .trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+                          .beta = beta, .dynamic = dynamic};
+    zaya_status s = zaya_matmul(&d, a, b, c);
+    if (s != ZAYA_OK) {
+        fprintf(stderr, "zaya: internal error: %s\n", zaya_error_message());
+        ZAYA_ASSERT(s == ZAYA_OK);
+    }
 }
 
 void zaya_matmul_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const float *a, const float *b,

@@ -94,8 +94,10 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     const int cp = m->cp.size > 1;
     /* under context parallelism each of this rank's pieces is a run of its own (Bp of Tp rows) */
     const int64_t npc = cp ? zaya_cp_pieces(&m->cp) : 1, Bp = B * npc, Tp = T / npc;
+    zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_forward(m, A->qk_pre, xn, P->wqk, N, D, C, 0.0f);
     zaya_lin_forward(m, A->vv, xn, P->wv, N, D, kvd, 0.0f);
+    zaya_prof_mark(m, ZAYA_PROF_CONV);
     value_shift_forward(A->v, A->vv, Bp, Tp, kvd);
 
     if (cp) { /* [the previous chunk's last H rows | this piece], no padding */
@@ -109,12 +111,15 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     zaya_conv1d_grouped_forward(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, Bp, Tp + k1 - 1, C, Hq + Hkv, k1, 0);
     zaya_cca_qk_mean_skip_forward(c, A->qk_raw, A->qk_pre, N);
 
+    zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
     set_qk_mult(m, P->temp);
     zaya_l2norm_forward(A->qk, A->inv_norm, A->qk_raw, m->work->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
     zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
 
+    zaya_prof_mark(m, ZAYA_PROF_ATTENTION);
     zaya_attn_chunk_forward(m, A);
+    zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_forward(m, a_out, A->att, P->wo, N, qd, D, 0.0f);
 }
 
@@ -128,18 +133,23 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
+    zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_backward_input(m, w->datt, da, P->wo, N, qd, D, 0.0f);
     zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
+    zaya_prof_mark(m, ZAYA_PROF_ATTENTION);
     zaya_attn_chunk_backward(m, A);
 
+    zaya_prof_mark(m, ZAYA_PROF_CONV);
     const int cp = m->cp.size > 1;
     const int64_t npc = cp ? zaya_cp_pieces(&m->cp) : 1, Bp = B * npc, Tp = T / npc;
     value_shift_backward(w->dvv, w->dv, Bp, Tp, kvd);
     if (!cp) {
+        zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
         zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
         zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
     }
 
+    zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
     zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
     set_qk_mult(m, P->temp);
@@ -147,6 +157,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     zaya_l2norm_backward(w->dqk, w->dqk_mult, w->dqk2, A->qk_raw, A->inv_norm, w->qk_mult, sqrtf((float)hd), N,
                          Hq + Hkv, hd);
     for (int64_t j = 0; j < Hkv; j++) G->temp[j] += w->dqk_mult[Hq + j];
+    zaya_prof_mark(m, ZAYA_PROF_CONV);
 
     zaya_conv1d_grouped_backward(w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, Bp, Tp + k1 - 1, C,
                                  Hq + Hkv, k1, 0);
@@ -171,6 +182,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     }
     qk_mean_skip_backward(c, w->dqk2, w->dqk, N);
 
+    zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_backward_input(m, dxn, w->dqk2, P->wqk, N, D, C, 1.0f);
     zaya_lin_backward_weight(m, G->wqk, w->dqk2, A->xn, N, D, C);
 }

@@ -36,13 +36,16 @@ static void blocks_forward(zaya_model *m) {
     for (int l = 0; l < L; l++) {
         zaya_layer_acts *A = &m->acts[l];
         const zaya_layer_params *P = &m->p.layers[l];
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_rmsnorm_forward(A->xn, A->rstd_in, A->x, P->in_norm, N, D, eps);
         if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_forward(m, l, A->xn, A->a);
         else zaya_softmax_attn_forward(m, l, A->xn, A->a);
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_ops_merge_forward(A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
         zaya_rmsnorm_forward(A->z, A->rstd_post, A->h, P->post_norm, N, D, eps);
         zaya_moe_forward(m, l, l > 0 ? m->acts[l - 1].r : NULL);
         float *next = l + 1 < L ? m->acts[l + 1].x : m->work->x_final;
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_ops_merge_forward(next, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs, N, D);
     }
     zaya_rmsnorm_forward(m->work->y_final, m->work->rstd_final, m->work->x_final, m->p.final_norm, N, D, eps);
@@ -60,14 +63,21 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
     if (backward_ready && !targets) return zaya_error_set(ZAYA_EINVAL, "a backward-ready forward needs targets");
 
     m->cp_status = ZAYA_OK;
+    zaya_prof_begin(m, 0, ZAYA_PROF_EMBED);
     embed_forward(m, ids);
     blocks_forward(m);
-    if (m->cp_status != ZAYA_OK) return m->cp_status; /* an exchange failed: the message names it */
-    if (!targets) return ZAYA_OK;
+    zaya_prof_mark(m, ZAYA_PROF_HEAD);
+    if (m->cp_status != ZAYA_OK || !targets) {
+        zaya_prof_mark(m, -1);
+        return m->cp_status; /* an exchange failed: the message names it */
+    }
 
     int64_t ntok = 0;
     for (int64_t i = 0; i < N; i++) ntok += targets[i] >= 0;
-    if (ntok == 0) return zaya_error_set(ZAYA_EINVAL, "the batch has no targets to score (all are ignored)");
+    if (ntok == 0) {
+        zaya_prof_mark(m, -1);
+        return zaya_error_set(ZAYA_EINVAL, "the batch has no targets to score (all are ignored)");
+    }
     const float scale = 1.0f / (float)ntok;
     /* Logits exist one chunk of rows at a time; the cross-entropy turns each chunk into its gradient in
      * place, which is immediately pushed through the tied head. */
@@ -86,6 +96,7 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
     m->last_loss = (float)(sum / (double)ntok);
     m->last_tokens = ntok;
     if (loss) *loss = m->last_loss;
+    zaya_prof_mark(m, -1);
     return ZAYA_OK;
 }
 
@@ -97,6 +108,7 @@ void zaya_model_backward(zaya_model *m) {
     const int L = (int)c->num_hidden_layers;
     const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size;
 
+    zaya_prof_begin(m, 1, ZAYA_PROF_NORM);
     zaya_rmsnorm_backward(w->dx, m->g.final_norm, w->dy_final, w->x_final, m->p.final_norm, w->rstd_final, N, D);
     if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, L);
     memset(w->dr_carry, 0, (size_t)(N * R) * sizeof(float));
@@ -105,9 +117,11 @@ void zaya_model_backward(zaya_model *m) {
         const zaya_layer_params *P = &m->p.layers[l];
         zaya_layer_params *G = &m->g.layers[l];
         /* x_{l+1} = (m + hb)*hs + (h + rb)*rs */
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_ops_merge_backward(m, w->da, w->dh, 0, w->dx, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs,
                                 G->mlp_hb, G->mlp_hs, G->mlp_rb, G->mlp_rs, N, D);
         zaya_moe_backward(m, l, w->da, l > 0 ? m->acts[l - 1].r : NULL, w->dr_carry, w->dz);
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_rmsnorm_backward(w->dxn, G->post_norm, w->dz, A->h, P->post_norm, A->rstd_post, N, D);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
         for (int64_t i = 0; i < N * D; i++) w->dh[i] += w->dxn[i];
@@ -116,12 +130,14 @@ void zaya_model_backward(zaya_model *m) {
                                 G->att_hb, G->att_hs, G->att_rb, G->att_rs, N, D);
         if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_backward(m, l, w->da, w->dxn);
         else zaya_softmax_attn_backward(m, l, w->da, w->dxn);
+        zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_rmsnorm_backward(w->dz, G->in_norm, w->dxn, A->x, P->in_norm, A->rstd_in, N, D);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
         for (int64_t i = 0; i < N * D; i++) w->dx[i] += w->dz[i];
         if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, l);
     }
     /* x_0 = (e + b_in) * s_in with e = embed[ids] */
+    zaya_prof_mark(m, ZAYA_PROF_EMBED);
     const float *b = m->p.in_bias, *s = m->p.in_scale;
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t i = 0; i < N; i++) {
@@ -135,6 +151,7 @@ void zaya_model_backward(zaya_model *m) {
     zaya_ops_colsum_add(m, m->g.in_scale, w->dz, N, D);
     zaya_ops_colsum_add(m, m->g.in_bias, w->dxn, N, D);
     zaya_embedding_backward(m->g.embed, w->dxn, w->ids, N, D, c->vocab_size);
+    zaya_prof_mark(m, -1);
     if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, -1);
 }
 

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "zaya/model.h"
+#include "zaya/timer.h"
 
 /* Saved activations of one block for a planned (B, T); N = B*T rows. */
 struct zaya_layer_acts {
@@ -71,6 +72,8 @@ typedef struct zaya_model_work {
     /* bf16 operand staging for bf16 matmuls */
     uint16_t *bf_a, *bf_b;
     int64_t bf_cap;
+    /* an expert call of fewer than ZAYA_EXPERT_MIN_ROWS rows runs on these zero-padded copies */
+    float *pad_in, *pad_out; /* [ZAYA_EXPERT_MIN_ROWS, widest] */
     /* context parallelism (cp.c): P pieces of Tp = T / P rows per sequence, H = cca_time0 + cca_time1
      * - 2 halo rows, h = kv_dim / 2, M = H * C + h floats of boundary state per piece and sequence */
     float *cp_ext, *cp_dext;      /* [B * P, Tp + H, C] each piece's halo rows then its pre-conv q|k rows */
@@ -97,6 +100,17 @@ void zaya_lin_backward_input(zaya_model *m, float *dx, const float *dy, const fl
 /* dW += dy^T x */
 void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
                               int64_t out);
+/* The same three for an expert's rows, whose count n changes from call to call (one primitive for
+ * every n; forward and input gradient overwrite). A row's result does not depend on n: oneDNN's
+ * run-time-shape kernels switch to other code below 16 rows, so such calls run on a copy padded with
+ * zero rows to ZAYA_EXPERT_MIN_ROWS (tests/test_model.c checks the rows bit for bit). */
+#define ZAYA_EXPERT_MIN_ROWS 16
+void zaya_lin_expert_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in,
+                             int64_t out);
+void zaya_lin_expert_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
+                                    int64_t out);
+void zaya_lin_expert_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
+                                     int64_t out);
 
 /* Elementwise helpers (src/model/ops.c). */
 /* Rows of a fused [N, qd + kvd] q|k product split into q [N, qd] and k [N, kvd], and back (backward). */
@@ -145,6 +159,22 @@ void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_o
 void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dxn);
 void zaya_moe_forward(zaya_model *m, int l, const float *r_prev);
 void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz);
+
+/* Phase profile (zaya_model_profile_attach): charges the span since the last mark to the phase being
+ * timed, then times `phase` (-1: stop). Passes start with zaya_prof_begin. Free when no record. */
+static inline void zaya_prof_mark(zaya_model *m, int phase) {
+    if (!m->prof) return;
+    const uint64_t t = zaya_now_ns();
+    if (m->prof_phase >= 0) m->prof->s[m->prof_pass][m->prof_phase] += (double)(t - m->prof_t0) * 1e-9;
+    m->prof_phase = phase;
+    m->prof_t0 = t;
+}
+static inline void zaya_prof_begin(zaya_model *m, int pass, int phase) {
+    if (!m->prof) return;
+    m->prof_pass = pass;
+    m->prof_phase = -1;
+    zaya_prof_mark(m, phase);
+}
 
 
 #endif

@@ -217,6 +217,8 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
     int64_t widest = D > C ? D : C;
     if (2 * F > widest) widest = 2 * F;
     if (R > widest) widest = R;
+    w->pad_in = zaya_arena_floats(a, (size_t)(ZAYA_EXPERT_MIN_ROWS * widest));
+    w->pad_out = zaya_arena_floats(a, (size_t)(ZAYA_EXPERT_MIN_ROWS * widest));
     if (m->dtype == ZAYA_DTYPE_BF16) {
         /* Largest matmul operand: an [N, widest] activation or a logits chunk. */
         int64_t cap = N * widest;
@@ -264,4 +266,16 @@ zaya_status zaya_model_plan(zaya_model *m, int64_t B, int64_t T) {
     ZAYA_DEBUG("model plan B=%lld T=%lld: %.1f MiB of activations and scratch", (long long)B, (long long)T,
                (double)measure.used / 1048576.0);
     return ZAYA_OK;
+}
+
+void zaya_model_profile_attach(zaya_model *m, zaya_model_profile *prof) {
+    m->prof = prof;
+    m->prof_phase = -1;
+}
+
+const char *zaya_prof_phase_name(zaya_prof_phase phase) {
+    static const char *const names[ZAYA_PROF_NPHASES] = {
+        "embedding", "norms+merges", "attn projections", "CCA convs", "qk norm+rope",
+        "attention", "router", "dispatch+combine", "experts", "head+xent"};
+    return phase >= 0 && phase < ZAYA_PROF_NPHASES ? names[phase] : "?";
 }

@@ -115,29 +115,34 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     const int64_t F = c->moe_intermediate_size;
 
     if (c->mlp == ZAYA_MLP_DENSE) { /* no routing: no statistics, no route hook */
+        zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
         dense_forward(m, l);
         memset(m->route_counts + (int64_t)l * E1, 0, sizeof(int64_t) * (size_t)E1);
         memset(m->route_psum + (int64_t)l * E, 0, sizeof(double) * (size_t)E);
         m->route_spread[l] = 0.0;
         return;
     }
+    zaya_prof_mark(m, ZAYA_PROF_ROUTER);
     if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(m, l);
     else zaya_router_forward(m, l, r_prev);
     m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
     if (m->route_hook) m->route_hook(m->route_hook_ctx, m, l);
+    zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
     zaya_top1_biased_ld(A->idx, A->gate, A->probs, E1, P->bal_bias, N, zaya_config_router_classes(c));
     dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
 
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t r = 0; r < N; r++) memcpy(A->xe + r * D, A->z + (int64_t)A->perm[r] * D, (size_t)D * sizeof(float));
+    zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
     for (int64_t e = 0; e < E; e++) {
         int64_t o = A->off[e], ne = A->off[e + 1] - o;
         if (ne == 0) continue;
-        zaya_lin_forward(m, A->gu + o * 2 * F, A->xe + o * D, P->gate_up + e * 2 * F * D, ne, D, 2 * F, 0.0f);
+        zaya_lin_expert_forward(m, A->gu + o * 2 * F, A->xe + o * D, P->gate_up + e * 2 * F * D, ne, D, 2 * F);
         zaya_swiglu_forward(A->act + o * F, A->gu + o * 2 * F, ne, F);
-        zaya_lin_forward(m, A->ye + o * D, A->act + o * F, P->down + e * D * F, ne, F, D, 0.0f);
+        zaya_lin_expert_forward(m, A->ye + o * D, A->act + o * F, P->down + e * D * F, ne, F, D);
     }
     const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
+    zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t i = 0; i < N; i++) {
         float g = A->gate[i], *mi = A->m + i * D;
@@ -184,6 +189,7 @@ static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, floa
 void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_prev, float *dr_prev_out, float *dz) {
     const zaya_config *c = &m->cfg;
     if (c->mlp == ZAYA_MLP_DENSE) {
+        zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
         dense_backward(m, l, dm, dz);
         return;
     }
@@ -196,6 +202,7 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
     const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
 
     /* Gate: m_i = gate_i * out_i, so d(out_i) = gate_i * dm_i and d(gate_i) = <dm_i, out_i>. */
+    zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t i = 0; i < N; i++) {
         const float *dmi = dm + i * D;
@@ -222,19 +229,22 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
             w->dgate[i] = 0.0f;
         }
     }
+    zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
     for (int64_t e = 0; e < E; e++) {
         int64_t o = A->off[e], ne = A->off[e + 1] - o;
         if (ne == 0) continue;
         const float *Wd = P->down + e * D * F, *Wgu = P->gate_up + e * 2 * F * D;
-        zaya_lin_backward_input(m, w->dact + o * F, w->dye + o * D, Wd, ne, F, D, 0.0f);
-        zaya_lin_backward_weight(m, G->down + e * D * F, w->dye + o * D, A->act + o * F, ne, F, D);
+        zaya_lin_expert_backward_input(m, w->dact + o * F, w->dye + o * D, Wd, ne, F, D);
+        zaya_lin_expert_backward_weight(m, G->down + e * D * F, w->dye + o * D, A->act + o * F, ne, F, D);
         zaya_swiglu_backward(w->dgu + o * 2 * F, w->dact + o * F, A->gu + o * 2 * F, ne, F);
-        zaya_lin_backward_input(m, w->dxe + o * D, w->dgu + o * 2 * F, Wgu, ne, D, 2 * F, 0.0f);
-        zaya_lin_backward_weight(m, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, ne, D, 2 * F);
+        zaya_lin_expert_backward_input(m, w->dxe + o * D, w->dgu + o * 2 * F, Wgu, ne, D, 2 * F);
+        zaya_lin_expert_backward_weight(m, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, ne, D, 2 * F);
     }
+    zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
     for (int64_t i = 0; i < N; i++)
         if (A->idx[i] < E) memcpy(dz + i * D, w->dxe + (int64_t)A->row_of[i] * D, (size_t)D * sizeof(float));
+    zaya_prof_mark(m, ZAYA_PROF_ROUTER);
     if (c->router == ZAYA_ROUTER_LINEAR) linear_router_backward(m, l, dz);
     else zaya_router_backward(m, l, r_prev, dr_prev_out, dz);
 }

@@ -1,6 +1,7 @@
 /* Causal depthwise and grouped conv1d (PyTorch Conv1d semantics) against a double reference built
  * on an explicitly zero-padded input, finite differences, and the CCA depthwise -> grouped chain. */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,13 +12,14 @@
 typedef struct {
     float *x, *w, *bias, *y, *r;
     int64_t B, t_in, C, groups, k, pad, t_out;
+    float *ws; /* grouped: the GEMM path's workspace, NULL for the tiled kernels */
 } ctx_t;
 
 static void fwd(ctx_t *c) {
     if (c->groups == 0)
         zaya_conv1d_depthwise_forward(c->y, c->x, c->w, c->bias, c->B, c->t_in, c->C, c->k, c->pad);
     else
-        zaya_conv1d_grouped_forward(c->y, c->x, c->w, c->bias, c->B, c->t_in, c->C, c->groups, c->k, c->pad);
+        zaya_conv1d_grouped_forward_ws(c->y, c->x, c->w, c->bias, c->B, c->t_in, c->C, c->groups, c->k, c->pad, c->ws);
 }
 
 static double loss(void *p) {
@@ -67,15 +69,21 @@ static void ref_backward(double *dx, double *dw, double *db, const ctx_t *c) {
             }
 }
 
-static void run(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, int with_bias, uint64_t seed) {
+static void run_path(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, int with_bias,
+                     uint64_t seed, int gemm) {
     char label[128];
-    snprintf(label, sizeof label, "conv %s B=%lld T=%lld C=%lld groups=%lld k=%lld pad=%lld bias=%d",
-             groups ? "grouped" : "depthwise", (long long)B, (long long)t_in, (long long)C, (long long)groups,
-             (long long)k, (long long)pad, with_bias);
+    snprintf(label, sizeof label, "conv %s%s B=%lld T=%lld C=%lld groups=%lld k=%lld pad=%lld bias=%d",
+             groups ? "grouped" : "depthwise", gemm ? " (gemm)" : "", (long long)B, (long long)t_in, (long long)C,
+             (long long)groups, (long long)k, (long long)pad, with_bias);
     int64_t t_out = t_in + pad - k + 1, cg = groups ? C / groups : 1;
     int64_t nx = B * t_in * C, ny = B * t_out * C, nw = C * cg * k;
     ctx_t c = {th_alloc(nx), th_alloc(nw), with_bias ? th_alloc(C) : NULL, th_alloc(ny), th_alloc(ny),
-               B, t_in, C, groups, k, pad, t_out};
+               B, t_in, C, groups, k, pad, t_out, NULL};
+    if (gemm) { /* NaN-filled: the kernel must write before it reads */
+        const int64_t nws = zaya_conv1d_grouped_ws_floats(B, t_in, C, groups, k, pad);
+        c.ws = th_alloc(nws);
+        for (int64_t i = 0; i < nws; i++) c.ws[i] = NAN;
+    }
     th_fill(c.x, nx, seed, 1, -1.0f, 1.0f);
     th_fill(c.w, nw, seed, 2, -1.0f, 1.0f);
     if (c.bias) th_fill(c.bias, C, seed, 3, -1.0f, 1.0f);
@@ -95,7 +103,7 @@ static void run(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, i
     if (groups == 0)
         zaya_conv1d_depthwise_backward(dx, dw, with_bias ? db : NULL, c.r, c.x, c.w, B, t_in, C, k, pad);
     else
-        zaya_conv1d_grouped_backward(dx, dw, with_bias ? db : NULL, c.r, c.x, c.w, B, t_in, C, groups, k, pad);
+        zaya_conv1d_grouped_backward_ws(dx, dw, with_bias ? db : NULL, c.r, c.x, c.w, B, t_in, C, groups, k, pad, c.ws);
     double *dxref = th_alloc_d(nx), *dwref = th_alloc_d(nw), *dbref = th_alloc_d(C);
     for (int64_t i = 0; i < nw; i++) dwref[i] = dw0[i];
     for (int64_t i = 0; i < C; i++) dbref[i] = db0[i];
@@ -116,7 +124,13 @@ static void run(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, i
     if (c.bias) kc_fd_check(label, loss, &c, c.bias, C, gb, 8, 1e-2, 1e-3, seed + 2);
 
     free(c.x), free(c.w), free(c.bias), free(c.y), free(c.r), free(dx), free(dw), free(db), free(dw0), free(db0);
-    free(gw), free(gb), free(yref), free(dxref), free(dwref), free(dbref);
+    free(gw), free(gb), free(yref), free(dxref), free(dwref), free(dbref), free(c.ws);
+}
+
+/* Depthwise once; grouped through the tiled kernels and the GEMM path. */
+static void run(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, int with_bias, uint64_t seed) {
+    run_path(B, t_in, C, groups, k, pad, with_bias, seed, 0);
+    if (groups) run_path(B, t_in, C, groups, k, pad, with_bias, seed, 1);
 }
 
 /* CCA: depthwise k=2 with pad 2 gives T+1 rows whose first row is the bias alone, then grouped k=2
@@ -169,6 +183,17 @@ static void test_thread_invariance(void) {
           "grouped conv dw/dbias differ between 1 and 3 threads");
     CHECK(memcmp(dwd[0], dwd[1], (size_t)(C * k) * 4) == 0 && memcmp(dbd[0], dbd[1], (size_t)C * 4) == 0,
           "depthwise conv dw/dbias differ between 1 and 3 threads");
+    /* the GEMM path: oneDNN's reductions, reported rather than required */
+    float *ws = th_alloc(zaya_conv1d_grouped_ws_floats(B, T, C, groups, k, 2));
+    for (int v = 0; v < 2; v++) {
+        omp_set_num_threads(v ? 3 : 1);
+        memset(dw[v], 0, (size_t)(C * cg * k) * 4);
+        zaya_conv1d_grouped_backward_ws(dx, dw[v], db[v], dy, x, w, B, T, C, groups, k, 2, ws);
+    }
+    omp_set_num_threads(saved);
+    printf("grouped conv (gemm) dw between 1 and 3 threads: %s\n",
+           memcmp(dw[0], dw[1], (size_t)(C * cg * k) * 4) ? "differs in the last bits" : "identical");
+    free(ws);
     free(x), free(dy), free(w), free(dx);
     for (int v = 0; v < 2; v++) free(dw[v]), free(db[v]), free(dwd[v]), free(dbd[v]);
 }

@@ -65,6 +65,15 @@ void zaya_conv1d_grouped_forward(float *y, const float *x, const float *w, const
 void zaya_conv1d_grouped_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x,
                                   const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
                                   int64_t pad);
+/* The same on oneDNN GEMMs, one per (group, tap) over the whole batch, given a workspace of
+ * zaya_conv1d_grouped_ws_floats(B, t_in, C, groups, k, pad) floats (plan it up front; the same size
+ * serves forward and backward). ws == NULL: the tiled kernels above. */
+int64_t zaya_conv1d_grouped_ws_floats(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad);
+void zaya_conv1d_grouped_forward_ws(float *y, const float *x, const float *w, const float *bias, int64_t B,
+                                    int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws);
+void zaya_conv1d_grouped_backward_ws(float *dx, float *dw, float *dbias, const float *dy, const float *x,
+                                     const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                     int64_t pad, float *ws);
 
 /* ---- Pointwise activations over n elements ---- */
 void zaya_gelu_forward(float *y, const float *x, int64_t n); /* exact: x * Phi(x) (erf form) */

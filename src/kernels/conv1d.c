@@ -1,7 +1,10 @@
 /* Causal depthwise and grouped 1-D convolutions along time, PyTorch Conv1d semantics:
  * cross-correlation over the input left-padded with `pad` zero rows, bias at every output row.
  * Activations are [B, t, C] with channels contiguous, so the inner loops run over channels. */
+#include <string.h>
+
 #include "kernel_util.h"
+#include "zaya/matmul.h"
 #include "zaya/kernels.h"
 #include "zaya/status.h"
 
@@ -202,9 +205,166 @@ static void group_product(float *out, int64_t out_rows, const float *in, int64_t
     }
 }
 
+/* ---- Grouped convolution as GEMMs (a planned workspace) ----
+ * On the input padded to tp = t_in + pad rows per sequence, all sequences stacked, output row r
+ * (sequence b, time t: r = b tp + t) is sum_j X[r + j] W_j per group, W_j the group's [cg_in, cg_out]
+ * tap-j matrix: one oneDNN matmul per (group, tap) over every row of the batch. Rows whose taps
+ * straddle two sequences are computed and dropped (k - 1 per sequence). Backward uses the output
+ * gradient laid out on the same grid (k - 1 leading zero rows, each sequence's t_out rows followed by
+ * k - 1 zero rows), so dX = sum_j dY[r - j] W_j^T and dW_j = sum_r dY[r]^T X[r + j] never mix
+ * sequences. Workspace, in floats: two repacked weight blocks (k C cg each), the stacked grid
+ * ((k - 1 + B tp) C) and, with pad > 0, the padded input and its gradient (B tp C each). */
+int64_t zaya_conv1d_grouped_ws_floats(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    ZAYA_ASSERT(groups >= 1 && C % groups == 0 && k >= 1 && pad >= 0);
+    const int64_t cg = C / groups, tp = t_in + pad;
+    return 2 * k * C * cg + (k - 1 + B * tp) * C + (pad > 0 ? 2 * B * tp * C : 0);
+}
+
+typedef struct {
+    float *wp, *dws, *grid, *xp, *dxp;
+} grouped_ws;
+
+static grouped_ws ws_split(float *ws, int64_t B, int64_t tp, int64_t C, int64_t cg, int64_t k, int64_t pad) {
+    grouped_ws w;
+    w.wp = ws;
+    w.dws = w.wp + k * C * cg;
+    w.grid = w.dws + k * C * cg;
+    w.xp = pad > 0 ? w.grid + (k - 1 + B * tp) * C : NULL;
+    w.dxp = pad > 0 ? w.xp + B * tp * C : NULL;
+    return w;
+}
+
+/* wp[j][g][i][o] = w[(g cg + o) cg + i][j]: each (tap, group) a dense [cg_in, cg_out] matrix. */
+static void repack_taps(float *wp, const float *w, int64_t C, int64_t cg, int64_t k) {
+    const int64_t G = C / cg;
+#pragma omp parallel for schedule(static) if (k * C * cg >= ZAYA_PAR_MIN_WORK)
+    for (int64_t jg = 0; jg < k * G; jg++) {
+        const int64_t j = jg / G, g = jg % G;
+        float *dst = wp + jg * cg * cg;
+        for (int64_t i = 0; i < cg; i++)
+            for (int64_t o = 0; o < cg; o++) dst[i * cg + o] = w[((g * cg + o) * cg + i) * k + j];
+    }
+}
+
+/* x [B, t_in, C] -> xp [B, t_in + pad, C] with pad zero rows in front of each sequence. */
+static void pad_input(float *xp, const float *x, int64_t B, int64_t t_in, int64_t C, int64_t pad) {
+    const int64_t tp = t_in + pad;
+#pragma omp parallel for schedule(static) if (B * tp * C >= ZAYA_PAR_MIN_WORK)
+    for (int64_t r = 0; r < B * tp; r++) {
+        const int64_t b = r / tp, u = r % tp;
+        if (u < pad) memset(xp + r * C, 0, (size_t)C * sizeof(float));
+        else memcpy(xp + r * C, x + (b * t_in + u - pad) * C, (size_t)C * sizeof(float));
+    }
+}
+
+static void gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float *c, int64_t ldc, float beta) {
+    zaya_matmul_desc d = {.dtype = ZAYA_DTYPE_F32, .trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = kk,
+                          .lda = lda, .ldb = ldb, .ldc = ldc, .beta = beta};
+    zaya_status st = zaya_matmul(&d, a, b, c);
+    ZAYA_ASSERT(st == ZAYA_OK);
+}
+
+static void grouped_forward_gemm(float *y, const float *x, const float *w, const float *bias, int64_t B, int64_t t_in,
+                                 int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
+    const int64_t cg = C / groups, tp = t_in + pad, t_out = conv_t_out(t_in, k, pad), rows = B * tp - (k - 1);
+    if (B * t_out == 0) return;
+    grouped_ws W = ws_split(ws, B, tp, C, cg, k, pad);
+    repack_taps(W.wp, w, C, cg, k);
+    const float *X = x;
+    if (pad > 0) {
+        pad_input(W.xp, x, B, t_in, C, pad);
+        X = W.xp;
+    }
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t j = 0; j < k; j++)
+            gemm_f32(0, 0, rows, cg, cg, X + j * C + g * cg, C, W.wp + (j * groups + g) * cg * cg, cg, W.grid + g * cg, C,
+                     j > 0 ? 1.0f : 0.0f);
+#pragma omp parallel for schedule(static) if (B * t_out * C >= ZAYA_PAR_MIN_WORK)
+    for (int64_t r = 0; r < B * t_out; r++) {
+        const float *src = W.grid + ((r / t_out) * tp + r % t_out) * C;
+        float *dst = y + r * C;
+        if (bias) {
+#pragma omp simd
+            for (int64_t c = 0; c < C; c++) dst[c] = src[c] + bias[c];
+        } else {
+            memcpy(dst, src, (size_t)C * sizeof(float));
+        }
+    }
+}
+
+static void grouped_backward_gemm(float *dx, float *dw, float *dbias, const float *dy, const float *x, const float *w,
+                                  int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
+    const int64_t cg = C / groups, tp = t_in + pad, t_out = conv_t_out(t_in, k, pad), h = k - 1;
+    grouped_ws W = ws_split(ws, B, tp, C, cg, k, pad);
+    repack_taps(W.wp, w, C, cg, k);
+    /* dY on the grid: h zero rows, then per sequence its t_out rows and tp - t_out (= h when t_out > 0) zeros */
+    float *grid = W.grid;
+    memset(grid, 0, (size_t)(h * C) * sizeof(float));
+#pragma omp parallel for schedule(static) if (B * tp * C >= ZAYA_PAR_MIN_WORK)
+    for (int64_t r = 0; r < B * tp; r++) {
+        const int64_t b = r / tp, t = r % tp;
+        float *dst = grid + (h + r) * C;
+        if (t < t_out) memcpy(dst, dy + (b * t_out + t) * C, (size_t)C * sizeof(float));
+        else memset(dst, 0, (size_t)C * sizeof(float));
+    }
+    const float *X = x;
+    if (pad > 0) {
+        pad_input(W.xp, x, B, t_in, C, pad);
+        X = W.xp;
+    }
+    float *DX = pad > 0 ? W.dxp : dx;
+    for (int64_t g = 0; g < groups; g++)
+        for (int64_t j = 0; j < k; j++) {
+            const float *wj = W.wp + (j * groups + g) * cg * cg;
+            /* dX[u] += dY[u - j] W_j^T over the B tp padded-input rows */
+            gemm_f32(0, 1, B * tp, cg, cg, grid + (h - j) * C + g * cg, C, wj, cg, DX + g * cg, C, j > 0 ? 1.0f : 0.0f);
+            /* dW_j (as [o][i]) = sum_r dY[r]^T X[r + j] over rows whose taps stay in the grid */
+            if (B * tp - h > 0)
+                gemm_f32(1, 0, cg, cg, B * tp - h, grid + h * C + g * cg, C, X + j * C + g * cg, C,
+                         W.dws + (j * groups + g) * cg * cg, cg, 0.0f);
+            else
+                memset(W.dws + (j * groups + g) * cg * cg, 0, (size_t)(cg * cg) * sizeof(float));
+        }
+    if (pad > 0) {
+#pragma omp parallel for schedule(static) if (B * t_in * C >= ZAYA_PAR_MIN_WORK)
+        for (int64_t r = 0; r < B * t_in; r++)
+            memcpy(dx + r * C, DX + ((r / t_in) * tp + pad + r % t_in) * C, (size_t)C * sizeof(float));
+    }
+#pragma omp parallel for schedule(static) if (k * C * cg >= ZAYA_PAR_MIN_WORK)
+    for (int64_t o = 0; o < C; o++) {
+        const int64_t g = o / cg, ol = o % cg;
+        for (int64_t i = 0; i < cg; i++)
+            for (int64_t j = 0; j < k; j++) dw[(o * cg + i) * k + j] += W.dws[((j * groups + g) * cg + ol) * cg + i];
+    }
+    if (dbias) { /* column sums in row order per channel block: thread-count invariant */
+        const int64_t nblk = (C + CONV_CH_BLOCK - 1) / CONV_CH_BLOCK;
+#pragma omp parallel for schedule(static) if (B * t_out * C >= ZAYA_PAR_MIN_WORK)
+        for (int64_t blk = 0; blk < nblk; blk++) {
+            const int64_t c0 = blk * CONV_CH_BLOCK, nc = C - c0 < CONV_CH_BLOCK ? C - c0 : CONV_CH_BLOCK;
+            float acc[CONV_CH_BLOCK] = {0};
+            for (int64_t r = 0; r < B * t_out; r++) {
+                const float *d = dy + r * C + c0;
+#pragma omp simd
+                for (int64_t c = 0; c < nc; c++) acc[c] += d[c];
+            }
+            for (int64_t c = 0; c < nc; c++) dbias[c0 + c] += acc[c];
+        }
+    }
+}
+
 void zaya_conv1d_grouped_forward(float *y, const float *x, const float *w, const float *bias, int64_t B,
                                  int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    zaya_conv1d_grouped_forward_ws(y, x, w, bias, B, t_in, C, groups, k, pad, NULL);
+}
+
+void zaya_conv1d_grouped_forward_ws(float *y, const float *x, const float *w, const float *bias, int64_t B,
+                                    int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
     ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    if (ws) {
+        grouped_forward_gemm(y, x, w, bias, B, t_in, C, groups, k, pad, ws);
+        return;
+    }
     const int64_t t_out = conv_t_out(t_in, k, pad);
     group_product(y, t_out, x, t_in, w, bias, B, C, groups, k, -pad, 1, 0);
 }
@@ -256,7 +416,17 @@ static void grouped_dw(float *dw, float *dbias, const float *dy, const float *x,
 void zaya_conv1d_grouped_backward(float *dx, float *dw, float *dbias, const float *dy, const float *x,
                                   const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
                                   int64_t pad) {
+    zaya_conv1d_grouped_backward_ws(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, NULL);
+}
+
+void zaya_conv1d_grouped_backward_ws(float *dx, float *dw, float *dbias, const float *dy, const float *x,
+                                     const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                     int64_t pad, float *ws) {
     ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    if (ws) {
+        grouped_backward_gemm(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, ws);
+        return;
+    }
     const int64_t t_out = conv_t_out(t_in, k, pad);
     /* dx[s] reads dy[s + pad - j]: the same product with the weight transposed within the group. */
     group_product(dx, t_in, dy, t_out, w, NULL, B, C, groups, k, pad, -1, 1);

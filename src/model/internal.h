@@ -74,6 +74,7 @@ typedef struct zaya_model_work {
     int64_t bf_cap;
     /* an expert call of fewer than ZAYA_EXPERT_MIN_ROWS rows runs on these zero-padded copies */
     float *pad_in, *pad_out; /* [ZAYA_EXPERT_MIN_ROWS, widest] */
+    float *conv_ws;          /* CCA: the grouped convolution's GEMM workspace (zaya_conv1d_grouped_ws_floats) */
     /* context parallelism (cp.c): P pieces of Tp = T / P rows per sequence, H = cca_time0 + cca_time1
      * - 2 halo rows, h = kv_dim / 2, M = H * C + h floats of boundary state per piece and sequence */
     float *cp_ext, *cp_dext;      /* [B * P, Tp + H, C] each piece's halo rows then its pre-conv q|k rows */

@@ -217,11 +217,16 @@ static void plan_layout(zaya_model *m, zaya_arena *a, zaya_layer_acts *acts, zay
     int64_t widest = D > C ? D : C;
     if (2 * F > widest) widest = 2 * F;
     if (R > widest) widest = R;
+    if (c->attention == ZAYA_ATTENTION_CCA) { /* pieces of Tc / P rows under context parallelism, B * Tc rows in all */
+        const int64_t P = m->cp.size > 1 ? zaya_cp_pieces(&m->cp) : 1;
+        w->conv_ws = zaya_arena_floats(
+            a, (size_t)zaya_conv1d_grouped_ws_floats(B * P, Tc / P, C, Hq + Hkv, c->cca_time1, 0));
+    }
     w->pad_in = zaya_arena_floats(a, (size_t)(ZAYA_EXPERT_MIN_ROWS * widest));
     w->pad_out = zaya_arena_floats(a, (size_t)(ZAYA_EXPERT_MIN_ROWS * widest));
     if (m->dtype == ZAYA_DTYPE_BF16) {
         /* Largest matmul operand: an [N, widest] activation or a logits chunk. */
-        int64_t cap = N * widest;
+        int64_t cap = (N > ZAYA_EXPERT_MIN_ROWS ? N : ZAYA_EXPERT_MIN_ROWS) * widest; /* padded expert calls too */
         if (rows * V > cap) cap = rows * V;
         w->bf_cap = cap;
         w->bf_a = zaya_arena_alloc(a, (size_t)cap * sizeof(uint16_t));

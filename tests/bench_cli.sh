@@ -47,6 +47,20 @@ done
 grep -q '"torch_fallback":	true' "$tmp/t/train.json" && grep -q '"peer_dtype":	"bf16"' "$tmp/t/train.json" \
   && echo "ok: train.json has the peer fields" || { echo "FAIL: train.json lacks the peer fields"; fail=$((fail+1)); }
 expect 2 "--torch-timeout must be in 1..86400 seconds (got 0)" -- "$zaya" bench train --torch-timeout 0
+expect 2 "--optimizer must be muon or adamw, got 'sgd'" -- "$zaya" bench train --optimizer sgd
+expect 2 "unknown option '--optimizer'" -- "$zaya" bench model --optimizer adamw
+# --optimizer adamw reaches the peer (its arguments recorded) and the report
+cat > "$tmp/argpy" <<SH
+#!/bin/sh
+echo "\$@" > "$tmp/peer-args"
+echo '{"forward_s": 0.5, "fwdbwd_s": 1.5, "torch": "2.6.0", "mm_gflops_f32": 80.0, "mm_gflops_bf16": 190.0, "variants": {}}'
+SH
+chmod +x "$tmp/argpy"
+out=$("$zaya" bench train --batch 1 --seq 8 -n 1 --threads 1 --dtype f32 --no-compile --optimizer adamw \
+      --torch-python "$tmp/argpy" --torch-script "$tmp/argpy" -o "$tmp/ta" 2>/dev/null)
+grep -qw adamw "$tmp/peer-args" && grep -qF "optimizer update: AdamW everywhere" <<<"$out" \
+  && grep -q '"optimizer":	"adamw"' "$tmp/ta/train.json" && echo "ok: --optimizer adamw in the peer, the report and train.json" \
+  || { echo "FAIL: --optimizer adamw: peer args '$(cat "$tmp/peer-args" 2>/dev/null)'"; echo "$out" | head -3; fail=$((fail+1)); }
 expect 0 "$tmp/none-python not found: reporting zaya only" -- \
   "$zaya" bench model --batch 1 --seq 8 -n 1 --dtype f32 --torch-python "$tmp/none-python" -o "$tmp/m2" --threads 1
 expect 0 "--quick" -- "$zaya" bench all --help

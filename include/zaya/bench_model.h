@@ -33,6 +33,7 @@ typedef struct zaya_bench_model_opts {
     int torch_timeout_s;      /* per peer variant, compilation included (0: 600) */
     int threads;              /* 0: all cores */
     int f32, bf16;            /* which dtypes zaya runs (at least one) */
+    int adamw_only;           /* train: AdamW for every tensor (as `zaya train --optimizer adamw`), 0: Muon + AdamW */
 } zaya_bench_model_opts;
 
 /* The table goes to out, progress to stderr. A missing PyTorch reference is a note, not an error. */

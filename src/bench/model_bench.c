@@ -55,6 +55,7 @@ typedef struct mres {
 
 typedef struct mbench {
     int train; /* 1: `bench train` (steps include the optimizer) */
+    int adamw_only; /* train: AdamW everywhere instead of Muon for the hidden matrices */
     FILE *out;
     const char *name; /* "bench model" or "bench train" */
     zaya_config cfg;
@@ -87,7 +88,18 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
             zaya_optim_config oc;
             zaya_optim_config_default(&oc);
             oc.muon_ns_dtype = dt;
-            st = zaya_optim_plan_build(m.tensors, m.ntensors, 1, 0, &plan);
+            /* AdamW everywhere: the Muon tensors reclassified in a private copy of the table (as the trainer) */
+            zaya_tensor_info *tensors = m.tensors, *copy = NULL;
+            if (mb->adamw_only) {
+                copy = malloc(sizeof *copy * (size_t)m.ntensors);
+                if (!copy) st = zaya_error_set(ZAYA_ENOMEM, "bench train: optimizer plan");
+                else memcpy(copy, m.tensors, sizeof *copy * (size_t)m.ntensors);
+                for (int i = 0; copy && i < m.ntensors; i++)
+                    if (copy[i].opt == ZAYA_OPT_MUON) copy[i].opt = ZAYA_OPT_ADAMW;
+                tensors = copy;
+            }
+            if (st == ZAYA_OK) st = zaya_optim_plan_build(tensors, m.ntensors, 1, 0, &plan);
+            free(copy);
             if (st == ZAYA_OK) st = zaya_optim_init(&opt, &plan, &oc, 0);
         }
         step_ctx sf = {&m, ids, tgt, 0, NULL}, sb = {&m, ids, tgt, 1, mb->train ? &opt : NULL};
@@ -164,7 +176,7 @@ static void run_torch(const mbench *mb, const zaya_bench_model_opts *o, const ch
     for (int v = 0; v < 3; v++)
         if (want[v]) snprintf(svar + strlen(svar), sizeof svar - strlen(svar), "%s%s", svar[9] ? "," : "", g_var_key[v]);
     char *argv[] = {(char *)python, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr,
-                    mb->train ? "train" : "fwdbwd", svar, stmo, NULL};
+                    mb->train ? "train" : "fwdbwd", svar, stmo, mb->adamw_only ? "adamw" : NULL, NULL};
     zaya_proc_opts po = {.capture_stderr = 1};
     zaya_proc_result pr;
     char *text = NULL;
@@ -253,6 +265,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     mbench mb = {0};
     const int train = o->train;
     mb.train = train;
+    mb.adamw_only = train && o->adamw_only;
     mb.out = out;
     mb.name = train ? "bench train" : "bench model";
     const char *config = o->config, *outdir = o->out;
@@ -312,7 +325,9 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     zaya_progress_finish(&prog, NULL);
     fprintf(out, "# zaya %s: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.name, mb.cfg.name,
            (long long)B, (long long)T, (long long)(B * T), mb.threads, reps);
-    if (train) fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update)\n");
+    if (train)
+        fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update: %s)\n",
+                mb.adamw_only ? "AdamW everywhere" : "Muon for hidden matrices + AdamW");
     fprintf(out, "# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
            mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
     fprintf(out, "%-13s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
@@ -337,6 +352,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     cJSON_AddStringToObject(root, "format", train ? "zaya-bench-train" : "zaya-bench-model");
     cJSON_AddNumberToObject(root, "version", 1);
     cJSON_AddStringToObject(root, "config", mb.cfg.name);
+    if (train) cJSON_AddStringToObject(root, "optimizer", mb.adamw_only ? "adamw" : "muon");
     cJSON_AddNumberToObject(root, "batch", (double)B);
     cJSON_AddNumberToObject(root, "seq", (double)T);
     cJSON_AddNumberToObject(root, "threads", mb.threads);

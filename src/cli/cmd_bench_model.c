@@ -32,7 +32,7 @@ static const char *g_details =
 static int bench_model_or_train(int argc, char **argv, int train) {
     const char *name = train ? "bench train" : "bench model";
     const char *config = "zaya1-tiny", *dtype_s = "both", *outdir = train ? "out/bench-train" : "out/bench-model";
-    const char *script = NULL, *python = NULL;
+    const char *script = NULL, *python = NULL, *optimizer = "muon";
     int64_t B = 8, T = 256;
     int reps = 3, no_torch = 0, threads = 0, no_compile = 0, torch_timeout = 600;
     zaya_flag flags[] = {
@@ -48,11 +48,14 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         {"torch-timeout", 0, ZAYA_FLAG_INT, &torch_timeout, "S", "seconds per peer variant, compilation included (default 600)"},
         ZAYA_FLAG_THREADS(&threads),
         {"out", 'o', ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-model or out/bench-train)"},
+        {"optimizer", 0, ZAYA_FLAG_STRING, &optimizer, "muon|adamw",
+         "bench train: Muon for hidden matrices + AdamW, or AdamW everywhere, in zaya and the peer (default: muon)"},
     };
+    const int nflags = (int)(sizeof flags / sizeof flags[0]) - !train; /* --optimizer: bench train only */
     zaya_cmd_spec spec = {name,
                           train ? "training steps (forward, backward, clipped Muon + AdamW update) vs PyTorch eager"
                                 : "ZAYA1 forward/backward time, tokens/s, GFLOP/s and MFU vs PyTorch eager",
-                          "[options]", train ? g_details_train : g_details, flags, (int)(sizeof flags / sizeof flags[0])};
+                          "[options]", train ? g_details_train : g_details, flags, nflags};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
@@ -63,11 +66,14 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     if (threads < 0) return zaya_flags_usage_error(&spec, "--threads must be >= 0 (got %d)", threads);
     if (torch_timeout < 1 || torch_timeout > 86400)
         return zaya_flags_usage_error(&spec, "--torch-timeout must be in 1..86400 seconds (got %d)", torch_timeout);
+    if (strcmp(optimizer, "muon") && strcmp(optimizer, "adamw"))
+        return zaya_flags_usage_error(&spec, "--optimizer must be muon or adamw, got '%s'", optimizer);
     int want[2] = {!strcmp(dtype_s, "f32") || !strcmp(dtype_s, "both"), !strcmp(dtype_s, "bf16") || !strcmp(dtype_s, "both")};
     if (!want[0] && !want[1]) return zaya_flags_usage_error(&spec, "--dtype: unknown dtype '%s' (f32, bf16 or both)", dtype_s);
     zaya_bench_model_opts o = {.train = train, .config = config, .out = outdir, .torch_script = script, .batch = B, .seq = T,
                                .iters = reps, .no_torch = no_torch, .threads = threads, .f32 = want[0], .bf16 = want[1],
-                               .torch_python = python, .no_compile = no_compile, .torch_timeout_s = torch_timeout};
+                               .torch_python = python, .no_compile = no_compile, .torch_timeout_s = torch_timeout,
+                               .adamw_only = !strcmp(optimizer, "adamw")};
     if (zaya_bench_model_run(&o, stdout) != ZAYA_OK) return zaya_cli_error(name, NULL);
     return 0;
 }

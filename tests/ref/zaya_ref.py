@@ -294,7 +294,7 @@ def matmul_gflops(dtype, n=2048, reps=3):
 
 
 def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eager_bf16", "compile_f32", "compile_bf16"),
-          timeout_s=600):
+          timeout_s=600, adamw_only=False):
     """Times PyTorch f32 forward and forward+backward (train: plus the clipped Muon + AdamW update, as
     zaya's training step does, Newton-Schulz batched over each stack of expert matrices) of the same
     architecture: eager f32, and the variants asked for (eager under bf16 autocast, torch.compile of
@@ -317,7 +317,8 @@ def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eag
     model = Ref(cfg, params, record=False)
     ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
     tgt = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
-    muon_names = [n for n, p in params.items() if p.dim() >= 2 and "embed" not in n and "conv" not in n]
+    muon_names = [] if adamw_only else [n for n, p in params.items()
+                                         if p.dim() >= 2 and "embed" not in n and "conv" not in n]
     adam_params = [p for n, p in params.items() if p.requires_grad and n not in muon_names]
     adam = torch.optim.AdamW(adam_params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1)
     momentum = {n: torch.zeros_like(params[n]) for n in muon_names}
@@ -421,7 +422,7 @@ def main(d):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--bench":
-        # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS [train] [variants=a,b,...] (f32 parameters)
+        # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS [train] [variants=a,b,...] [timeout=S] [adamw]
         torch.set_default_dtype(torch.float32)
         rest = sys.argv[8:]
         var = [a.split("=", 1)[1] for a in rest if a.startswith("variants=")]
@@ -429,6 +430,6 @@ if __name__ == "__main__":
         bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]),
               train="train" in rest,
               variants=tuple(x for x in var[0].split(",") if x) if var else ("eager_bf16", "compile_f32", "compile_bf16"),
-              timeout_s=tmo[0] if tmo else 600)
+              timeout_s=tmo[0] if tmo else 600, adamw_only="adamw" in rest)
     else:
         main(sys.argv[1])

@@ -126,7 +126,7 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     double gemm_flops = 0, stage_values = 0;
     for (int i = 0; i < n; i++) {
         zaya_size_gemm_est e;
-        int conv = !hw->is_gpu && !strncmp(g[i].name, "attn.conv", 9);
+        int conv = !hw->is_gpu && g[i].conv;
         if (conv) {
             zaya_size_gemm_estimate_grouped(&h32, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
             e.time_s = e.flops / (h32.peak_f32 > 0 ? h32.peak_f32 : peak_of(hw)) / CPU_CONV_EFF;

@@ -33,9 +33,15 @@ if [ "$mode" = model ]; then
 J
   expect 0 "predicted GEMM time per step" -- "$zaya" bench gemm --from-config "$tmp/tiny.json" --batch 2 --seq 30 \
     -d f32 -n 2 -w 1 --quick --threads 2 -o "$tmp/out"
-  # 12 linears x 3 passes, plus the CSV header; JSON names 15 tokens per expert (60 / 4).
+  # 10 linears x 3 passes (the sizing list's rows: value halves and router fc1+fc2 one row each), plus the
+  # CSV header; JSON names 15 tokens per expert (60 / 4).
   lines=$(wc -l <"$tmp/out/gemm.csv")
-  [ "$lines" = 37 ] && echo "ok: csv rows" || { echo "FAIL: gemm.csv has $lines lines, want 37"; fail=$((fail+1)); }
+  [ "$lines" = 31 ] && echo "ok: csv rows" || { echo "FAIL: gemm.csv has $lines lines, want 31"; fail=$((fail+1)); }
+  grep -q '^f32,attn,attn.v_proj (x2 halves),fwd,0,1,60,32,64,0,4,' "$tmp/out/gemm.csv" && echo "ok: csv value halves" ||
+    { echo "FAIL: gemm.csv lacks the value halves row (60x32x64, 2 per layer)"; fail=$((fail+1)); }
+  # A preset name is read like a config file.
+  expect 0 "predicted GEMM time per step" -- "$zaya" bench gemm --from-config zaya1-tiny --only head --seq 16 \
+    -d f32 -n 1 -w 0 --quick --threads 2 -o "$tmp/preset"
   grep -q '"tokens_per_expert":[[:space:]]*15' "$tmp/out/gemm.json" && echo "ok: json" ||
     { echo "FAIL: gemm.json lacks tokens_per_expert 15"; fail=$((fail+1)); }
 else

@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Include-level layering check: every #include in src/<layer>/ names a header of the same layer or of
 a layer it declares in CMakeLists.txt (ZAYA_USES_<layer>, the graph the link checks enforce). Public
-headers are assigned to their layer below; a new header must be added here."""
+headers are assigned to their layer below; a new header must be added here.
+
+The device backend boundary: CUDA lives in src/gpu (behind the opaque include/zaya/gpu.h) and NCCL in
+src/dist/nccl.c. No other source of src/, include/, bench/ or tests/ includes a CUDA, cuBLAS or NCCL
+header, names a CUDA / cuBLAS / NCCL identifier (comments and string literals aside), or tests
+__CUDACC__, __CUDA_ARCH__, ZAYA_CUDA or ZAYA_HAVE_*CUDA* / ZAYA_HAVE_*NCCL* in a preprocessor
+conditional: a CPU file never changes with the build's device support (tests/layering_planted.py plants
+each kind of violation and checks that this script reports it)."""
 import os
 import re
 import sys
@@ -23,6 +30,53 @@ OWNER = {
     'train': 'corpus cp_link train',
     'study': 'study',
 }
+
+
+# Where device code may live: the device layer, and the NCCL communicator (which includes nccl.h and
+# src/gpu/gpu_rt.h, the CUDA mapping header).
+BACKEND_HOMES = ('src/gpu/',)
+BACKEND_FILES = {'src/dist/nccl.c'}
+BACKEND_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]\s*(cuda|cublas|cudnn|curand|cufft|cusparse|nvrtc|nvToolsExt|nccl|thrust/|cub/)')
+BACKEND_NAME = re.compile(r'\b(__CUDACC__|__CUDA_ARCH__|cuda[A-Z]\w*|cublas[A-Z]\w*|CUBLAS_\w+|CUDART_\w+|CUDA_VERSION|'
+                          r'nccl[A-Z]\w*|NCCL_\w+|CU(stream|device|context|result)\w*)\b')
+BACKEND_COND = re.compile(r'^\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)')
+BACKEND_MACRO = re.compile(r'\b(__CUDACC__|__CUDA_ARCH__|ZAYA_CUDA\w*|ZAYA_HAVE_\w*(CUDA|NCCL)\w*)\b')
+
+
+COMMENT_OR_LITERAL = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+
+
+def strip_code(text):
+    """The text with comments and string / character literals blanked (newlines kept)."""
+    return COMMENT_OR_LITERAL.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text)
+
+
+def backend_boundary(root, errors):
+    for top in ('src', 'include', 'bench', 'tests'):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for name in sorted(files):
+                if not name.endswith(('.c', '.h', '.cu', '.cuh', '.cpp', '.cc')):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root).replace(os.sep, '/')
+                if rel.startswith(BACKEND_HOMES) or rel in BACKEND_FILES:
+                    continue
+                raw = open(path, errors='replace').read()
+                for no, (line, code) in enumerate(zip(raw.split('\n'), strip_code(raw).split('\n')), 1):
+                    if BACKEND_INCLUDE.match(line) and code.lstrip().startswith('#'):
+                        errors.append('%s:%d: includes a device header (%s): device code belongs in src/gpu behind '
+                                      'zaya/gpu.h' % (rel, no, line.strip()))
+                        continue
+                    c = BACKEND_COND.match(code)
+                    if c and BACKEND_MACRO.search(c.group(2)):
+                        errors.append('%s:%d: a device-build conditional (%s) outside src/gpu: call zaya/gpu.h, '
+                                      'whose stub answers in a CPU build' % (rel, no, code.strip()))
+                        continue
+                    if c or code.lstrip().startswith('#'):
+                        continue
+                    m = BACKEND_NAME.search(code)
+                    if m:
+                        errors.append('%s:%d: names the device API (%s) outside src/gpu' % (rel, no, m.group(1)))
 
 
 def main(root):
@@ -75,6 +129,7 @@ def main(root):
                 if target and target not in allowed[layer]:
                     errors.append('src/%s/%s:%d: includes "%s" (layer %s), which layer %s does not use' %
                                   (layer, name, no, path, target, layer))
+    backend_boundary(root, errors)
     for e in errors:
         print(e)
     print('layering: %d layers, %d violations' % (len(layers), len(errors)))

@@ -1,5 +1,6 @@
 /* Benchmark plumbing: the timer's statistics, the model GEMM list (its FLOPs per step against an
- * independent parameter count and against the model's own FLOP accounting), reading the model config
+ * independent parameter count and against the model's own FLOP accounting, and shape by shape against
+ * the sizing list it comes from), reading the model config
  * through the model's reader, efficiency flags and one real measurement. */
 #include <string.h>
 #include <time.h>
@@ -8,6 +9,7 @@
 #include "zaya/bench_gemm.h"
 #include "zaya/json.h"
 #include "zaya/model.h"
+#include "zaya/size.h"
 #include "zaya/timer.h"
 
 /* Spins for a fixed time so the timer has a known answer. */
@@ -79,13 +81,17 @@ static double shapes_flops(const zaya_gemm_shape *s, int n) {
     return f;
 }
 
+/* The model GEMM list of bench gemm --from-config is the sizing layer's (zaya_size_gemm_model_shapes):
+ * 10 linears x 3 passes for ZAYA1 (the two value halves and the router's two square layers are one row
+ * each, counted twice per layer). */
 static void test_model_shapes(void) {
     zaya_config m;
     CHECK(zaya_config_preset("zaya1-8b", &m) == ZAYA_OK, "preset");
-    int n = zaya_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, NULL, 0);
-    CHECK(n == 36, "12 linears x 3 passes, got %d", n);
-    zaya_gemm_shape s[64];
-    CHECK(zaya_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, s, 64) == n, "count mismatch");
+    int n = zaya_size_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, NULL, 0);
+    CHECK(n == 30, "10 linears x 3 passes, got %d", n);
+    zaya_gemm_shape s[96];
+    CHECK(zaya_size_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, s, 96) == n, "count mismatch");
+    CHECK(zaya_size_gemm_model_shapes(&m, 4096, ZAYA_DTYPE_BF16, s, 5) == n, "a short buffer still counts all");
     double want = expected_step_flops(&m, 4096), got = shapes_flops(s, n);
     CHECK(fabs(got - want) <= 1e-12 * want, "step FLOPs %.6g, want %.6g", got, want);
     /* ZAYA1-8B at 4096 tokens: 753.6M active non-embedding params minus norms, conv, scales; the
@@ -94,52 +100,124 @@ static void test_model_shapes(void) {
     double per_token_params = 40.0 * (5242880 + 659712 + 12582912) + 2048.0 * 262272;
     CHECK(fabs(got - 6.0 * 4096 * per_token_params) <= 1e-9 * got, "ZAYA1-8B FLOPs %.6g vs 6*N*T %.6g", got,
           6.0 * 4096 * per_token_params);
-    /* Spot checks: expert fc1 forward at 4096/16 = 256 rows; the LM head weight gradient. */
+    /* Spot checks: expert fc1 forward at 4096/16 = 256 rows, 40 layers x 16 experts; the LM head weight
+     * gradient; the router's out projection to 16 experts + the skip class; both value halves. */
     int found = 0;
     for (int i = 0; i < n; i++) {
-        if (!strcmp(s[i].name, "expert_gate_up") && !strcmp(s[i].pass, "fwd"))
-            found += s[i].m == 256 && s[i].n == 4096 && s[i].k == 2048 && s[i].trans_b == 1 && s[i].count == 640;
+        if (!strcmp(s[i].name, "experts.gate_up") && !strcmp(s[i].pass, "fwd"))
+            found += s[i].m == 256 && s[i].n == 4096 && s[i].k == 2048 && s[i].trans_b == 1 && s[i].count == 640 &&
+                     !strcmp(s[i].group, "expert");
         if (!strcmp(s[i].name, "lm_head") && !strcmp(s[i].pass, "wgrad"))
-            found += s[i].m == 262272 && s[i].n == 2048 && s[i].k == 4096 && s[i].trans_a == 1 && s[i].beta == 1;
-        if (!strcmp(s[i].name, "router_out") && !strcmp(s[i].pass, "fwd")) found += s[i].n == 17 && s[i].k == 256;
+            found += s[i].m == 262272 && s[i].n == 2048 && s[i].k == 4096 && s[i].trans_a == 1 && s[i].beta == 1 &&
+                     !strcmp(s[i].group, "head");
+        if (!strcmp(s[i].name, "router.out_proj") && !strcmp(s[i].pass, "fwd")) found += s[i].n == 17 && s[i].k == 256;
+        if (!strcmp(s[i].name, "attn.v_proj (x2 halves)") && !strcmp(s[i].pass, "dgrad"))
+            found += s[i].m == 4096 && s[i].n == 2048 && s[i].k == 128 && s[i].count == 80 && s[i].trans_b == 0;
         CHECK(s[i].dtype == ZAYA_DTYPE_BF16, "dtype");
     }
-    CHECK(found == 3, "spot checks matched %d of 3", found);
+    CHECK(found == 4, "spot checks matched %d of 4", found);
     /* Uneven routing: 1000 tokens over 16 experts -> 63 rows per expert. */
-    zaya_gemm_model_shapes(&m, 1000, ZAYA_DTYPE_F32, s, 64);
+    zaya_size_gemm_model_shapes(&m, 1000, ZAYA_DTYPE_F32, s, 96);
     CHECK(fabs(shapes_flops(s, n) - expected_step_flops(&m, 1000)) <= 1e-12 * shapes_flops(s, n), "1000 tokens");
     CHECK(zaya_gemm_sweep_shapes(1, ZAYA_DTYPE_F32, NULL, 0) < zaya_gemm_sweep_shapes(0, ZAYA_DTYPE_F32, NULL, 0),
           "quick sweep is smaller");
 }
 
-/* One accounting: with the experts dividing the tokens, the GEMM list of a training step costs exactly
- * 3 x tokens x the model's forward matmul FLOPs per token (zaya_model_costs_at), for every preset and
- * for a config with an odd number of KV heads (v_current | v_delayed split kv_dim in halves). */
-static void test_model_accounting(void) {
+static void config_from_text(const char *text, zaya_config *c) {
+    cJSON *cfg = NULL;
+    CHECK(zaya_json_parse(text, "t", &cfg) == ZAYA_OK, "parse %s", text);
+    CHECK(zaya_config_from_json(cfg, c) == ZAYA_OK, "%s: %s", text, zaya_error_message());
+    cJSON_Delete(cfg);
+}
+
+/* The configs the list is checked on: every preset, an odd number of KV heads (the value halves split
+ * kv_dim = 192 into 96 + 96), and the variants (linear router, dense MLP, GQA attention). */
+#define NVARIANTS 4
+static const char *const k_variants[NVARIANTS] = {
+    "{\"num_attention_heads\": 6, \"num_key_value_heads\": 3, \"head_dim\": 64}",
+    "{\"hidden_size\": 256, \"num_hidden_layers\": 3, \"num_experts\": 4, \"moe_intermediate_size\": 128, \"zaya_router\": \"linear\"}",
+    "{\"hidden_size\": 256, \"num_hidden_layers\": 3, \"zaya_mlp\": \"dense\", \"zaya_dense_intermediate_size\": 384}",
+    "{\"hidden_size\": 256, \"num_hidden_layers\": 3, \"zaya_attention\": \"gqa\", \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 64}"
+};
+
+static int load_case(int i, zaya_config *c) {
     const char *const *names = zaya_config_preset_names();
-    zaya_gemm_shape s[64];
+    int np = 0;
+    while (names[np]) np++;
+    if (i < np) {
+        CHECK(zaya_config_preset(names[i], c) == ZAYA_OK, "preset %s", names[i]);
+        return 1;
+    }
+    if (i >= np + NVARIANTS) return 0;
+    config_from_text(k_variants[i - np], c);
+    return 1;
+}
+
+/* One accounting: with the experts dividing the routed tokens, the GEMM list of a training step costs
+ * exactly 3 x tokens x the model's forward matmul FLOPs per token (zaya_model_costs_at). */
+static void test_model_accounting(void) {
+    zaya_gemm_shape s[96];
+    zaya_config c;
     int checked = 0;
-    for (int p = 0; names[p]; p++) {
-        zaya_config c;
-        CHECK(zaya_config_preset(names[p], &c) == ZAYA_OK, "preset %s", names[p]);
+    for (int i = 0; load_case(i, &c); i++) {
         const int64_t tokens = 64 * c.num_experts;
-        int n = zaya_gemm_model_shapes(&c, tokens, ZAYA_DTYPE_F32, s, 64);
+        int n = zaya_size_gemm_model_shapes(&c, tokens, ZAYA_DTYPE_F32, s, 96);
         const double want = 3.0 * (double)tokens * zaya_model_costs_at(&c, 128, 2).matmul_flops, got = shapes_flops(s, n);
-        CHECK(n == 36 && fabs(got - want) <= 1e-12 * want, "%s: GEMM list %.9g FLOPs, accounting %.9g", names[p], got, want);
+        CHECK(n > 0 && n <= 96 && fabs(got - want) <= 1e-12 * want, "case %d (%s): GEMM list %.9g FLOPs, accounting %.9g",
+              i, c.name, got, want);
         checked++;
     }
-    CHECK(checked == 3, "presets %d", checked);
-    cJSON *cfg = NULL;
-    CHECK(zaya_json_parse("{\"num_attention_heads\": 6, \"num_key_value_heads\": 3, \"head_dim\": 64}", "t", &cfg) == ZAYA_OK,
-          "parse");
-    zaya_config c;
-    CHECK(zaya_config_from_json(cfg, &c) == ZAYA_OK, "odd kv heads: %s", zaya_error_message());
-    cJSON_Delete(cfg);
-    int n = zaya_gemm_model_shapes(&c, 4096, ZAYA_DTYPE_F32, s, 64);
-    double want = 3.0 * 4096 * zaya_model_costs_at(&c, 128, 2).matmul_flops;
-    CHECK(fabs(shapes_flops(s, n) - want) <= 1e-12 * want, "odd kv heads: %.9g vs %.9g", shapes_flops(s, n), want);
+    CHECK(checked == 3 + NVARIANTS, "cases %d", checked);
+    load_case(3, &c);
+    int n = zaya_size_gemm_model_shapes(&c, 4096, ZAYA_DTYPE_F32, s, 96);
+    int halves = 0;
     for (int i = 0; i < n; i++)
-        if (!strcmp(s[i].name, "v_cur") && !strcmp(s[i].pass, "fwd")) CHECK(s[i].n == 3 * 64 / 2, "v_cur width %lld", (long long)s[i].n);
+        if (!strcmp(s[i].name, "attn.v_proj (x2 halves)") && !strcmp(s[i].pass, "fwd"))
+            halves += s[i].n == 3 * 64 / 2 && s[i].count == 2.0 * (double)c.num_hidden_layers;
+    CHECK(halves == 1, "odd kv heads: one value-half row of width 96, two per layer");
+}
+
+/* bench gemm's list and the sizing list `zaya size check` rates are one list: shape by shape (name, pass,
+ * m, n, k, count = launches x groups), for every preset and variant, at an even and an uneven token
+ * count; only the CCA grouped convolution (a convolution kernel on the CPU) is the sizing list's alone. */
+static void test_model_shapes_match_size(void) {
+    zaya_gemm_shape s[96];
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    zaya_config c;
+    for (int i = 0; load_case(i, &c); i++) {
+        for (int64_t tokens = 1000; tokens <= 4096; tokens += 3096) {
+            zaya_size_arch a;
+            zaya_size_arch_from_zaya_config(&c, &a);
+            zaya_size_run run = {1, tokens, 1};
+            int ng = zaya_size_list_gemms(&a, &run, g, ZAYA_SIZE_MAX_GEMMS), nf = ng / 3;
+            int n = zaya_size_gemm_model_shapes(&c, tokens, ZAYA_DTYPE_F32, s, 96), at = 0, convs = 0;
+            CHECK(ng % 3 == 0 && ng > 0, "case %d: %d sizing GEMMs", i, ng);
+            for (int f = 0; f < nf; f++) {
+                if (g[f].conv) {
+                    convs++;
+                    CHECK(!strcmp(g[f].name, "attn.conv_grouped"), "case %d: conv row '%s'", i, g[f].name);
+                    continue;
+                }
+                const zaya_size_gemm_shape *ref[3] = {&g[f], &g[nf + 2 * f], &g[nf + 2 * f + 1]};
+                for (int p = 0; p < 3; p++, at++) {
+                    CHECK(at < n, "case %d: bench list ends at %d", i, n);
+                    const zaya_gemm_shape *b = &s[at];
+                    CHECK(!strcmp(b->name, ref[p]->name) && !strcmp(b->pass, ref[p]->pass) && b->m == ref[p]->m &&
+                              b->n == ref[p]->n && b->k == ref[p]->k &&
+                              b->count == (double)ref[p]->count * (double)ref[p]->groups,
+                          "case %d tokens %lld: bench %s %s %lldx%lldx%lld x%g vs size %s %s %lldx%lldx%lld x%lld x%lld groups",
+                          i, (long long)tokens, b->name, b->pass, (long long)b->m, (long long)b->n, (long long)b->k,
+                          b->count, ref[p]->name, ref[p]->pass, (long long)ref[p]->m, (long long)ref[p]->n,
+                          (long long)ref[p]->k, (long long)ref[p]->count, (long long)ref[p]->groups);
+                    /* y = x W^T, dx = dy W, dW += dy^T x */
+                    CHECK(b->trans_a == (p == 2) && b->trans_b == (p == 0) && b->beta == (p == 2 ? 1.0f : 0.0f),
+                          "case %d: %s %s transposes / beta", i, b->name, b->pass);
+                }
+            }
+            CHECK(at == n, "case %d: bench list has %d shapes, the sizing list's linears %d", i, n, at);
+            CHECK(convs == (c.attention == ZAYA_ATTENTION_CCA), "case %d: %d conv rows", i, convs);
+        }
+    }
 }
 
 static void expect_config_error(const char *text, const char *needle) {
@@ -196,6 +274,7 @@ int main(void) {
     test_timer();
     test_model_shapes();
     test_model_accounting();
+    test_model_shapes_match_size();
     test_config();
     test_flags_and_run();
     return th_finish("test_bench_gemm");

@@ -34,13 +34,13 @@ typedef struct zaya_gemm_shape {
 
 /* Fills up to cap shapes and returns how many there are in total (call with cap 0 to count). */
 int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
-/* The GEMMs of one training step of the model `c` (the model's own config: zaya_config_resolve or
- * zaya_config_load, HF keys over the ZAYA1-8B defaults) at tokens = batch * seq, with the dimensions
- * of the model's tensor table (q|k, v_current|v_delayed = kv_dim / 2 each, o; router; one expert;
- * tied head). Expert GEMMs use ceil(tokens / num_experts) rows. When num_experts divides tokens the
- * shapes' FLOPs, sum of count * 2mnk, are 3 * tokens * zaya_model_costs_at(c, ...).matmul_flops: the
- * model's accounting (tests/test_bench_gemm.c holds them to it). */
-int zaya_gemm_model_shapes(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap);
+/* A model's GEMM list: the GEMMs of one training step of config `c` at `tokens` = batch * seq, each
+ * linear layer's forward, input-gradient and weight-gradient GEMM with its count per step; fills up to
+ * cap shapes and returns how many there are. The list has one source, the sizing layer's
+ * (zaya_size_gemm_model_shapes in zaya/size.h), which sits above this layer: callers of
+ * zaya_bench_gemm_run pass it in zaya_bench_gemm_opts.model_shapes. */
+typedef int (*zaya_gemm_model_fn)(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out,
+                                  int cap);
 
 typedef struct zaya_gemm_result {
     zaya_gemm_shape s;
@@ -67,7 +67,8 @@ void zaya_gemm_flags(const zaya_gemm_result *r, char *out, int cap);
 typedef struct zaya_bench_gemm_opts {
     const char *dtype;  /* "f32", "bf16" or "all" */
     const char *out;
-    const char *config; /* HF config.json: the model's GEMMs (NULL: the sweep) */
+    const char *config; /* HF config.json or preset name: the model's GEMMs (NULL: the sweep) */
+    zaya_gemm_model_fn model_shapes; /* the model's GEMM list, required with config (zaya_size_gemm_model_shapes) */
     const char *only;   /* comma-separated shape groups (NULL: all) */
     int iters, warmup, quick, threads;
     int thread_cpu;     /* time with the thread CPU clock (needs threads == 1) */

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "zaya/dtype.h"
 #include "zaya/status.h"
 
 #ifdef __cplusplus
@@ -296,9 +297,22 @@ typedef struct zaya_size_gemm_shape {
     int64_t groups;      /* GEMMs per grouped launch (experts), 1 otherwise */
     int64_t count;       /* launches per step (layers) */
     const char *dim[3];  /* what m, n, k are: "tokens", "tokens/expert", or the config width */
+    int conv;            /* a grouped convolution as per-group products (CCA), not a linear layer */
 } zaya_size_gemm_shape;
 
+/* The one GEMM list of a training step: every forward GEMM first, then for forward i its input gradient
+ * (index nf + 2i) and weight gradient (nf + 2i + 1). Returns the count (at most cap). */
 int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya_size_gemm_shape *g, int cap);
+/* The same list for a ZAYA1 config (mapped by zaya_size_arch_from_zaya_config) at `tokens` per step, in the
+ * form `zaya bench gemm --from-config` times (zaya/bench_gemm.h): per linear layer its forward, input-
+ * and weight-gradient GEMM in a row, with the transposes and beta of y = x W^T, dx = dy W, dW += dy^T x;
+ * the name is the list's, the group its part ("attn", "router", "expert", "mlp", "head"), count = launches
+ * x groups (the experts of a grouped launch run one after another on the CPU). The CCA grouped
+ * convolution is left out (a convolution kernel, not a matmul). Fills up to cap shapes and returns how
+ * many there are (cap 0 counts). */
+struct zaya_gemm_shape;
+int zaya_size_gemm_model_shapes(const struct zaya_config *config, int64_t tokens, zaya_dtype dtype,
+                                struct zaya_gemm_shape *out, int cap);
 
 /* ---------------------------------------------------------------- step-time and latency prediction */
 

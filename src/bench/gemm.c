@@ -1,4 +1,5 @@
-/* Shape lists for `zaya bench gemm` and the per-shape measurement. */
+/* The sweep's shape list for `zaya bench gemm` and the per-shape measurement (a model's list comes
+ * from the sizing layer: zaya_gemm_model_fn). */
 #include "zaya/bench_gemm.h"
 
 #include <stdio.h>
@@ -28,14 +29,6 @@ static void push(shape_list *L, const char *group, const char *name, const char 
         s->count = count;
     }
     L->n++;
-}
-
-/* The three GEMMs of y[t, out] = x[t, in] W[out, in]^T in a training step. */
-static void push_linear(shape_list *L, const char *group, const char *name, int64_t tokens, int64_t in, int64_t out,
-                        double count) {
-    push(L, group, name, "fwd", 0, 1, tokens, out, in, 0, count);   /* y = x W^T */
-    push(L, group, name, "dgrad", 0, 0, tokens, in, out, 0, count); /* dx = dy W */
-    push(L, group, name, "wgrad", 1, 0, out, in, tokens, 1, count); /* dW += dy^T x */
 }
 
 int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
@@ -82,29 +75,6 @@ int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, in
     push(&L, "model", "expert_fc1", "fwd", 0, 1, te, 2 * F, D, 0, 1);
     push(&L, "model", "expert_fc2", "fwd", 0, 1, te, D, F, 0, 1);
     push(&L, "model", "expert_fc1", "wgrad", 1, 0, 2 * F, D, te, 1, 1);
-    return L.n;
-}
-
-int zaya_gemm_model_shapes(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out, int cap) {
-    shape_list L = {out, cap, 0, dtype};
-    double layers = (double)c->num_hidden_layers;
-    const int64_t h = c->hidden_size, qd = zaya_config_q_dim(c), kvd = zaya_config_kv_dim(c);
-    /* CCA values: v_proj_current and v_proj_delayed, half the KV width each (the tensor table). */
-    push_linear(&L, "attn", "q_proj", tokens, h, qd, layers);
-    push_linear(&L, "attn", "k_proj", tokens, h, kvd, layers);
-    push_linear(&L, "attn", "v_cur", tokens, h, kvd / 2, layers);
-    push_linear(&L, "attn", "v_del", tokens, h, kvd / 2, layers);
-    push_linear(&L, "attn", "o_proj", tokens, qd, h, layers);
-    int64_t rh = c->router_hidden_size;
-    push_linear(&L, "router", "router_down", tokens, h, rh, layers);
-    push_linear(&L, "router", "router_mlp1", tokens, rh, rh, layers);
-    push_linear(&L, "router", "router_mlp2", tokens, rh, rh, layers);
-    push_linear(&L, "router", "router_out", tokens, rh, c->num_experts + 1, layers); /* + skip class */
-    int64_t te = (tokens + c->num_experts - 1) / c->num_experts;
-    double ex = layers * (double)c->num_experts;
-    push_linear(&L, "expert", "expert_gate_up", te, h, 2 * c->moe_intermediate_size, ex);
-    push_linear(&L, "expert", "expert_down", te, c->moe_intermediate_size, h, ex);
-    push_linear(&L, "head", "lm_head", tokens, h, c->vocab_size, 1);
     return L.n;
 }
 

@@ -148,15 +148,16 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
     /* Shapes: the CPU path's lists (their dtype field is replaced by each GPU dtype). */
     zaya_config cfg;
     int model = o->config != NULL;
-    if (model) ZAYA_TRY(zaya_config_load(o->config, &cfg));
+    if (model && !o->model_shapes) return zaya_error_set(ZAYA_EINVAL, "bench gemm: a model config needs its GEMM list (model_shapes)");
+    if (model) ZAYA_TRY(zaya_config_resolve(o->config, &cfg));
     int64_t tokens = o->batch * o->seq;
-    int ns = model ? zaya_gemm_model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, NULL, 0)
+    int ns = model ? o->model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, NULL, 0)
                    : zaya_gemm_sweep_shapes(o->quick, ZAYA_DTYPE_BF16, NULL, 0);
     zaya_gemm_shape *shapes = calloc((size_t)ns + 1, sizeof *shapes);
     gpu_row *rows = calloc(((size_t)ns + 2) * (size_t)ndt + 1, sizeof *rows);
     zaya_status st = (shapes && rows) ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "bench gemm: out of memory");
     if (st == ZAYA_OK) {
-        if (model) zaya_gemm_model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, shapes, ns);
+        if (model) o->model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, shapes, ns);
         else zaya_gemm_sweep_shapes(o->quick, ZAYA_DTYPE_BF16, shapes, ns);
         if (o->only) {
             int kept = 0;
@@ -191,7 +192,7 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
             fprintf(out, "# %s peak: measured %.1f TFLOP/s at %lld^3 (A B^T), datasheet %.1f TFLOP/s dense\n",
                     zaya_gpu_dtype_name(dts[d]), peak[d], (long long)peak_n[d], zaya_gpu_datasheet_tflops(ds, dts[d]));
     if (st == ZAYA_OK)
-        fprintf(out, "%-5s %-8s %-18s %-5s %2s %2s %7s %7s %7s %9s %8s %7s %7s %9s %s\n", "dtype", "group", "name", "pass",
+        fprintf(out, "%-5s %-8s %-24s %-5s %2s %2s %7s %7s %7s %9s %8s %7s %7s %9s %s\n", "dtype", "group", "name", "pass",
                 "tA", "tB", "m", "n", "k", "best(ms)", "TFLOP/s", "%meas", "%sheet", "max_rel", "algo");
     int npeak = nr;
     for (int d = 0; st == ZAYA_OK && d < ndt; d++)
@@ -213,7 +214,7 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
                 r->pct_measured = peak[d] > 0 ? 100.0 * r->tflops / peak[d] : 0;
                 r->pct_datasheet = sheet > 0 ? 100.0 * r->tflops / sheet : 0;
                 bad += r->bad;
-                fprintf(out, "%-5s %-8s %-18s %-5s %2d %2d %7lld %7lld %7lld %9.4f %8.1f %7.1f %7.1f %9.2e %s%s\n",
+                fprintf(out, "%-5s %-8s %-24s %-5s %2d %2d %7lld %7lld %7lld %9.4f %8.1f %7.1f %7.1f %9.2e %s%s\n",
                         zaya_gpu_dtype_name(r->t), r->s.group, r->s.name, r->s.pass, r->s.trans_a, r->s.trans_b,
                         (long long)r->s.m, (long long)r->s.n, (long long)r->s.k, r->best_ms, r->tflops, r->pct_measured,
                         r->pct_datasheet, r->max_rel, r->algo, r->bad ? "  WRONG" : "");

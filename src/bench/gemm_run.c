@@ -33,6 +33,12 @@ typedef struct gemm_run {
 
 static int dt_index(const gemm_run *R, zaya_dtype t) { return R->ndt == 2 ? (int)t : 0; }
 
+/* Rows of an expert GEMM: the balanced share of the routed tokens (top-k copies of each token). */
+static int64_t tokens_per_expert(const gemm_run *R) {
+    int64_t e = R->cfg.num_experts > 0 ? R->cfg.num_experts : 1;
+    return (R->tokens * R->cfg.num_experts_per_tok + e - 1) / e;
+}
+
 /* ---- measurement ---- */
 
 static zaya_status measure_overhead(gemm_run *R, const zaya_bench_opts *o) {
@@ -88,7 +94,7 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     zaya_gemm_shape *shapes = NULL;
     int n = 0;
     for (int i = 0; i < R->ndt; i++) {
-        int c = R->model ? zaya_gemm_model_shapes(&R->cfg, R->tokens, R->dtypes[i], NULL, 0)
+        int c = R->model ? g->model_shapes(&R->cfg, R->tokens, R->dtypes[i], NULL, 0)
                          : zaya_gemm_sweep_shapes(g->quick, R->dtypes[i], NULL, 0);
         zaya_gemm_shape *grown = realloc(shapes, sizeof *shapes * (size_t)(n + c));
         if (!grown) {
@@ -96,7 +102,7 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
             return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the shape list");
         }
         shapes = grown;
-        if (R->model) zaya_gemm_model_shapes(&R->cfg, R->tokens, R->dtypes[i], shapes + n, c);
+        if (R->model) g->model_shapes(&R->cfg, R->tokens, R->dtypes[i], shapes + n, c);
         else zaya_gemm_sweep_shapes(g->quick, R->dtypes[i], shapes + n, c);
         n += c;
     }
@@ -109,7 +115,7 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     if (n == 0) {
         free(shapes);
         return zaya_error_set(ZAYA_EINVAL, "--only '%s' selects no shapes (groups: %s)", g->only,
-                              R->model ? "attn, router, expert, head" : "square, align, align_m, model");
+                              R->model ? "attn, router, expert, mlp, head" : "square, align, align_m, model");
     }
     R->res = calloc((size_t)n, sizeof *R->res);
     if (!R->res) {
@@ -139,7 +145,7 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
         int dup = -1;
         for (int j = 0; j < i && dup < 0; j++)
             if (same_shape(&shapes[j], &shapes[i])) dup = j;
-        if (dup >= 0) { /* e.g. v_cur and v_del: measured once, counted twice */
+        if (dup >= 0) { /* one shape under two names (e.g. a square router GEMM's passes): measured once */
             R->res[i] = R->res[dup];
             R->res[i].s = shapes[i];
         } else {
@@ -168,11 +174,11 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
 /* ---- reporting ---- */
 
 static void print_table(const gemm_run *R) {
-    fprintf(R->out, "\n%-5s %-8s %-18s %-5s %2s %2s %7s %7s %7s %9s %6s %9s %6s %9s  %-22s %s\n", "dtype", "group", "name", "pass",
+    fprintf(R->out, "\n%-5s %-8s %-24s %-5s %2s %2s %7s %7s %7s %9s %6s %9s %6s %9s  %-22s %s\n", "dtype", "group", "name", "pass",
            "tA", "tB", "M", "N", "K", "GFLOP/s", "%peak", "oneDNN", "ratio", "best_us", "impl", "flags");
     for (int i = 0; i < R->nres; i++) {
         const zaya_gemm_result *r = &R->res[i];
-        fprintf(R->out, "%-5s %-8s %-18s %-5s %2d %2d %7lld %7lld %7lld %9.1f %5.1f%% %9.1f %6.3f %9.1f  %-22s %s\n",
+        fprintf(R->out, "%-5s %-8s %-24s %-5s %2d %2d %7lld %7lld %7lld %9.1f %5.1f%% %9.1f %6.3f %9.1f  %-22s %s\n",
                dt_name(r->s.dtype), r->s.group, r->s.name, r->s.pass, r->s.trans_a, r->s.trans_b, (long long)r->s.m,
                (long long)r->s.n, (long long)r->s.k, r->gflops, r->pct_peak, r->direct_gflops, r->ratio,
                r->wrap.best_s * 1e6, r->impl, r->flags);
@@ -180,10 +186,12 @@ static void print_table(const gemm_run *R) {
 }
 
 typedef struct model_total {
-    double time_s, gflop, group_s[4], pass_s[3];
+    double time_s, gflop, group_s[5], pass_s[3];
+    int group_n[5]; /* shapes of each group */
 } model_total;
 
-static const char *k_groups[4] = {"attn", "router", "expert", "head"};
+#define NGROUPS 5
+static const char *k_groups[NGROUPS] = {"attn", "router", "expert", "mlp", "head"};
 static const char *k_passes[3] = {"fwd", "dgrad", "wgrad"};
 
 static model_total model_totals(const gemm_run *R, zaya_dtype dt) {
@@ -195,8 +203,8 @@ static model_total model_totals(const gemm_run *R, zaya_dtype dt) {
         double ts = r->s.count * r->wrap.best_s;
         t.time_s += ts;
         t.gflop += r->s.count * r->gflop;
-        for (int g = 0; g < 4; g++)
-            if (!strcmp(r->s.group, k_groups[g])) t.group_s[g] += ts;
+        for (int g = 0; g < NGROUPS; g++)
+            if (!strcmp(r->s.group, k_groups[g])) t.group_s[g] += ts, t.group_n[g]++;
         for (int p = 0; p < 3; p++)
             if (!strcmp(r->s.pass, k_passes[p])) t.pass_s[p] += ts;
     }
@@ -221,7 +229,7 @@ static void print_flagged(const gemm_run *R, zaya_dtype dt, double step_s) {
     }
     for (int i = 0; i < total && i < 8; i++) {
         const zaya_gemm_result *r = &R->res[idx[i]];
-        fprintf(R->out, "\n    %-16s %-5s %6lldx%-6lldx%-6lld %5.1f%% of step  %5.1f%% of peak  %s", r->s.name, r->s.pass,
+        fprintf(R->out, "\n    %-24s %-5s %6lldx%-6lldx%-6lld %5.1f%% of step  %5.1f%% of peak  %s", r->s.name, r->s.pass,
                (long long)r->s.m, (long long)r->s.n, (long long)r->s.k, 100 * r->s.count * r->wrap.best_s / step_s,
                r->pct_peak, r->flags);
     }
@@ -255,13 +263,14 @@ static void print_summary(const gemm_run *R) {
            (long long)R->cfg.hidden_size, (long long)R->cfg.num_hidden_layers, (long long)R->cfg.num_attention_heads,
            (long long)R->cfg.num_key_value_heads, (long long)R->cfg.head_dim, (long long)R->cfg.num_experts,
            (long long)R->cfg.moe_intermediate_size, (long long)R->cfg.router_hidden_size, (long long)R->cfg.vocab_size,
-           (long long)R->tokens, (long long)((R->tokens + R->cfg.num_experts - 1) / R->cfg.num_experts));
+           (long long)R->tokens, (long long)tokens_per_expert(R));
     for (int i = 0; i < R->ndt; i++) {
         model_total t = model_totals(R, R->dtypes[i]);
         fprintf(R->out, "%s: predicted GEMM time per step (best samples) %.3f s for %.1f TFLOP (%.1f GFLOP/s, %.1f%% of peak)\n", dt_name(R->dtypes[i]),
                t.time_s, t.gflop * 1e-3, t.gflop / t.time_s, 100.0 * t.gflop / t.time_s / R->peak[i]);
         fprintf(R->out, "  by part:");
-        for (int g = 0; g < 4; g++) fprintf(R->out, "  %s %.3f s (%.0f%%)", k_groups[g], t.group_s[g], 100 * t.group_s[g] / t.time_s);
+        for (int g = 0; g < NGROUPS; g++)
+            if (t.group_n[g]) fprintf(R->out, "  %s %.3f s (%.0f%%)", k_groups[g], t.group_s[g], 100 * t.group_s[g] / t.time_s);
         fprintf(R->out, "\n  by pass:");
         for (int p = 0; p < 3; p++) fprintf(R->out, "  %s %.3f s", k_passes[p], t.pass_s[p]);
         fprintf(R->out, "\n  flagged (by share of the step):");
@@ -352,7 +361,7 @@ static zaya_status write_json(const gemm_run *R, const gemm_opts *g, const char 
         cJSON_AddNumberToObject(m, "batch", (double)g->batch);
         cJSON_AddNumberToObject(m, "seq", (double)g->seq);
         cJSON_AddNumberToObject(m, "tokens", (double)R->tokens);
-        cJSON_AddNumberToObject(m, "tokens_per_expert", (double)((R->tokens + R->cfg.num_experts - 1) / R->cfg.num_experts));
+        cJSON_AddNumberToObject(m, "tokens_per_expert", (double)tokens_per_expert(R));
         for (int i = 0; i < R->ndt; i++) {
             model_total t = model_totals(R, R->dtypes[i]);
             cJSON *d = cJSON_AddObjectToObject(m, dt_name(R->dtypes[i]));
@@ -452,7 +461,8 @@ zaya_status zaya_bench_gemm_run(const zaya_bench_gemm_opts *opts, FILE *out) {
     zaya_threads_init(g.threads);
 
     if (g.config) {
-        ZAYA_TRY(zaya_config_load(g.config, &R.cfg)); /* the model's own reader: errors name the file and key */
+        if (!g.model_shapes) return zaya_error_set(ZAYA_EINVAL, "bench gemm: a model config needs its GEMM list (model_shapes)");
+        ZAYA_TRY(zaya_config_resolve(g.config, &R.cfg)); /* the model's own reader: errors name the file and key */
         R.model = 1;
         R.tokens = g.batch * g.seq;
     }

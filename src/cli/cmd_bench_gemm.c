@@ -5,9 +5,11 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "zaya/bench_gemm.h"
+#include "zaya/size.h"
 
 int zaya_cmd_bench_gemm(int argc, char **argv) {
-    zaya_bench_gemm_opts g = {.dtype = "all", .out = "out/bench-gemm", .iters = 10, .warmup = 2, .batch = 1, .seq = 2048};
+    zaya_bench_gemm_opts g = {.dtype = "all", .out = "out/bench-gemm", .iters = 10, .warmup = 2, .batch = 1, .seq = 2048,
+                             .model_shapes = zaya_size_gemm_model_shapes};
     const zaya_flag flags[] = {
         {"dtype", 'd', ZAYA_FLAG_STRING, &g.dtype, "f32|bf16|all", "input dtype (bf16: f32 accumulation/output; --device cuda also f16, tf32 = f32) (default: all)"},
         {"device", 0, ZAYA_FLAG_STRING, &g.device, "cpu|cuda[:N]", "where the GEMMs run: oneDNN on the CPU or cuBLASLt on a CUDA device (default: cpu)"},
@@ -15,8 +17,8 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         {"warmup", 'w', ZAYA_FLAG_INT, &g.warmup, "N", "untimed calls per shape first (default: 2)"},
         {"quick", 0, ZAYA_FLAG_BOOL, &g.quick, NULL, "fewer and smaller shapes (default: off)"},
         {"cpu-time", 0, ZAYA_FLAG_BOOL, &g.thread_cpu, NULL, "time with the thread CPU clock (needs --threads 1): ignores time descheduled on a shared machine (default: wall clock)"},
-        {"only", 0, ZAYA_FLAG_STRING, &g.only, "GROUPS", "comma-separated shape groups to run: square,align,align_m,model (sweep) or attn,router,expert,head (--from-config) (default: all)"},
-        {"from-config", 0, ZAYA_FLAG_STRING, &g.config, "CONFIG", "benchmark every GEMM of the model in this HF config.json"},
+        {"only", 0, ZAYA_FLAG_STRING, &g.only, "GROUPS", "comma-separated shape groups to run: square,align,align_m,model (sweep) or attn,router,expert,mlp,head (--from-config) (default: all)"},
+        {"from-config", 0, ZAYA_FLAG_STRING, &g.config, "CONFIG", "benchmark every GEMM of the model in this HF config.json (or a preset: zaya1-8b, zaya1-small, zaya1-tiny)"},
         {"batch", 0, ZAYA_FLAG_I64, &g.batch, "B", "sequences per step with --from-config (default: 1)"},
         {"seq", 0, ZAYA_FLAG_I64, &g.seq, "T", "tokens per sequence with --from-config (default: 2048)"},
         ZAYA_FLAG_THREADS(&g.threads),
@@ -28,7 +30,8 @@ int zaya_cmd_bench_gemm(int argc, char **argv) {
         "Without --from-config: square sizes, alignment perturbations (multiples of 64/128/256 and +-1, odd sizes),\n"
         "routed-token counts for the expert GEMM, and ZAYA1 projection shapes. With --from-config: the forward,\n"
         "input-gradient and weight-gradient GEMM of every linear layer (attention projections, router, experts at\n"
-        "B*T/num_experts tokens, tied LM head) and the predicted GEMM time per training step.\n"
+        "B*T*top_k/num_experts tokens, or the dense MLP; tied LM head) from the GEMM list `zaya size check` rates,\n"
+        "and the predicted GEMM time per training step.\n"
         "Peak = best oneDNN matmul rate at large square shapes measured in the same run. ratio = zaya / oneDNN\n"
         "called directly at the same shape (best samples). Writes gemm.json, gemm.csv and PNG plots to -o DIR.\n"
         "--device cuda[:N]: the same shapes through cuBLASLt (bf16, f16, tf32; f32 accumulation and output), the\n"

@@ -1,8 +1,12 @@
 /* The GEMMs of one training step on one rank: every forward matmul (M = tokens it sees, N = output
  * width, K = input width) and its two backward GEMMs, input gradient (M, K, N) and weight gradient
- * (N, K, M). Experts are one grouped launch per layer with the balanced share of tokens each. */
+ * (N, K, M). Experts are one grouped launch per layer with the balanced share of tokens each. The list
+ * is the one source of a model's GEMMs: the sizing rules and the step model read it, and
+ * `zaya bench gemm --from-config` times it (zaya_size_gemm_model_shapes). */
 #include <string.h>
 
+#include "zaya/bench_gemm.h"
+#include "zaya/config.h"
 #include "zaya/size.h"
 
 typedef struct list {
@@ -10,9 +14,9 @@ typedef struct list {
     int n, cap;
 } list;
 
-static void push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int64_t groups, int64_t count,
-                 const char *dm, const char *dn, const char *dk) {
-    if (count <= 0 || groups <= 0 || m <= 0 || n <= 0 || k <= 0 || l->n >= l->cap) return;
+static zaya_size_gemm_shape *push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int64_t groups,
+                                  int64_t count, const char *dm, const char *dn, const char *dk) {
+    if (count <= 0 || groups <= 0 || m <= 0 || n <= 0 || k <= 0 || l->n >= l->cap) return NULL;
     zaya_size_gemm_shape *s = &l->g[l->n++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
@@ -25,6 +29,7 @@ static void push(list *l, const char *name, int64_t m, int64_t n, int64_t k, int
     s->dim[0] = dm;
     s->dim[1] = dn;
     s->dim[2] = dk;
+    return s;
 }
 
 int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya_size_gemm_shape *g, int cap) {
@@ -50,8 +55,9 @@ int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya
         if (a->attn == ZAYA_SIZE_ATTN_CCA) {
             push(&l, "attn.v_proj (x2 halves)", T, kv / 2, D, 1, 2 * L, "tokens", "kv_heads*head_dim/2", "hidden");
             /* grouped conv: per head a (T, d) x (d*k1, d) product */
-            push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L, "tokens", "head_dim",
-                 "head_dim*cca_time1");
+            zaya_size_gemm_shape *conv = push(&l, "attn.conv_grouped", T, d, d * a->cca_time1, a->heads + a->kv_heads, L,
+                                              "tokens", "head_dim", "head_dim*cca_time1");
+            if (conv) conv->conv = 1;
         } else {
             push(&l, "attn.v_proj", T, kv, D, 1, L, "tokens", "kv_heads*head_dim", "hidden");
         }
@@ -100,4 +106,47 @@ int zaya_size_list_gemms(const zaya_size_arch *a, const zaya_size_run *run, zaya
         wg->dim[2] = f.dim[0];
     }
     return l.n;
+}
+
+/* The part of the model a GEMM belongs to, from its name's prefix (bench gemm's --only groups). */
+static const char *gemm_group(const char *name) {
+    static const struct { const char *prefix, *group; } parts[] = {
+        {"attn.", "attn"}, {"router.", "router"}, {"experts.", "expert"}, {"shared_expert.", "expert"},
+        {"mlp.", "mlp"}, {"lm_head", "head"}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (!strncmp(name, parts[i].prefix, strlen(parts[i].prefix))) return parts[i].group;
+    return "other";
+}
+
+int zaya_size_gemm_model_shapes(const zaya_config *config, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out,
+                                int cap) {
+    zaya_size_arch a;
+    zaya_size_arch_from_zaya_config(config, &a);
+    zaya_size_run run = {1, tokens, 1};
+    zaya_size_gemm_shape g[ZAYA_SIZE_MAX_GEMMS];
+    int n = zaya_size_list_gemms(&a, &run, g, ZAYA_SIZE_MAX_GEMMS), nf = n / 3, total = 0;
+    /* y[t, out] = x[t, in] W[out, in]^T, dx = dy W, dW += dy^T x: (transpose A, transpose B, beta) per pass */
+    static const int ta[3] = {0, 0, 1}, tb[3] = {1, 0, 0};
+    static const float beta[3] = {0, 0, 1};
+    for (int i = 0; i < nf; i++) {
+        if (g[i].conv) continue;
+        const zaya_size_gemm_shape *pass[3] = {&g[i], &g[nf + 2 * i], &g[nf + 2 * i + 1]};
+        for (int p = 0; p < 3; p++, total++) {
+            if (total >= cap) continue;
+            zaya_gemm_shape *s = &out[total];
+            memset(s, 0, sizeof *s);
+            snprintf(s->group, sizeof s->group, "%s", gemm_group(g[i].name));
+            snprintf(s->name, sizeof s->name, "%.39s", g[i].name);
+            snprintf(s->pass, sizeof s->pass, "%s", pass[p]->pass);
+            s->dtype = dtype;
+            s->trans_a = ta[p];
+            s->trans_b = tb[p];
+            s->m = pass[p]->m;
+            s->n = pass[p]->n;
+            s->k = pass[p]->k;
+            s->beta = beta[p];
+            s->count = (double)pass[p]->count * (double)pass[p]->groups;
+        }
+    }
+    return total;
 }

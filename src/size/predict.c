@@ -3,16 +3,14 @@
  * Training step per rank = GEMMs (forward, input and weight gradients; grouped experts) + attention
  * (FLOPs at a fused-kernel efficiency) + memory-bound ops (bytes over achievable bandwidth, with a
  * launch per op on GPUs) + optimizer update (streaming the optimizer state; Muon adds Newton-Schulz
- * GEMMs) + exposed data-parallel communication (from the collective curves or the link model).
+ * GEMMs, batched by shape as src/optim/muon.c runs them) + exposed data-parallel communication (from the collective curves or the link model).
  * Decode per token = (active weight bytes touched by the batch + KV bytes) / bandwidth, bounded below
  * by its FLOPs, plus routing and per-layer launches. */
 #include <math.h>
 #include <string.h>
 
+#include "zaya/optim.h" /* ZAYA_MUON_THREAD_FLOATS: the Newton-Schulz batch */
 #include "zaya/size.h"
-
-/* src/optim: matrices whose Newton-Schulz costs more than this run pooled (ZAYA_MUON_POOL_FLOPS). */
-#define MUON_POOL_FLOPS 2e10
 
 void zaya_size_step_opts_default(zaya_size_step_opts *o) {
     memset(o, 0, sizeof *o);
@@ -83,22 +81,46 @@ static double ns_flops(double m, double n) {
     return 5 * (4 * s * s * l + 2 * s * s * s);
 }
 
-/* Seconds of Newton-Schulz for one m x n matrix. GPUs: the pool at the best
- * GEMM efficiency. CPUs (src/optim/muon.c): a matrix whose NS costs more than MUON_POOL_FLOPS runs its
- * GEMMs on the whole pool at the profiled rate of their shapes; smaller ones (every expert) run their
- * GEMMs one at a time on a single thread behind a mutex, so they get one core's share of that rate and
- * no overlap with each other. */
-static double ns_time(const zaya_size_hw *hw, int64_t m, int64_t n) {
-    double f = ns_flops((double)m, (double)n);
-    if (hw->is_gpu) return f / (peak_of(hw) * hw->gemm_eff_max);
+/* Seconds of Newton-Schulz for `count` matrices of one shape m x n on this rank (count: the shape's
+ * matrices over the ZeRO shards, so it may be fractional). GPUs: the FLOPs at the best GEMM efficiency.
+ * CPUs, as src/optim/muon.c runs them: the matrices of one Newton-Schulz shape (s x l, s <= l) form a
+ * group run in equal batches of up to compute_units x ZAYA_MUON_THREAD_FLOATS iterate floats (at least
+ * one matrix); per batch and iteration the three products A = X X^T (s x s x l), B = bA + cA^2
+ * (s x s x s) and X <- aX + B X (s x l x s) are one batched call each on the whole pool (the pool
+ * schedule, the faster one when the cores are not shared): every matrix at the profiled rate of its
+ * shapes, one launch per batched call. */
+static double ns_group_time(const zaya_size_hw *hw, int64_t m, int64_t n, double count) {
+    if (count <= 0) return 0;
+    if (hw->is_gpu) return count * ns_flops((double)m, (double)n) / (peak_of(hw) * hw->gemm_eff_max);
     int64_t s = m < n ? m : n, l = m < n ? n : m;
-    /* per iteration: A = X X^T (s x s x l), B = bA + cA^2 (s x s x s), X <- aX + B X (s x l x s) */
     zaya_size_gemm_est e1, e2, e3;
     zaya_size_gemm_estimate(hw, s, s, l, &e1);
     zaya_size_gemm_estimate(hw, s, s, s, &e2);
     zaya_size_gemm_estimate(hw, s, l, s, &e3);
-    double t = 5 * (e1.time_s + e2.time_s + e3.time_s);
-    if (f <= MUON_POOL_FLOPS) t *= (double)hw->compute_units;
+    double per_matrix = e1.time_s + e2.time_s + e3.time_s - 3 * hw->launch_s;
+    int64_t cap = (int64_t)(hw->compute_units > 0 ? hw->compute_units : 1) * ZAYA_MUON_THREAD_FLOATS;
+    int64_t fit = cap / (s * l) > 0 ? cap / (s * l) : 1, mats = (int64_t)ceil(count - 1e-9);
+    int64_t batches = (mats + fit - 1) / fit;
+    return 5 * (count * per_matrix + (double)batches * 3 * hw->launch_s);
+}
+
+/* Muon's Newton-Schulz seconds per step: the 2-D non-embedding matrices grouped by their shape (m x n
+ * and n x m together), each group's matrices shared over `shard` ranks. */
+static double ns_time(const zaya_size_hw *hw, const zaya_size_params *pc, double shard) {
+    int64_t gs[ZAYA_SIZE_MAX_ROWS], gl[ZAYA_SIZE_MAX_ROWS];
+    double gc[ZAYA_SIZE_MAX_ROWS];
+    int ng = 0;
+    for (int i = 0; i < pc->nrows; i++) {
+        const zaya_size_param_row *r = &pc->rows[i];
+        if (!r->matrix || r->embedding) continue;
+        int64_t s = r->rows_ < r->cols_ ? r->rows_ : r->cols_, l = r->rows_ < r->cols_ ? r->cols_ : r->rows_;
+        int g = 0;
+        while (g < ng && (gs[g] != s || gl[g] != l)) g++;
+        if (g == ng) gs[ng] = s, gl[ng] = l, gc[ng++] = 0;
+        gc[g] += (double)r->instances;
+    }
+    double t = 0;
+    for (int g = 0; g < ng; g++) t += ns_group_time(hw, gs[g], gl[g], gc[g] / shard);
     return t;
 }
 
@@ -126,7 +148,7 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     double gemm_flops = 0, stage_values = 0;
     for (int i = 0; i < n; i++) {
         zaya_size_gemm_est e;
-        int conv = !hw->is_gpu && !strncmp(g[i].name, "attn.conv", 9);
+        int conv = !hw->is_gpu && g[i].conv;
         if (conv) {
             zaya_size_gemm_estimate_grouped(&h32, g[i].groups, g[i].m, g[i].n, g[i].k, &e);
             e.time_s = e.flops / (h32.peak_f32 > 0 ? h32.peak_f32 : peak_of(hw)) / CPU_CONV_EFF;
@@ -171,10 +193,7 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
     if (!hw->is_gpu && hw->act_bf16) opt_bytes += (4 + 2) * P; /* refresh of the bf16 weight shadow */
     p->optimizer_s = opt_bytes / shard / bw_of(hw);
     if (o->optimizer == ZAYA_SIZE_OPT_MUON) {
-        for (int i = 0; i < pc.nrows; i++)
-            if (pc.rows[i].matrix && !pc.rows[i].embedding)
-                p->optimizer_ns_s += (double)pc.rows[i].instances * ns_time(hw, pc.rows[i].rows_, pc.rows[i].cols_);
-        p->optimizer_ns_s /= shard;
+        p->optimizer_ns_s = ns_time(hw, &pc, shard);
         p->optimizer_s += p->optimizer_ns_s;
     }
 

@@ -38,6 +38,7 @@ typedef struct kshape {
 typedef struct kws {
     const kshape *s;
     float *buf[8], *w, *dw, *bias, *dbias, *rstd, *inv, *lse, *probs, *gate, *losses, *table, *dtable;
+    float *conv_ws; /* the grouped convolution's GEMM workspace, as the model plans it */
     int32_t *pos, *ids, *tgt, *idx;
     const float **kc, **vc;
     int64_t *dpos, *drows;
@@ -87,9 +88,9 @@ static zaya_status run_case(void *ctx) {
     case K_CDW_B:
         zaya_conv1d_depthwise_backward(b[2], w->dw, w->dbias, b[3], b[0], w->w, s->B, s->T, C, s->k0, pad0);
         break;
-    case K_CG_F: zaya_conv1d_grouped_forward(b[1], b[0], w->w, w->bias, s->B, s->T, C, H, s->k1, 0); break;
+    case K_CG_F: zaya_conv1d_grouped_forward_ws(b[1], b[0], w->w, w->bias, s->B, s->T, C, H, s->k1, 0, w->conv_ws); break;
     case K_CG_B:
-        zaya_conv1d_grouped_backward(b[2], w->dw, w->dbias, b[3], b[0], w->w, s->B, s->T, C, H, s->k1, 0);
+        zaya_conv1d_grouped_backward_ws(b[2], w->dw, w->dbias, b[3], b[0], w->w, s->B, s->T, C, H, s->k1, 0, w->conv_ws);
         break;
     case K_SILU_F: zaya_silu_forward(b[1], b[0], n * 2 * s->F); break;
     case K_SILU_B: zaya_silu_backward(b[2], b[3], b[0], n * 2 * s->F); break;
@@ -171,7 +172,8 @@ static float *fbuf(int64_t n, uint64_t stream) {
 
 static void ws_free(kws *w) {
     for (int i = 0; i < 8; i++) zaya_free(w->buf[i]);
-    float *fs[] = {w->w, w->dw, w->bias, w->dbias, w->rstd, w->inv, w->lse, w->probs, w->gate, w->losses, w->table, w->dtable};
+    float *fs[] = {w->w, w->dw, w->bias, w->dbias, w->rstd, w->inv, w->lse, w->probs, w->gate, w->losses, w->table, w->dtable,
+                   w->conv_ws};
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) zaya_free(fs[i]);
     free(w->pos), free(w->ids), free(w->tgt), free(w->idx), free(w->kc), free(w->vc), free(w->dpos), free(w->drows);
     zaya_rope_table_free(&w->rope);
@@ -187,13 +189,14 @@ static zaya_status ws_init(kws *w, const kshape *s) {
     int64_t wn = imax(imax(C * s->hd * imax(s->k0, s->k1), s->D), H);
     w->w = fbuf(wn, 20), w->dw = fbuf(wn, 21), w->bias = fbuf(imax(C, s->E + 1), 22), w->dbias = fbuf(C, 23);
     w->rstd = fbuf(n, 24), w->inv = fbuf(n * H, 25), w->lse = fbuf(s->B * s->Hq * s->T, 26);
+    w->conv_ws = fbuf(zaya_conv1d_grouped_ws_floats(s->B, s->T, C, H, s->k1, 0), 32);
     w->probs = fbuf(n * (s->E + 1), 27), w->gate = fbuf(n, 28), w->losses = fbuf(s->xent_rows, 29);
     w->table = fbuf(s->vocab_rows * s->D, 30), w->dtable = fbuf(s->vocab_rows * s->D, 31);
     w->pos = malloc((size_t)n * sizeof(int32_t)), w->ids = malloc((size_t)n * sizeof(int32_t));
     w->tgt = malloc((size_t)imax(s->xent_rows, 1) * sizeof(int32_t)), w->idx = malloc((size_t)n * sizeof(int32_t));
     w->kc = malloc((size_t)s->B * sizeof(float *)), w->vc = malloc((size_t)s->B * sizeof(float *));
     w->dpos = malloc((size_t)s->B * sizeof(int64_t)), w->drows = malloc((size_t)s->B * sizeof(int64_t));
-    int ok = w->w && w->dw && w->bias && w->dbias && w->rstd && w->inv && w->lse && w->probs && w->gate && w->losses &&
+    int ok = w->conv_ws && w->w && w->dw && w->bias && w->dbias && w->rstd && w->inv && w->lse && w->probs && w->gate && w->losses &&
              w->table && w->dtable && w->pos && w->ids && w->tgt && w->idx && w->kc && w->vc && w->dpos && w->drows;
     for (int i = 0; i < 8; i++) ok = ok && w->buf[i];
     if (!ok) {

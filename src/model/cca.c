@@ -95,8 +95,7 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     /* under context parallelism each of this rank's pieces is a run of its own (Bp of Tp rows) */
     const int64_t npc = cp ? zaya_cp_pieces(&m->cp) : 1, Bp = B * npc, Tp = T / npc;
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_forward(m, A->qk_pre, xn, P->wqk, N, D, C, 0.0f);
-    zaya_lin_forward(m, A->vv, xn, P->wv, N, D, kvd, 0.0f);
+    zaya_lin_forward2(m, A->qk_pre, P->wqk, C, A->vv, P->wv, kvd, xn, N, D);
     zaya_prof_mark(m, ZAYA_PROF_CONV);
     value_shift_forward(A->v, A->vv, Bp, Tp, kvd);
 
@@ -135,8 +134,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_backward_input(m, w->datt, da, P->wo, N, qd, D, 0.0f);
-    zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
+    zaya_lin_backward(m, w->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D);
     zaya_prof_mark(m, ZAYA_PROF_ATTENTION);
     zaya_attn_chunk_backward(m, A);
 
@@ -146,8 +144,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     value_shift_backward(w->dvv, w->dv, Bp, Tp, kvd);
     if (!cp) {
         zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-        zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
-        zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
+        zaya_lin_backward(m, dxn, 0.0f, G->wv, w->dvv, A->xn, P->wv, N, D, kvd);
     }
 
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
@@ -175,8 +172,7 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
                                            k0, 0);
         }
         zaya_cp_return_boundaries(m, w->cp_dext, w->dv, w->dqk2, w->dvv);
-        zaya_lin_backward_input(m, dxn, w->dvv, P->wv, N, D, kvd, 0.0f);
-        zaya_lin_backward_weight(m, G->wv, w->dvv, A->xn, N, D, kvd);
+        zaya_lin_backward(m, dxn, 0.0f, G->wv, w->dvv, A->xn, P->wv, N, D, kvd);
     } else {
         zaya_conv1d_depthwise_backward(w->dqk2, G->conv0_w, G->conv0_b, w->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
                                        (k0 - 1) + (k1 - 1));
@@ -184,6 +180,5 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     qk_mean_skip_backward(c, w->dqk2, w->dqk, N);
 
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_backward_input(m, dxn, w->dqk2, P->wqk, N, D, C, 1.0f);
-    zaya_lin_backward_weight(m, G->wqk, w->dqk2, A->xn, N, D, C);
+    zaya_lin_backward(m, dxn, 1.0f, G->wqk, w->dqk2, A->xn, P->wqk, N, D, C);
 }

@@ -87,8 +87,7 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
         zaya_lin_forward(m, w->logits, y, m->p.embed, rows, D, V, 0.0f);
         zaya_xent_forward_backward(w->logits, w->losses + r0, targets + r0, rows, V, backward_ready ? scale : 0.0f);
         if (backward_ready) {
-            zaya_lin_backward_input(m, w->dy_final + r0 * D, w->logits, m->p.embed, rows, D, V, 0.0f);
-            zaya_lin_backward_weight(m, m->g.embed, w->logits, y, rows, D, V);
+            zaya_lin_backward(m, w->dy_final + r0 * D, 0.0f, m->g.embed, w->logits, y, m->p.embed, rows, D, V);
         }
     }
     double sum = 0;

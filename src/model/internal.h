@@ -95,23 +95,21 @@ void zaya_layout_bind(const zaya_model *m, float *base, zaya_params *p);
  * Wb is the bf16 shadow of W (ignored in f32). */
 void zaya_lin_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out,
                       float beta);
-/* dx (=, or += with beta 1) = dy W */
-void zaya_lin_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
-                             int64_t out, float beta);
-/* dW += dy^T x */
-void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
-                              int64_t out);
-/* The same three for an expert's rows, whose count n changes from call to call (one primitive for
+/* Two projections of the same input (y1 = x W1^T, y2 = x W2^T), x converted to bf16 once. */
+void zaya_lin_forward2(zaya_model *m, float *y1, const float *W1, int64_t out1, float *y2, const float *W2,
+                       int64_t out2, const float *x, int64_t n, int64_t in);
+/* Backward: dx (=, or += with beta 1) = dy W and dW += dy^T x, with dy converted to bf16 once. */
+void zaya_lin_backward(zaya_model *m, float *dx, float beta, float *dW, const float *dy, const float *x, const float *W,
+                       int64_t n, int64_t in, int64_t out);
+/* The same two for an expert's rows, whose count n changes from call to call (one primitive for
  * every n; forward and input gradient overwrite). A row's result does not depend on n: oneDNN's
  * run-time-shape kernels switch to other code below 16 rows, so such calls run on a copy padded with
  * zero rows to ZAYA_EXPERT_MIN_ROWS (tests/test_model.c checks the rows bit for bit). */
 #define ZAYA_EXPERT_MIN_ROWS 16
 void zaya_lin_expert_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in,
                              int64_t out);
-void zaya_lin_expert_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
-                                    int64_t out);
-void zaya_lin_expert_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
-                                     int64_t out);
+void zaya_lin_expert_backward(zaya_model *m, float *dx, float *dW, const float *dy, const float *x, const float *W,
+                              int64_t n, int64_t in, int64_t out);
 
 /* Elementwise helpers (src/model/ops.c). */
 /* Rows of a fused [N, qd + kvd] q|k product split into q [N, qd] and k [N, kvd], and back (backward). */

@@ -102,28 +102,58 @@ static void lin_backward_weight(zaya_model *m, int vary, float *dW, const float 
     charge(m, t0, n, in, out);
 }
 
+/* dx (=, or += with beta 1) = dy W and dW += dy^T x, dy rounded to bf16 once for both products. */
+static void lin_backward(zaya_model *m, int vary, float *dx, float beta, float *dW, const float *dy, const float *x,
+                         const float *W, int64_t n, int64_t in, int64_t out) {
+    if (n == 0) return;
+    if (vary && n < ZAYA_EXPERT_MIN_ROWS) { /* the padded input-gradient call, then the weight gradient */
+        lin_backward_input(m, 1, dx, dy, W, n, in, out, 0.0f);
+        lin_backward_weight(m, 1, dW, dy, x, n, in, out);
+        return;
+    }
+    const uint64_t t0 = m->prof ? zaya_now_ns() : 0;
+    const int dm = vary ? ZAYA_MATMUL_DYN_M : 0, dk = vary ? ZAYA_MATMUL_DYN_K : 0;
+    if (m->dtype == ZAYA_DTYPE_F32) {
+        gemm(m, dm, 0, 0, n, in, out, dy, W, dx, beta);
+        gemm(m, dk, 1, 0, out, in, n, dy, x, dW, 1.0f);
+    } else {
+        const uint16_t *db = stage(m, m->work->bf_a, dy, n * out);
+        gemm(m, dm, 0, 0, n, in, out, db, shadow_of(m, W), dx, beta);
+        gemm(m, dk, 1, 0, out, in, n, db, stage(m, m->work->bf_b, x, n * in), dW, 1.0f);
+    }
+    charge(m, t0, 2 * n, in, out);
+}
+
 void zaya_lin_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in, int64_t out,
                       float beta) {
     lin_forward(m, 0, y, x, W, n, in, out, beta);
 }
-void zaya_lin_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
-                             int64_t out, float beta) {
-    lin_backward_input(m, 0, dx, dy, W, n, in, out, beta);
+
+void zaya_lin_forward2(zaya_model *m, float *y1, const float *W1, int64_t out1, float *y2, const float *W2,
+                       int64_t out2, const float *x, int64_t n, int64_t in) {
+    if (n == 0) return;
+    const uint64_t t0 = m->prof ? zaya_now_ns() : 0;
+    if (m->dtype == ZAYA_DTYPE_F32) {
+        gemm(m, 0, 0, 1, n, out1, in, x, W1, y1, 0.0f);
+        gemm(m, 0, 0, 1, n, out2, in, x, W2, y2, 0.0f);
+    } else {
+        const uint16_t *xb = stage(m, m->work->bf_a, x, n * in);
+        gemm(m, 0, 0, 1, n, out1, in, xb, shadow_of(m, W1), y1, 0.0f);
+        gemm(m, 0, 0, 1, n, out2, in, xb, shadow_of(m, W2), y2, 0.0f);
+    }
+    charge(m, t0, n, in, out1 + out2);
 }
-void zaya_lin_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
-                              int64_t out) {
-    lin_backward_weight(m, 0, dW, dy, x, n, in, out);
+
+void zaya_lin_backward(zaya_model *m, float *dx, float beta, float *dW, const float *dy, const float *x, const float *W,
+                       int64_t n, int64_t in, int64_t out) {
+    lin_backward(m, 0, dx, beta, dW, dy, x, W, n, in, out);
+}
+void zaya_lin_expert_backward(zaya_model *m, float *dx, float *dW, const float *dy, const float *x, const float *W,
+                              int64_t n, int64_t in, int64_t out) {
+    lin_backward(m, 1, dx, 0.0f, dW, dy, x, W, n, in, out);
 }
 
 void zaya_lin_expert_forward(zaya_model *m, float *y, const float *x, const float *W, int64_t n, int64_t in,
                              int64_t out) {
     lin_forward(m, 1, y, x, W, n, in, out, 0.0f);
-}
-void zaya_lin_expert_backward_input(zaya_model *m, float *dx, const float *dy, const float *W, int64_t n, int64_t in,
-                                    int64_t out) {
-    lin_backward_input(m, 1, dx, dy, W, n, in, out, 0.0f);
-}
-void zaya_lin_expert_backward_weight(zaya_model *m, float *dW, const float *dy, const float *x, int64_t n, int64_t in,
-                                     int64_t out) {
-    lin_backward_weight(m, 1, dW, dy, x, n, in, out);
 }

@@ -160,11 +160,9 @@ static void dense_backward(zaya_model *m, int l, const float *dm, float *dz) {
     zaya_layer_acts *A = &m->acts[l];
     zaya_model_work *w = m->work;
     const int64_t N = m->B * m->T, D = c->hidden_size, F = zaya_config_dense_ffn(c);
-    zaya_lin_backward_input(m, w->dact, dm, P->down, N, F, D, 0.0f);
-    zaya_lin_backward_weight(m, G->down, dm, A->act, N, F, D);
+    zaya_lin_backward(m, w->dact, 0.0f, G->down, dm, A->act, P->down, N, F, D);
     zaya_swiglu_backward(w->dgu, w->dact, A->gu, N, F);
-    zaya_lin_backward_input(m, dz, w->dgu, P->gate_up, N, D, 2 * F, 0.0f);
-    zaya_lin_backward_weight(m, G->gate_up, w->dgu, A->z, N, D, 2 * F);
+    zaya_lin_backward(m, dz, 0.0f, G->gate_up, w->dgu, A->z, P->gate_up, N, D, 2 * F);
 }
 
 /* Linear router: d(logit_e) = p_e * dgate * ([e == idx] - p_idx) over the E experts; dz += dlogits W. */
@@ -180,8 +178,7 @@ static void linear_router_backward(zaya_model *m, int l, float *dz) {
         float *dl = dl_all + i * E, g = w->dgate[i], pk = p[A->idx[i]];
         for (int64_t e = 0; e < E; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
     }
-    zaya_lin_backward_input(m, dz, dl_all, m->p.layers[l].r_lin_w, N, D, E, 1.0f);
-    zaya_lin_backward_weight(m, m->g.layers[l].r_lin_w, dl_all, A->z, N, D, E);
+    zaya_lin_backward(m, dz, 1.0f, m->g.layers[l].r_lin_w, dl_all, A->z, m->p.layers[l].r_lin_w, N, D, E);
 }
 
 static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, float *dr_prev_out, float *dz);
@@ -234,11 +231,9 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
         int64_t o = A->off[e], ne = A->off[e + 1] - o;
         if (ne == 0) continue;
         const float *Wd = P->down + e * D * F, *Wgu = P->gate_up + e * 2 * F * D;
-        zaya_lin_expert_backward_input(m, w->dact + o * F, w->dye + o * D, Wd, ne, F, D);
-        zaya_lin_expert_backward_weight(m, G->down + e * D * F, w->dye + o * D, A->act + o * F, ne, F, D);
+        zaya_lin_expert_backward(m, w->dact + o * F, G->down + e * D * F, w->dye + o * D, A->act + o * F, Wd, ne, F, D);
         zaya_swiglu_backward(w->dgu + o * 2 * F, w->dact + o * F, A->gu + o * 2 * F, ne, F);
-        zaya_lin_expert_backward_input(m, w->dxe + o * D, w->dgu + o * 2 * F, Wgu, ne, D, 2 * F);
-        zaya_lin_expert_backward_weight(m, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, ne, D, 2 * F);
+        zaya_lin_expert_backward(m, w->dxe + o * D, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, Wgu, ne, D, 2 * F);
     }
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
@@ -267,16 +262,13 @@ static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, floa
         float *dl = w->dprobs + i * E1, g = w->dgate[i], pk = p[A->idx[i]];
         for (int64_t e = 0; e < E1; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
     }
-    zaya_lin_backward_input(m, w->dg2, w->dprobs, P->r_out_w, N, R, E1, 0.0f);
-    zaya_lin_backward_weight(m, G->r_out_w, w->dprobs, A->g2, N, R, E1);
+    zaya_lin_backward(m, w->dg2, 0.0f, G->r_out_w, w->dprobs, A->g2, P->r_out_w, N, R, E1);
     zaya_gelu_backward(w->dg, w->dg2, A->a2, N * R);
     zaya_ops_colsum_add(m, G->r_fc2_b, w->dg, N, R);
-    zaya_lin_backward_input(m, w->dg2, w->dg, P->r_fc2_w, N, R, R, 0.0f);
-    zaya_lin_backward_weight(m, G->r_fc2_w, w->dg, A->g1, N, R, R);
+    zaya_lin_backward(m, w->dg2, 0.0f, G->r_fc2_w, w->dg, A->g1, P->r_fc2_w, N, R, R);
     zaya_gelu_backward(w->dg, w->dg2, A->a1, N * R);
     zaya_ops_colsum_add(m, G->r_fc1_b, w->dg, N, R);
-    zaya_lin_backward_input(m, w->drn, w->dg, P->r_fc1_w, N, R, R, 0.0f);
-    zaya_lin_backward_weight(m, G->r_fc1_w, w->dg, A->rn, N, R, R);
+    zaya_lin_backward(m, w->drn, 0.0f, G->r_fc1_w, w->dg, A->rn, P->r_fc1_w, N, R, R);
     zaya_rmsnorm_backward(w->dr, G->r_norm, w->drn, A->r, P->r_norm, A->rstd_r, N, R);
 
     /* The router state r_l also feeds block l+1's EDA: add the gradient it sent back (w->dr_carry). */
@@ -296,8 +288,7 @@ static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, floa
         zaya_ops_colsum_add(m, G->r_eda, w->drn, N, R);
     }
     zaya_ops_colsum_add(m, G->r_down_b, w->dr, N, R);
-    zaya_lin_backward_input(m, dz, w->dr, P->r_down_w, N, D, R, 1.0f);
-    zaya_lin_backward_weight(m, G->r_down_w, w->dr, A->z, N, D, R);
+    zaya_lin_backward(m, dz, 1.0f, G->r_down_w, w->dr, A->z, P->r_down_w, N, D, R);
 }
 
 void zaya_model_route_count_layer(const zaya_model *m, int l, int64_t *counts) {

@@ -15,8 +15,7 @@ void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_o
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
 
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_forward(m, A->qk, xn, P->wqk, N, D, qd + kvd, 0.0f);
-    zaya_lin_forward(m, A->v, xn, P->wv, N, D, kvd, 0.0f);
+    zaya_lin_forward2(m, A->qk, P->wqk, qd + kvd, A->v, P->wv, kvd, xn, N, D);
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
     zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
@@ -36,17 +35,14 @@ void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dx
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
 
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_backward_input(m, w->datt, da, P->wo, N, qd, D, 0.0f);
-    zaya_lin_backward_weight(m, G->wo, da, A->att, N, qd, D);
+    zaya_lin_backward(m, w->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D);
     zaya_prof_mark(m, ZAYA_PROF_ATTENTION);
     zaya_attn_chunk_backward(m, A);
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_backward_input(m, dxn, w->dv, P->wv, N, D, kvd, 0.0f);
-    zaya_lin_backward_weight(m, G->wv, w->dv, A->xn, N, D, kvd);
+    zaya_lin_backward(m, dxn, 0.0f, G->wv, w->dv, A->xn, P->wv, N, D, kvd);
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
     zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
-    zaya_lin_backward_input(m, dxn, w->dqk2, P->wqk, N, D, qd + kvd, 1.0f);
-    zaya_lin_backward_weight(m, G->wqk, w->dqk2, A->xn, N, D, qd + kvd);
+    zaya_lin_backward(m, dxn, 1.0f, G->wqk, w->dqk2, A->xn, P->wqk, N, D, qd + kvd);
 }

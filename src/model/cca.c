@@ -6,7 +6,9 @@
 
 #include "model/internal.h"
 
-/* qk rows are [q head 0 .. q head Hq-1 | k head 0 .. k head Hkv-1], head_dim channels each. */
+/* qk rows are [q head 0 .. q head Hq-1 | k head 0 .. k head Hkv-1], head_dim channels each. Both
+ * passes run over heads with the channel loop innermost (contiguous, vectorized); the group sums
+ * over q heads accumulate in head order, as before. */
 void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N) {
     const int64_t hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, G = Hq / Hkv;
     const int64_t C = (Hq + Hkv) * hd;
@@ -14,20 +16,22 @@ void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const fl
     for (int64_t n = 0; n < N; n++) {
         const float *pre = qk_pre + n * C;
         float *out = qk_raw + n * C;
+        float sum[ZAYA_CONFIG_MAX_HEAD_DIM];
         for (int64_t j = 0; j < Hkv; j++) {
             const float *kp = pre + (Hq + j) * hd;
             float *ko = out + (Hq + j) * hd;
+            for (int64_t d = 0; d < hd; d++) sum[d] = 0.0f;
             for (int64_t i = j * G; i < (j + 1) * G; i++) {
                 const float *qp = pre + i * hd;
                 float *qo = out + i * hd;
 #pragma omp simd
-                for (int64_t d = 0; d < hd; d++) qo[d] += 0.5f * (qp[d] + kp[d]);
+                for (int64_t d = 0; d < hd; d++) {
+                    qo[d] += 0.5f * (qp[d] + kp[d]);
+                    sum[d] += qp[d];
+                }
             }
-            for (int64_t d = 0; d < hd; d++) {
-                float s = 0;
-                for (int64_t i = j * G; i < (j + 1) * G; i++) s += pre[i * hd + d];
-                ko[d] += 0.5f * (s / (float)G + kp[d]);
-            }
+#pragma omp simd
+            for (int64_t d = 0; d < hd; d++) ko[d] += 0.5f * (sum[d] / (float)G + kp[d]);
         }
     }
 }
@@ -40,17 +44,23 @@ static void qk_mean_skip_backward(const zaya_config *c, float *dpre, const float
     for (int64_t n = 0; n < N; n++) {
         const float *gr = g + n * C;
         float *dr = dpre + n * C;
+        float sq[ZAYA_CONFIG_MAX_HEAD_DIM];
         for (int64_t j = 0; j < Hkv; j++) {
             const float *gk = gr + (Hq + j) * hd;
             float *dk = dr + (Hq + j) * hd;
-            for (int64_t d = 0; d < hd; d++) {
-                float sq = 0;
-                for (int64_t i = j * G; i < (j + 1) * G; i++) sq += gr[i * hd + d];
-                /* qm_i = (q_i + k_j)/2 ; km_j = (mean_i q_i + k_j)/2 */
-                dk[d] += 0.5f * sq + 0.5f * gk[d];
-                float from_km = 0.5f * gk[d] / (float)G;
-                for (int64_t i = j * G; i < (j + 1) * G; i++) dr[i * hd + d] += 0.5f * gr[i * hd + d] + from_km;
+            for (int64_t d = 0; d < hd; d++) sq[d] = 0.0f;
+            /* qm_i = (q_i + k_j)/2 ; km_j = (mean_i q_i + k_j)/2 */
+            for (int64_t i = j * G; i < (j + 1) * G; i++) {
+                const float *gq = gr + i * hd;
+                float *dq = dr + i * hd;
+#pragma omp simd
+                for (int64_t d = 0; d < hd; d++) {
+                    sq[d] += gq[d];
+                    dq[d] += 0.5f * gq[d] + 0.5f * gk[d] / (float)G;
+                }
             }
+#pragma omp simd
+            for (int64_t d = 0; d < hd; d++) dk[d] += 0.5f * sq[d] + 0.5f * gk[d];
         }
     }
 }

@@ -14,6 +14,15 @@ void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, zaya_col
 void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
                             zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o);
 void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm);
+/* One block of the table (one sweep): its rows, then the nccl-tests footer (wrong values, average
+ * busbw over the timed variants). has_ip = 0: the in-place variant was not run (counted in neither). */
+typedef struct zaya_coll_block {
+    int64_t wrong;
+    double busbw_sum;
+    int nvariants;
+} zaya_coll_block;
+void zaya_coll_block_row(FILE *f, zaya_coll_block *b, const zaya_coll_result *row, int has_ip);
+void zaya_coll_block_end(FILE *f, const zaya_coll_block *b);
 /* The size after b in a sweep (-f factor or -i step). */
 int64_t zaya_coll_next_size(int64_t b, const zaya_coll_opts *o);
 /* A barrier that sleeps instead of spinning. */

@@ -163,9 +163,9 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
         zaya_coll_print_header(tf, x->n, backend, "NCCL on device buffers, a cudaEvent pair per iteration per GPU", coll, t, op,
                                0, o);
     }
-    int64_t prev = -1, wrong_total = 0;
-    double busbw_sum = 0;
-    int nsizes = 0, first = 1;
+    int64_t prev = -1;
+    int first = 1;
+    zaya_coll_block blk = {0};
     for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, x->n, t);
         if (s.count == 0 || s.bytes == prev) continue;
@@ -181,23 +181,9 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
         if (st != ZAYA_OK)
             return zaya_error_context(st, "nccl %s, %d ranks, %lld bytes", zaya_coll_name(coll), x->n, (long long)s.bytes);
         ZAYA_TRY(zaya_coll_results_push(out, &row));
-        wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
-        busbw_sum += row.oop.busbw + (ip ? row.ip.busbw : 0);
-        nsizes += 1 + ip;
-        if (tf) {
-            fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
-                    zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            zaya_coll_print_variant(tf, &row.oop);
-            zaya_coll_print_variant(tf, &row.ip);
-            fprintf(tf, "\n");
-            fflush(tf);
-        }
+        zaya_coll_block_row(tf, &blk, &row, ip);
     }
-    if (tf) {
-        fprintf(tf, "# Out of bounds values : %lld %s\n", (long long)wrong_total, wrong_total ? "FAILED" : "OK");
-        fprintf(tf, "# Avg bus bandwidth    : %g \n#\n", nsizes ? busbw_sum / nsizes : 0.0);
-        fflush(tf);
-    }
+    zaya_coll_block_end(tf, &blk);
     return ZAYA_OK;
 }
 

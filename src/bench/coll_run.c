@@ -234,6 +234,27 @@ void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm) {
     fprintf(f, "  %7s  %6.2f  %6.2f  %6s", t, tm->algbw, tm->busbw, w);
 }
 
+void zaya_coll_block_row(FILE *f, zaya_coll_block *b, const zaya_coll_result *row, int has_ip) {
+    b->wrong += (row->oop.wrong > 0 ? row->oop.wrong : 0) + (has_ip && row->ip.wrong > 0 ? row->ip.wrong : 0);
+    b->busbw_sum += row->oop.busbw + (has_ip ? row->ip.busbw : 0);
+    b->nvariants += 1 + (has_ip != 0);
+    if (!f) return;
+    fprintf(f, "%12lld  %12lld  %8s  %6s  %6d", (long long)row->bytes, (long long)row->count,
+            zaya_dist_dtype_name(row->dtype), zaya_coll_is_reduction(row->coll) ? zaya_redop_name(row->op) : "none",
+            row->root);
+    zaya_coll_print_variant(f, &row->oop);
+    zaya_coll_print_variant(f, &row->ip);
+    fprintf(f, "\n");
+    fflush(f);
+}
+
+void zaya_coll_block_end(FILE *f, const zaya_coll_block *b) {
+    if (!f) return;
+    fprintf(f, "# Out of bounds values : %lld %s\n", (long long)b->wrong, b->wrong ? "FAILED" : "OK");
+    fprintf(f, "# Avg bus bandwidth    : %g \n#\n", b->nvariants ? b->busbw_sum / b->nvariants : 0.0);
+    fflush(f);
+}
+
 void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
                             zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o) {
     fprintf(f, "# Collective test starting: %s\n", zaya_coll_perf_name(coll));
@@ -325,10 +346,9 @@ static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, 
                                  : "blocking MPI collective (-z 0: this collective has no non-blocking form here)";
         zaya_coll_print_header(tf, c->size, zaya_dist_backend_name(), timed, coll, t, op, spread, o);
     }
-    int64_t wrong_total = 0, prev_bytes = -1;
+    int64_t prev_bytes = -1;
     int first = 1;
-    double busbw_sum = 0;
-    int nsizes = 0;
+    zaya_coll_block blk = {0};
     for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, c->size, t);
         if (s.count == 0 || s.bytes == prev_bytes) continue; /* too small to split, or a repeat */
@@ -362,23 +382,9 @@ static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, 
                      (long long)s.bytes);
             zaya_progress_update(prog, ++*done, note);
         }
-        wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
-        busbw_sum += row.oop.busbw + row.ip.busbw;
-        nsizes += 2;
-        if (tf) {
-            fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
-                    zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            zaya_coll_print_variant(tf, &row.oop);
-            zaya_coll_print_variant(tf, &row.ip);
-            fprintf(tf, "\n");
-            fflush(tf);
-        }
+        zaya_coll_block_row(tf, &blk, &row, 1);
     }
-    if (tf) {
-        fprintf(tf, "# Out of bounds values : %lld %s\n", (long long)wrong_total, wrong_total ? "FAILED" : "OK");
-        fprintf(tf, "# Avg bus bandwidth    : %g \n#\n", nsizes ? busbw_sum / nsizes : 0.0);
-        fflush(tf);
-    }
+    zaya_coll_block_end(tf, &blk);
 done:
     zaya_free(v.sendbuf);
     zaya_free(v.recvbuf);

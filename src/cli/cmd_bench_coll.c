@@ -114,6 +114,9 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     if (!strcmp(backend_s, "nccl")) plan.backend = ZAYA_COLL_BACKEND_NCCL;
     else if (strcmp(backend_s, "mpi")) return zaya_flags_usage_error(&spec, "--backend: unknown backend '%s' (mpi or nccl)", backend_s);
     if (cycles < 0) return zaya_flags_usage_error(&spec, "-N/--run_cycles must be >= 0 (got %d)", cycles);
+    /* 0 means the default (1) in the library's plan; on the command line it is a bad value. */
+    if (ngpus < 1) return zaya_flags_usage_error(&spec, "-g/--ngpus must be in 1..64 (got %d)", ngpus);
+    if (nthreads < 1) return zaya_flags_usage_error(&spec, "-t/--nthreads %d: only 1 (got %d)", nthreads, nthreads);
     plan.ngpus = ngpus;
     plan.nthreads = nthreads;
     plan.cudagraph = cudagraph;

@@ -214,9 +214,10 @@ cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
 
 /* `zaya bench coll`: joins the MPI world, runs the plan (rank 0 prints the nccl-tests table, the
  * summary, with `stats` the per-iteration table, and the count of wrong values to out, and writes
- * coll.json, coll.csv and plots to outdir, and the -J report when plan->report_path is set), leaves MPI. *wrong counts the wrong output values seen by
- * the exact checks (on rank 0; the command fails when it is not 0). A root outside the world is
- * ZAYA_EINVAL. */
+ * coll.json, coll.csv and plots to outdir, and the -J report when plan->report_path is set), leaves
+ * MPI. *wrong counts the wrong output values seen by the exact checks (on rank 0; the command fails
+ * when it is not 0). A root outside the world is ZAYA_EINVAL; an unwritable -J directory is ZAYA_EIO
+ * before anything runs. */
 zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const char *outdir, FILE *out, int64_t *wrong);
 
 #ifdef __cplusplus

@@ -170,8 +170,8 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
     if (tf) {
         char backend[64];
         snprintf(backend, sizeof backend, "nccl %s", zaya_nccl_version());
-        zaya_coll_print_header(tf, x->n, x->nd, backend, "NCCL on device buffers, a cudaEvent pair per iteration per GPU", coll, t, op,
-                               0, o);
+        zaya_coll_print_header(tf, x->n, x->nd, backend, "NCCL on device buffers, a cudaEvent pair per iteration per GPU",
+                               coll, t, op, 0, o);
     }
     int64_t prev = -1;
     int first = 1;

@@ -144,7 +144,8 @@ static cJSON *coll_json(const zaya_coll_results *r, const zaya_coll_plan *p, int
     cJSON_AddNumberToObject(o, "report_cputime", p->opts.report_cputime);
     cJSON_AddStringToObject(o, "time_kind", !p->opts.report_cputime ? "wall"
                                             : p->backend == ZAYA_COLL_BACKEND_NCCL ? "host_enqueue" : "process_cpu");
-    cJSON_AddNumberToObject(o, "run_cycles", p->cycles == ZAYA_COLL_CYCLES_UNTIL_STOPPED ? 0 : (p->cycles ? p->cycles : 1));
+    int cycles = p->cycles == ZAYA_COLL_CYCLES_UNTIL_STOPPED ? 0 : (p->cycles ? p->cycles : 1);
+    cJSON_AddNumberToObject(o, "run_cycles", cycles);
     cJSON_AddNumberToObject(o, "ngpus", p->ngpus > 0 ? p->ngpus : 1);
     cJSON_AddNumberToObject(o, "nthreads", 1);
     cJSON_AddNumberToObject(o, "cudagraph", 0);
@@ -498,7 +499,8 @@ zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const ch
         }
         zaya_status ast = zaya_allreduce(world, &bad, &any, 1, ZAYA_DIST_F32, ZAYA_REDOP_MAX);
         if (ast != ZAYA_OK || any != 0) {
-            if (rank != 0 && ast == ZAYA_OK) zaya_error_set(ZAYA_EIO, "-J/--output_file: rank 0 cannot write the report");
+            if (rank != 0 && ast == ZAYA_OK)
+                zaya_error_set(ZAYA_EIO, "-J/--output_file: rank 0 cannot write the report");
             zaya_dist_finalize(world);
             return ast != ZAYA_OK ? ast : ZAYA_EIO;
         }

@@ -13,9 +13,9 @@ static const char *g_details =
     "  mpirun -np 4 --allow-run-as-root --oversubscribe zaya bench coll -b 8 -e 64M -f 2 --coll all\n"
     "Flags follow nccl-tests (-b -e -f -i -n -w -c -o -d -r -z -a -m -N -C -J -g -t -G, the same long\n"
     "names too). Sizes take K/M/G suffixes (binary); GB/s are 1e9 bytes/s. busbw = algbw x factor:\n"
-    "allreduce 2(n-1)/n; reducescatter, allgather, alltoall (n-1)/n; broadcast, reduce, sendrecv 1. Since -o selects the reduction op (as in nccl-tests), the\n"
-    "output directory is --out. Every check iteration compares every element with its exact expected\n"
-    "value; the footer's 'Out of bounds values' counts wrong elements summed over ranks (any -> exit 1).\n"
+    "allreduce 2(n-1)/n; reducescatter, allgather, alltoall (n-1)/n; broadcast, reduce, sendrecv 1.\n"
+    "Since -o selects the reduction op (as in nccl-tests), the output directory is --out. Every check\n"
+    "iteration compares every element with its exact expected value; the footer's 'Out of bounds values' counts wrong elements summed over ranks (any -> exit 1).\n"
     "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
     "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
     "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
@@ -77,8 +77,10 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"report_cputime", 'C', ZAYA_FLAG_INT, &cputime, "0|1",
          "1: report CPU time (MPI: the process's, every thread; NCCL: host enqueue time) (default 0)"},
         {"ngpus", 'g', ZAYA_FLAG_INT, &ngpus, "N", "GPUs per process with --backend nccl (nccl-tests -g; default 1)"},
-        {"nthreads", 't', ZAYA_FLAG_INT, &nthreads, "N", "threads per process (nccl-tests -t): only 1; use -g for more GPUs"},
-        {"cudagraph", 'G', ZAYA_FLAG_INT, &cudagraph, "N", "CUDA graph launches (nccl-tests -G): only 0, events time each iteration"},
+        {"nthreads", 't', ZAYA_FLAG_INT, &nthreads, "N",
+         "threads per process (nccl-tests -t): only 1; use -g for more GPUs"},
+        {"cudagraph", 'G', ZAYA_FLAG_INT, &cudagraph, "N",
+         "CUDA graph launches (nccl-tests -G): only 0, events time each iteration"},
         {"output_file", 'J', ZAYA_FLAG_STRING, &report, "FILE",
          "also write a JSON report: rows, hosts, MPI/NCCL versions, devices, env, start/end time, command line"},
         {"out", 0, ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-coll)"},

@@ -18,6 +18,12 @@ add_test(NAME bench_coll_inject2 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARG
 add_test(NAME bench_coll_blocking2 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 2 blocking)
 set_tests_properties(bench_coll_sweep4 bench_coll_inject2 bench_coll_blocking2 PROPERTIES LABELS mpi TIMEOUT 60
                      ENVIRONMENT "OMP_NUM_THREADS=1")
+foreach(mode agg average cycles cputime report)
+  add_test(NAME bench_coll_${mode}2 COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 2 ${mode})
+  set_tests_properties(bench_coll_${mode}2 PROPERTIES LABELS mpi TIMEOUT 90 ENVIRONMENT "OMP_NUM_THREADS=1")
+endforeach()
+add_test(NAME bench_coll_flags COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 1 flags)
+set_tests_properties(bench_coll_flags PROPERTIES LABELS unit TIMEOUT 30)
 add_test(NAME bench_coll_badsize COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 1 badsize)
 set_tests_properties(bench_coll_badsize PROPERTIES LABELS unit TIMEOUT 30)
 add_test(NAME bench_mem_short COMMAND ${ZAYA_BENCH_SH} ${ZAYA_MPIEXEC} $<TARGET_FILE:zaya> 1 mem)

@@ -270,8 +270,31 @@ static void test_flags_and_run(void) {
     zaya_matmul_cache_clear();
 }
 
+/* --only: whole comma-separated group names, order kept; a prefix of a name is not that name. */
+static void test_keep_groups(void) {
+    zaya_gemm_shape s[256], all[256];
+    int n = zaya_gemm_sweep_shapes(1, ZAYA_DTYPE_BF16, s, 256);
+    CHECK(n > 0 && n <= 256, "sweep shapes %d", n);
+    memcpy(all, s, sizeof s);
+    int want = 0;
+    for (int i = 0; i < n; i++) want += !strcmp(all[i].group, "square") || !strcmp(all[i].group, "align_m");
+    CHECK(want > 0 && want < n, "square + align_m are %d of %d", want, n);
+    int k = zaya_gemm_shapes_keep_groups(s, n, "align_m,square");
+    CHECK(k == want, "kept %d, want %d", k, want);
+    for (int i = 0, j = 0; i < n && j < k; i++)
+        if (!strcmp(all[i].group, "square") || !strcmp(all[i].group, "align_m")) {
+            CHECK(s[j].m == all[i].m && s[j].n == all[i].n && s[j].k == all[i].k && !strcmp(s[j].group, all[i].group),
+                  "shape %d out of order", j);
+            j++;
+        }
+    memcpy(s, all, sizeof s);
+    CHECK(zaya_gemm_shapes_keep_groups(s, n, "squ") == 0, "a prefix selected shapes");
+    CHECK(zaya_gemm_shapes_keep_groups(s, n, "") == 0, "an empty list selected shapes");
+}
+
 int main(void) {
     test_timer();
+    test_keep_groups();
     test_model_shapes();
     test_model_accounting();
     test_model_shapes_match_size();

@@ -260,7 +260,7 @@ static void test_summary(void) {
         rows[i].oop.time_us = 10.0 + i;
         rows[i].bare_us = (10.0 + i) / (1.0 + 0.01 * i);
     }
-    zaya_coll_results r = {rows, 4, 4};
+    zaya_coll_results r = {.rows = rows, .n = 4, .cap = 4};
     zaya_coll_summary s[2];
     int n = zaya_coll_summarize(&r, s, 2);
     CHECK(n == 1, "one group");
@@ -268,6 +268,52 @@ static void test_summary(void) {
     CHECK(s[0].saturation_bytes == rows[2].bytes, "saturation: smallest size with >= 90%% of peak");
     CHECK(s[0].latency_us == 10.0 && s[0].latency_bytes == 1024, "latency");
     CHECK(fabs(s[0].overhead_ratio - 1.015) < 1e-12, "median ratio %g", s[0].overhead_ratio);
+    /* -N: each cycle is its own group, the second one's latency its own first row. */
+    rows[2].cycle = rows[3].cycle = 1;
+    rows[2].bytes = 1024;
+    n = zaya_coll_summarize(&r, s, 2);
+    CHECK(n == 2 && s[1].cycle == 1 && s[0].cycle == 0, "two cycles, two groups (got %d)", n);
+    CHECK(s[1].latency_us == 12.0 && s[1].latency_bytes == 1024 && s[1].peak_busbw == 10.0, "cycle 2 summary");
+}
+
+/* The nccl-tests flags' values: every bad one is EINVAL naming the flag and the value. */
+static zaya_coll_plan plan_default(void) {
+    zaya_coll_plan p = {0};
+    zaya_coll_opts_default(&p.opts);
+    return p;
+}
+
+static void expect_bad(const zaya_coll_plan *p, const char *flag, const char *value) {
+    zaya_status st = zaya_coll_plan_check(p);
+    const char *m = zaya_error_message();
+    CHECK(st == ZAYA_EINVAL && strstr(m, flag) && strstr(m, value), "%s %s: status %d, message '%s'", flag, value,
+          (int)st, m);
+}
+
+static void test_plan_check(void) {
+    zaya_coll_plan p = plan_default();
+    CHECK(p.opts.average == 1 && p.opts.agg_iters == 1 && p.opts.report_cputime == 0, "defaults -a 1 -m 1 -C 0");
+    CHECK(zaya_coll_plan_check(&p) == ZAYA_OK, "a zeroed plan with default options: %s", zaya_error_message());
+    for (int a = 0; a < 4; a++) {
+        p.opts.average = a;
+        CHECK(zaya_coll_plan_check(&p) == ZAYA_OK, "-a %d", a);
+    }
+    CHECK(!strcmp(zaya_coll_average_name(0), "rank0") && !strcmp(zaya_coll_average_name(3), "max"), "average names");
+    p = plan_default(); p.opts.average = 4; expect_bad(&p, "-a/--average", "got 4");
+    p = plan_default(); p.opts.average = -1; expect_bad(&p, "-a/--average", "got -1");
+    p = plan_default(); p.opts.agg_iters = 0; expect_bad(&p, "-m/--agg_iters", "got 0");
+    p = plan_default(); p.opts.report_cputime = 2; expect_bad(&p, "-C/--report_cputime", "got 2");
+    p = plan_default(); p.cycles = -2; expect_bad(&p, "-N/--run_cycles", "got -2");
+    p = plan_default(); p.cycles = ZAYA_COLL_CYCLES_UNTIL_STOPPED;
+    CHECK(zaya_coll_plan_check(&p) == ZAYA_OK, "-N 0 (until stopped)");
+    p = plan_default(); p.ngpus = 2; expect_bad(&p, "-g/--ngpus 2", "--backend nccl");
+    p.backend = ZAYA_COLL_BACKEND_NCCL;
+    CHECK(zaya_coll_plan_check(&p) == ZAYA_OK, "-g 2 with nccl");
+    p.ngpus = 65; expect_bad(&p, "-g/--ngpus", "got 65");
+    p = plan_default(); p.nthreads = 2; expect_bad(&p, "-t/--nthreads 2", "-g N");
+    p = plan_default(); p.cudagraph = 1; expect_bad(&p, "-G/--cudagraph 1", "--backend nccl");
+    p.backend = ZAYA_COLL_BACKEND_NCCL; expect_bad(&p, "-G/--cudagraph 1", "not supported");
+    p = plan_default(); p.report_path = ""; expect_bad(&p, "-J/--output_file", "empty");
 }
 
 int main(void) {
@@ -276,5 +322,6 @@ int main(void) {
     test_bf16_semantics();
     test_size_parser();
     test_summary();
+    test_plan_check();
     return th_finish("coll_formulas");
 }

@@ -4,9 +4,11 @@
  * Conventions follow nccl-tests: a row's `bytes` is the whole buffer S (for reduce-scatter,
  * all-gather and all-to-all: per-rank block x ranks, the block rounded down to 16 bytes), count =
  * S / element size (for those three: the per-rank count, the block), algbw = S / t
- * (GB/s, 1e9 bytes), busbw = algbw x factor (see zaya_coll_busbw_factor). Timing is per iteration:
- * time_us is the mean over iterations, averaged over ranks; min/max are the per-rank means' extremes;
- * p50/p99 are over iterations of the slowest rank's time in that iteration. */
+ * (GB/s, 1e9 bytes), busbw = algbw x factor (see zaya_coll_busbw_factor). Timing is per operation:
+ * each rank's mean over the timed samples (a sample is agg_iters operations back to back, divided by
+ * agg_iters); time_us is what -a selects over ranks (rank 0's, the average, min or max: nccl-tests
+ * -a 0..3, default the average); min/max/avg/rank0 are all kept; p50/p99 are over samples of the
+ * slowest rank's time in that sample. */
 #ifndef ZAYA_BENCH_COLL_H
 #define ZAYA_BENCH_COLL_H
 
@@ -76,9 +78,12 @@ int64_t zaya_coll_count_wrong(zaya_coll c, const zaya_coll_shape *s, const void 
 
 /* ---- running ---- */
 typedef struct zaya_coll_timing {
-    double time_us, min_us, max_us, p50_us, p99_us;
-    double algbw, busbw;
-    int64_t wrong; /* -1: not checked */
+    double time_us;                  /* the reported time: -a's choice of the four below */
+    double min_us, max_us, avg_us, rank0_us; /* over ranks of each rank's mean */
+    double p50_us, p99_us;
+    double algbw, busbw;             /* from time_us */
+    int64_t calls;                   /* operations this rank timed (samples x agg_iters) */
+    int64_t wrong;                   /* -1: not checked */
 } zaya_coll_timing;
 
 typedef struct zaya_coll_result {
@@ -89,13 +94,28 @@ typedef struct zaya_coll_result {
     int root;            /* -1 for collectives without a root */
     int64_t bytes, count;
     int blocking;        /* the -z mode the row was timed in */
+    int cycle;           /* 1-based cycle of -N (run_cycles) */
     zaya_coll_timing oop, ip;
     double bare_us;      /* the same operation as a bare MPI loop (out-of-place); 0 when not run */
 } zaya_coll_result;
 
+/* One timed rank's device (the `# Using devices` lines and the -J report). */
+typedef struct zaya_coll_device {
+    int rank;       /* MPI rank (mpi) or NCCL rank (nccl) */
+    int pid;
+    char host[64];
+    char kind[8];   /* "cpu" or "cuda" */
+    int index;      /* the CPU the rank ran on at start, or the CUDA device */
+    char name[96];  /* CPU model or GPU name */
+} zaya_coll_device;
+
 typedef struct zaya_coll_results {
     zaya_coll_result *rows;
     int n, cap;
+    zaya_coll_device *devices; /* rank 0: every timed rank's device; NULL elsewhere */
+    int ndevices;
+    int cycles;                /* cycles run (-N; a stopped -N 0 run counts its completed cycles) */
+    int stopped;               /* -N 0 ended by SIGINT / SIGTERM */
 } zaya_coll_results;
 void zaya_coll_results_free(zaya_coll_results *r);
 
@@ -108,12 +128,20 @@ typedef struct zaya_coll_opts {
                             OSU / IMB time), 1: blocking calls (what OSU / IMB time), 2: both, one
                             sweep each (zaya_bench_coll_run only) */
     int bare;            /* run the bare MPI overhead check */
+    int average;         /* reported time over ranks (nccl-tests -a): 0 rank 0, 1 average (default), 2 min,
+                            3 max */
+    int agg_iters;       /* operations per timed sample (nccl-tests -m; default 1); MPI back to back, NCCL
+                            in one group */
+    int report_cputime;  /* nccl-tests -C: MPI: the process's CPU time (every thread) during the calls
+                            instead of wall time; NCCL: host time to enqueue the operations */
     int inject_wrong;    /* self-test: the last rank corrupts one output element before each check */
     uint64_t seed;
 } zaya_coll_opts;
-void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check */
+void zaya_coll_opts_default(zaya_coll_opts *o); /* 8 B .. 1 MiB, x2, 20 iters, 5 warmup, 1 check, -a 1 -m 1 */
+const char *zaya_coll_average_name(int average); /* "rank0", "avg", "min", "max" */
 
 enum { ZAYA_COLL_BACKEND_MPI = 0, ZAYA_COLL_BACKEND_NCCL = 1 };
+enum { ZAYA_COLL_CYCLES_UNTIL_STOPPED = -1 };
 
 typedef struct zaya_coll_plan {
     unsigned colls;           /* mask of zaya_coll */
@@ -123,9 +151,21 @@ typedef struct zaya_coll_plan {
     int sweep;                /* rank counts 2, 4, ..., world (else world only) */
     unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups) */
     int backend;              /* ZAYA_COLL_BACKEND_MPI (host buffers) or _NCCL (device buffers) */
-    int ngpus;                /* NCCL: GPUs driven by each process (nccl-tests -g; default 1) */
+    int ngpus;                /* NCCL: GPUs driven by each process (nccl-tests -g; 0 = 1) */
+    int nthreads;             /* nccl-tests -t: threads per process; only 1 (0 = 1: one thread drives every GPU) */
+    int cudagraph;            /* nccl-tests -G: CUDA graph launches; only 0 (event timing, no graphs) */
+    int cycles;               /* nccl-tests -N: times the whole plan runs, each printed (0 or 1: once);
+                                 ZAYA_COLL_CYCLES_UNTIL_STOPPED (-N 0): until SIGINT / SIGTERM, then a
+                                 clean end after the cycle in progress */
+    const char *report_path;  /* nccl-tests -J: the JSON report (NULL: none) */
+    int argc;                 /* the command line recorded in the report */
+    char **argv;
     zaya_coll_opts opts;
 } zaya_coll_plan;
+
+/* Checks the plan's options against each other and the backend; a bad one is ZAYA_EINVAL with a
+ * message naming the flag (short/long nccl-tests spelling) and its value. */
+zaya_status zaya_coll_plan_check(const zaya_coll_plan *plan);
 
 /* Runs the whole plan; collective over `world`. On rank 0, `table` (may be NULL) receives the
  * nccl-tests style output and `out` every row (other ranks get the rows of groups they joined). */
@@ -142,6 +182,7 @@ typedef struct zaya_coll_summary {
     zaya_dist_dtype dtype;
     zaya_redop op;
     int blocking;
+    int cycle;                   /* -N cycle (groups of different cycles are summarised apart) */
     int64_t latency_bytes;       /* smallest size */
     double latency_us;           /* mean time at the smallest size */
     double latency_p50_us;       /* its median over iterations (robust to preemption) */
@@ -159,6 +200,12 @@ void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n);
 /* coll.json, coll.csv and PNG plots in dir (rank 0 only). Plot failures only warn. */
 zaya_status zaya_bench_coll_write(const zaya_coll_results *r, const zaya_coll_plan *plan, int world_size,
                                   const char *dir);
+/* The -J report (rank 0): coll.json's fields plus the run's context: hostname(s), MPI and NCCL
+ * library versions, every timed rank's device, the relevant environment variables (NCCL_*,
+ * OMPI_MCA_*, UCX_*, CUDA_* ...), start and end time (UTC, ISO 8601) and the command line
+ * (plan->argv). Fields: docs/bench.md. */
+zaya_status zaya_bench_coll_write_report(const zaya_coll_results *r, const zaya_coll_plan *plan, int world_size,
+                                         double start_unix_s, double end_unix_s, const char *path);
 
 /* The machine profile's "collectives" object (docs/profile-format.md): one array per collective
  * of {ranks, bytes, time_us, algbw_GBps, busbw_GBps, dtype, op, placement} (out-of-place); the
@@ -167,9 +214,10 @@ cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r);
 
 /* `zaya bench coll`: joins the MPI world, runs the plan (rank 0 prints the nccl-tests table, the
  * summary, with `stats` the per-iteration table, and the count of wrong values to out, and writes
- * coll.json, coll.csv and plots to outdir), leaves MPI. *wrong counts the wrong output values seen by
- * the exact checks (on rank 0; the command fails when it is not 0). A root outside the world is
- * ZAYA_EINVAL. */
+ * coll.json, coll.csv and plots to outdir, and the -J report when plan->report_path is set), leaves
+ * MPI. *wrong counts the wrong output values seen by the exact checks (on rank 0; the command fails
+ * when it is not 0). A root outside the world is ZAYA_EINVAL; an unwritable -J directory is ZAYA_EIO
+ * before anything runs. */
 zaya_status zaya_bench_coll_main(const zaya_coll_plan *plan, int stats, const char *outdir, FILE *out, int64_t *wrong);
 
 #ifdef __cplusplus

@@ -41,6 +41,9 @@ int zaya_gemm_sweep_shapes(int quick, zaya_dtype dtype, zaya_gemm_shape *out, in
  * zaya_bench_gemm_run pass it in zaya_bench_gemm_opts.model_shapes. */
 typedef int (*zaya_gemm_model_fn)(const zaya_config *c, int64_t tokens, zaya_dtype dtype, zaya_gemm_shape *out,
                                   int cap);
+/* Keeps, in order, the shapes whose group is one of the comma-separated names in `groups` (--only);
+ * returns how many are left at the front of shapes. */
+int zaya_gemm_shapes_keep_groups(zaya_gemm_shape *shapes, int n, const char *groups);
 
 typedef struct zaya_gemm_result {
     zaya_gemm_shape s;

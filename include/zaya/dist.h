@@ -71,6 +71,10 @@ zaya_status zaya_dist_init(int *argc, char ***argv, zaya_comm **world);
 void zaya_dist_finalize(zaya_comm *world);
 int zaya_dist_initialized(void);
 const char *zaya_dist_backend_name(void); /* "mpi" */
+/* The MPI library's own version line (MPI_Get_library_version, first line: "Open MPI v4.1.4, package: ...")
+ * and the MPI standard it implements ("3.1"); callable before init. */
+const char *zaya_dist_library_version(void);
+const char *zaya_dist_mpi_standard(void);
 
 int zaya_comm_rank(const zaya_comm *c);
 int zaya_comm_size(const zaya_comm *c);

@@ -2,9 +2,12 @@
  * loop (coll_run.c) on device buffers through the NCCL communicator of src/dist, one NCCL rank per
  * GPU (-g N local GPUs per process; mpirun -np P makes P x N ranks). Each iteration is timed with
  * a pair of device events around it on every local GPU's stream (no CUDA graphs, no host sync
- * between iterations); an iteration lasts as long as its slowest GPU. */
+ * between iterations); an iteration lasts as long as its slowest GPU. -m N puts N operations in one
+ * NCCL group per iteration (as nccl-tests), -C 1 reports the host time spent enqueuing them. */
 #include <stdlib.h>
 #include <string.h>
+
+#include "zaya/timer.h"
 
 #include "bench/coll_internal.h"
 #include "dist/dist_mpi.h"
@@ -22,7 +25,7 @@ typedef struct nccl_ctx {
     local_gpu *g;
     void *host;
     size_t buf_bytes;
-    double *times;
+    double *times, *host_times;
     const zaya_coll_opts *o;
 } nccl_ctx;
 
@@ -43,11 +46,13 @@ static void pointers(const nccl_ctx *x, int d, zaya_coll coll, const zaya_coll_s
     if (coll == ZAYA_COLL_BROADCAST) *sb = x->g[d].recv; /* in place in both columns, as with MPI */
 }
 
+/* reps operations of coll on every local GPU, in one NCCL group. */
 static zaya_status launch(const nccl_ctx *x, zaya_coll coll, const zaya_coll_shape *s, zaya_dist_dtype t, zaya_redop op,
-                          int root, int in_place) {
+                          int root, int in_place, int reps) {
     ZAYA_TRY(zaya_nccl_group_start());
     zaya_status st = ZAYA_OK;
-    for (int d = 0; st == ZAYA_OK && d < x->nd; d++) {
+    for (int k = 0; k < reps * x->nd && st == ZAYA_OK; k++) {
+        int d = k % x->nd;
         const void *sb;
         void *rb;
         pointers(x, d, coll, s, t, in_place, &sb, &rb);
@@ -99,12 +104,16 @@ static zaya_status run_variant(nccl_ctx *x, zaya_coll coll, const zaya_coll_shap
     tm->wrong = -1;
     int ip_layout = in_place || coll == ZAYA_COLL_BROADCAST;
     ZAYA_TRY(upload_inputs(x, coll, s, t, op, root, ip_layout, o->seed));
-    for (int i = 0; i < o->warmup * (1 + extra_warm) + extra_warm; i++) ZAYA_TRY(launch(x, coll, s, t, op, root, in_place));
+    for (int i = 0; i < o->warmup * (1 + extra_warm) + extra_warm; i++)
+        ZAYA_TRY(launch(x, coll, s, t, op, root, in_place, 1));
     ZAYA_TRY(sync_all(x));
     ZAYA_TRY(zaya_comm_barrier(x->world));
+    int agg = o->agg_iters > 0 ? o->agg_iters : 1;
     for (int i = 0; i < o->iters; i++) {
         for (int d = 0; d < x->nd; d++) ZAYA_TRY(zaya_gpu_event_record(x->g[d].e0[i], zaya_nccl_stream(x->nc, d)));
-        ZAYA_TRY(launch(x, coll, s, t, op, root, in_place));
+        uint64_t h0 = zaya_now_ns();
+        ZAYA_TRY(launch(x, coll, s, t, op, root, in_place, agg));
+        x->host_times[i] = (double)(zaya_now_ns() - h0) * 1e-9 / agg;
         for (int d = 0; d < x->nd; d++) ZAYA_TRY(zaya_gpu_event_record(x->g[d].e1[i], zaya_nccl_stream(x->nc, d)));
     }
     ZAYA_TRY(sync_all(x));
@@ -115,9 +124,10 @@ static zaya_status run_variant(nccl_ctx *x, zaya_coll coll, const zaya_coll_shap
             ZAYA_TRY(zaya_gpu_event_elapsed_ms(x->g[d].e0[i], x->g[d].e1[i], &ms));
             worst = ms > worst ? ms : worst;
         }
-        x->times[i] = worst * 1e-3;
+        x->times[i] = o->report_cputime ? x->host_times[i] : worst * 1e-3 / agg;
     }
-    zaya_coll_time_stats(x->world, x->times, o->iters, tm);
+    zaya_coll_time_stats(x->world, x->times, o->iters, o->average, tm);
+    tm->calls = (int64_t)o->iters * agg;
     tm->algbw = zaya_coll_algbw_gbps(s->bytes, tm->time_us);
     tm->busbw = tm->algbw * zaya_coll_busbw_factor(coll, x->n);
     if (o->check_iters <= 0) return ZAYA_OK;
@@ -126,7 +136,7 @@ static zaya_status run_variant(nccl_ctx *x, zaya_coll coll, const zaya_coll_shap
     for (int k = 0; k < o->check_iters; k++) {
         uint64_t seed = o->seed + (uint64_t)k;
         ZAYA_TRY(upload_inputs(x, coll, s, t, op, root, ip_layout, seed));
-        ZAYA_TRY(launch(x, coll, s, t, op, root, in_place));
+        ZAYA_TRY(launch(x, coll, s, t, op, root, in_place, 1));
         ZAYA_TRY(sync_all(x));
         for (int d = 0; d < x->nd; d++) {
             const void *sb;
@@ -160,12 +170,12 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
     if (tf) {
         char backend[64];
         snprintf(backend, sizeof backend, "nccl %s", zaya_nccl_version());
-        zaya_coll_print_header(tf, x->n, backend, "NCCL on device buffers, a cudaEvent pair per iteration per GPU", coll, t, op,
-                               0, o);
+        zaya_coll_print_header(tf, x->n, x->nd, backend, "NCCL on device buffers, a cudaEvent pair per iteration per GPU",
+                               coll, t, op, 0, o);
     }
-    int64_t prev = -1, wrong_total = 0;
-    double busbw_sum = 0;
-    int nsizes = 0, first = 1;
+    int64_t prev = -1;
+    int first = 1;
+    zaya_coll_block blk = {0};
     for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, x->n, t);
         if (s.count == 0 || s.bytes == prev) continue;
@@ -181,23 +191,9 @@ static zaya_status sweep(nccl_ctx *x, zaya_coll coll, zaya_dist_dtype t, zaya_re
         if (st != ZAYA_OK)
             return zaya_error_context(st, "nccl %s, %d ranks, %lld bytes", zaya_coll_name(coll), x->n, (long long)s.bytes);
         ZAYA_TRY(zaya_coll_results_push(out, &row));
-        wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
-        busbw_sum += row.oop.busbw + (ip ? row.ip.busbw : 0);
-        nsizes += 1 + ip;
-        if (tf) {
-            fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
-                    zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            zaya_coll_print_variant(tf, &row.oop);
-            zaya_coll_print_variant(tf, &row.ip);
-            fprintf(tf, "\n");
-            fflush(tf);
-        }
+        zaya_coll_block_row(tf, &blk, &row, ip);
     }
-    if (tf) {
-        fprintf(tf, "# Out of bounds values : %lld %s\n", (long long)wrong_total, wrong_total ? "FAILED" : "OK");
-        fprintf(tf, "# Avg bus bandwidth    : %g \n#\n", nsizes ? busbw_sum / nsizes : 0.0);
-        fflush(tf);
-    }
+    zaya_coll_block_end(tf, &blk);
     return ZAYA_OK;
 }
 
@@ -216,6 +212,7 @@ static void ctx_free(nccl_ctx *x) {
     free(x->g);
     zaya_gpu_host_free(x->host);
     free(x->times);
+    free(x->host_times);
     zaya_nccl_free(x->nc);
 }
 
@@ -252,7 +249,8 @@ static zaya_status setup(nccl_ctx *x, const zaya_coll_plan *p) {
     x->buf_bytes = biggest > 64 ? biggest : 64;
     x->g = calloc((size_t)nd, sizeof *x->g);
     x->times = calloc((size_t)p->opts.iters, sizeof *x->times);
-    if (!x->g || !x->times) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory");
+    x->host_times = calloc((size_t)p->opts.iters, sizeof *x->host_times);
+    if (!x->g || !x->times || !x->host_times) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory");
     ZAYA_TRY(zaya_gpu_host_malloc(&x->host, x->buf_bytes));
     for (int d = 0; d < nd; d++) {
         ZAYA_TRY(select_local(x, d));
@@ -283,27 +281,43 @@ zaya_status zaya_bench_coll_nccl_run(const zaya_comm *world, const zaya_coll_pla
     MPI_Allreduce(&setup_bad, &setup_any, 1, MPI_INT, MPI_MAX, world->comm);
     if (st == ZAYA_OK && setup_any) st = zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed to set up NCCL");
     FILE *tf = world->rank == 0 ? table : NULL;
-    if (st == ZAYA_OK && tf) {
-        fprintf(tf, "# zaya bench coll: %d NCCL ranks (%d processes x %d GPUs), NCCL %s\n#\n# Using devices\n", x.n,
-                world->size, x.nd, zaya_nccl_version());
+    if (st == ZAYA_OK) {
+        /* Every process's GPUs (the same -g everywhere), gathered to rank 0. */
+        zaya_coll_device mine[64];
         for (int d = 0; d < x.nd; d++) {
             zaya_gpu_props pr;
-            if (zaya_gpu_props_get(zaya_nccl_device(x.nc, d), &pr) == ZAYA_OK)
-                fprintf(tf, "#  Rank %2d Group  0 device %2d [cuda] %s\n", zaya_nccl_rank(x.nc, d), pr.index, pr.name);
+            int dev = zaya_nccl_device(x.nc, d);
+            if (zaya_gpu_props_get(dev, &pr) != ZAYA_OK) snprintf(pr.name, sizeof pr.name, "?");
+            zaya_coll_device_self(&mine[d], zaya_nccl_rank(x.nc, d), "cuda", dev, pr.name);
         }
-        fprintf(tf, "#\n");
+        st = zaya_coll_devices_gather(world, mine, x.nd, out);
     }
-    for (int c = 0; st == ZAYA_OK && c < ZAYA_COLL_COUNT; c++) {
-        if (!(p->colls & (1u << c))) continue;
-        for (int t = 0; st == ZAYA_OK && t < 2; t++) {
-            if (!(p->dtypes & (1u << t))) continue;
-            for (int op = 0; st == ZAYA_OK && op < ZAYA_REDOP_COUNT; op++) {
-                if (!(p->ops & (1u << op))) continue;
-                st = sweep(&x, (zaya_coll)c, (zaya_dist_dtype)t, (zaya_redop)op, p->root, out, tf);
-                if (!zaya_coll_is_reduction((zaya_coll)c)) break;
+    if (st == ZAYA_OK && tf) {
+        fprintf(tf, "# zaya bench coll: %d NCCL ranks (%d processes x %d GPUs), NCCL %s\n#\n", x.n, world->size, x.nd,
+                zaya_nccl_version());
+        zaya_coll_devices_print(tf, out);
+    }
+    zaya_coll_stop stop;
+    zaya_coll_stop_begin(&stop, p->cycles);
+    for (int cycle = 1; st == ZAYA_OK && zaya_coll_cycle_next(world, p->cycles, cycle - 1, out); cycle++) {
+        zaya_coll_cycle_print(tf, cycle, p->cycles);
+        int from = out->n;
+        for (int c = 0; st == ZAYA_OK && c < ZAYA_COLL_COUNT; c++) {
+            if (!(p->colls & (1u << c))) continue;
+            for (int t = 0; st == ZAYA_OK && t < 2; t++) {
+                if (!(p->dtypes & (1u << t))) continue;
+                for (int op = 0; st == ZAYA_OK && op < ZAYA_REDOP_COUNT; op++) {
+                    if (!(p->ops & (1u << op))) continue;
+                    st = sweep(&x, (zaya_coll)c, (zaya_dist_dtype)t, (zaya_redop)op, p->root, out, tf);
+                    if (!zaya_coll_is_reduction((zaya_coll)c)) break;
+                }
             }
         }
+        for (int i = from; i < out->n; i++) out->rows[i].cycle = cycle;
     }
+    zaya_coll_stop_end(&stop);
+    if (st == ZAYA_OK && tf && out->stopped)
+        fprintf(tf, "# stopped by a signal after %d cycle%s (-N 0)\n", out->cycles, out->cycles == 1 ? "" : "s");
     ctx_free(&x);
     int bad = st != ZAYA_OK, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world->comm);

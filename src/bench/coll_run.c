@@ -1,5 +1,6 @@
 /* Timing loop of `zaya bench coll`: per-iteration times of the zaya call (and, interleaved
  * iteration by iteration, the same operation as a bare MPI call), then the exact check. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,11 +26,56 @@ void zaya_coll_opts_default(zaya_coll_opts *o) {
     o->check_iters = 1;
     o->blocking = 0;
     o->bare = 1;
+    o->average = 1;
+    o->agg_iters = 1;
     o->seed = 1234;
+}
+
+const char *zaya_coll_average_name(int average) {
+    static const char *names[4] = {"rank0", "avg", "min", "max"};
+    return average >= 0 && average < 4 ? names[average] : "?";
+}
+
+zaya_status zaya_coll_plan_check(const zaya_coll_plan *p) {
+    const zaya_coll_opts *o = &p->opts;
+    int nccl = p->backend == ZAYA_COLL_BACKEND_NCCL;
+    if (o->average < 0 || o->average > 3)
+        return zaya_error_set(ZAYA_EINVAL, "-a/--average takes 0 (rank 0), 1 (average), 2 (min) or 3 (max); got %d",
+                              o->average);
+    if (o->agg_iters < 1 || o->agg_iters > 1000000)
+        return zaya_error_set(ZAYA_EINVAL, "-m/--agg_iters must be in 1..1000000 (got %d)", o->agg_iters);
+    if (o->report_cputime != 0 && o->report_cputime != 1)
+        return zaya_error_set(ZAYA_EINVAL, "-C/--report_cputime takes 0 or 1 (got %d)", o->report_cputime);
+    if (p->cycles < ZAYA_COLL_CYCLES_UNTIL_STOPPED)
+        return zaya_error_set(ZAYA_EINVAL, "-N/--run_cycles must be >= 0 (got %d; 0 runs until SIGINT/SIGTERM)",
+                              p->cycles);
+    int ngpus = p->ngpus ? p->ngpus : 1, nthreads = p->nthreads ? p->nthreads : 1;
+    if (ngpus < 1 || ngpus > 64) return zaya_error_set(ZAYA_EINVAL, "-g/--ngpus must be in 1..64 (got %d)", ngpus);
+    if (ngpus > 1 && !nccl)
+        return zaya_error_set(ZAYA_EINVAL, "-g/--ngpus %d needs --backend nccl (the MPI backend times host buffers)",
+                              ngpus);
+    if (nthreads != 1)
+        return zaya_error_set(ZAYA_EINVAL,
+                              "-t/--nthreads %d: only 1 (one thread drives every local GPU of a process; for more "
+                              "NCCL ranks per process use -g N)",
+                              nthreads);
+    if (p->cudagraph < 0) return zaya_error_set(ZAYA_EINVAL, "-G/--cudagraph must be >= 0 (got %d)", p->cudagraph);
+    if (p->cudagraph > 0)
+        return zaya_error_set(ZAYA_EINVAL,
+                              nccl ? "-G/--cudagraph %d: CUDA graphs are not supported (the NCCL backend times every "
+                                     "iteration with a device event pair, no graphs); use -G 0"
+                                   : "-G/--cudagraph %d: CUDA graphs are a GPU option (--backend nccl, where only 0 is "
+                                     "supported); use -G 0",
+                              p->cudagraph);
+    if (p->report_path && !*p->report_path) return zaya_error_set(ZAYA_EINVAL, "-J/--output_file: empty file name");
+    if (nccl && (p->sweep || o->blocking == 2))
+        return zaya_error_set(ZAYA_EINVAL, "--sweep and -z 2 are MPI-only (--backend mpi)");
+    return ZAYA_OK;
 }
 
 void zaya_coll_results_free(zaya_coll_results *r) {
     free(r->rows);
+    free(r->devices);
     memset(r, 0, sizeof *r);
 }
 
@@ -112,24 +158,38 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Reduces per-iteration times (seconds) over ranks into the timing fields (microseconds). */
-void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, zaya_coll_timing *tm) {
+/* Reduces per-sample times (seconds per operation) over ranks into the timing fields (microseconds);
+ * time_us is the average mode's choice (nccl-tests -a). */
+void zaya_coll_time_stats(const zaya_comm *c, double *times, int iters, int average, zaya_coll_timing *tm) {
     double mean = 0;
     for (int i = 0; i < iters; i++) mean += times[i];
     mean /= iters;
-    double mn, mx, sum;
+    double mn, mx, sum, r0 = mean;
     MPI_Allreduce(&mean, &mn, 1, MPI_DOUBLE, MPI_MIN, c->comm);
     MPI_Allreduce(&mean, &mx, 1, MPI_DOUBLE, MPI_MAX, c->comm);
     MPI_Allreduce(&mean, &sum, 1, MPI_DOUBLE, MPI_SUM, c->comm);
+    MPI_Bcast(&r0, 1, MPI_DOUBLE, 0, c->comm);
     /* An iteration is as slow as its slowest rank. */
     MPI_Allreduce(MPI_IN_PLACE, times, iters, MPI_DOUBLE, MPI_MAX, c->comm);
     qsort(times, (size_t)iters, sizeof *times, cmp_double);
     int i50 = (iters * 50 + 99) / 100 - 1, i99 = (iters * 99 + 99) / 100 - 1;
-    tm->time_us = sum / c->size * 1e6;
+    tm->avg_us = sum / c->size * 1e6;
     tm->min_us = mn * 1e6;
     tm->max_us = mx * 1e6;
+    tm->rank0_us = r0 * 1e6;
+    const double pick[4] = {tm->rank0_us, tm->avg_us, tm->min_us, tm->max_us};
+    tm->time_us = pick[average >= 0 && average < 4 ? average : 1];
     tm->p50_us = times[i50 < 0 ? 0 : i50] * 1e6;
     tm->p99_us = times[i99 < 0 ? 0 : i99] * 1e6;
+}
+
+/* The clock of the timed loop: wall time, or (-C 1) the CPU time of the whole process (every thread,
+ * MPI's progress threads included). */
+static uint64_t clock_ns(int cputime) {
+    if (!cputime) return zaya_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 typedef struct variant_ctx {
@@ -159,7 +219,7 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
     /* Warm every path that is timed below (the zaya call, the bare MPI call, the clock) at this size,
      * so no timed iteration pays a first call's one-off cost. */
     for (int i = 0; i < o->warmup; i++) {
-        (void)zaya_now_ns();
+        (void)clock_ns(o->report_cputime);
         ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
         if (bare) {
             int rc = run_bare(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking);
@@ -169,28 +229,35 @@ static zaya_status run_variant(variant_ctx *v, const zaya_coll_shape *s, int in_
         }
     }
     ZAYA_TRY(zaya_comm_barrier(c));
+    int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+    int64_t calls = 0;
     for (int i = 0; i < o->iters; i++) {
         /* The first call of a pair also absorbs the ranks' arrival skew: alternate which goes first
-         * so neither side of the overhead ratio carries that bias. */
+         * so neither side of the overhead ratio carries that bias. A sample is agg operations back
+         * to back (-m), reported per operation. */
         for (int k = 0; k < 1 + bare; k++) {
             int is_bare = bare && ((i + k) % 2 == 1);
-            uint64_t t0 = zaya_now_ns();
-            if (is_bare) {
-                int rc = run_bare(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking);
-                if (rc != MPI_SUCCESS)
-                    return zaya_error_set(ZAYA_EMPI, "bare MPI %s of %lld bytes failed (code %d)",
-                                          zaya_coll_name(v->coll), (long long)s->bytes, rc);
-            } else {
-                ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+            uint64_t t0 = clock_ns(o->report_cputime);
+            for (int a = 0; a < agg; a++) {
+                if (is_bare) {
+                    int rc = run_bare(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking);
+                    if (rc != MPI_SUCCESS)
+                        return zaya_error_set(ZAYA_EMPI, "bare MPI %s of %lld bytes failed (code %d)",
+                                              zaya_coll_name(v->coll), (long long)s->bytes, rc);
+                } else {
+                    ZAYA_TRY(run_zaya(c, v->coll, s, sb, v->recvbuf, v->t, v->op, v->root, o->blocking));
+                    calls++;
+                }
             }
-            uint64_t t1 = zaya_now_ns();
-            (is_bare ? v->bare_times : v->times)[i] = (double)(t1 - t0) * 1e-9;
+            uint64_t t1 = clock_ns(o->report_cputime);
+            (is_bare ? v->bare_times : v->times)[i] = (double)(t1 - t0) * 1e-9 / agg;
         }
     }
-    zaya_coll_time_stats(c, v->times, o->iters, tm);
+    zaya_coll_time_stats(c, v->times, o->iters, o->average, tm);
+    tm->calls = calls;
     if (bare) {
         zaya_coll_timing bt;
-        zaya_coll_time_stats(c, v->bare_times, o->iters, &bt);
+        zaya_coll_time_stats(c, v->bare_times, o->iters, o->average, &bt);
         *bare_us = bt.time_us;
     }
     tm->algbw = zaya_coll_algbw_gbps(s->bytes, tm->time_us);
@@ -234,23 +301,51 @@ void zaya_coll_print_variant(FILE *f, const zaya_coll_timing *tm) {
     fprintf(f, "  %7s  %6.2f  %6.2f  %6s", t, tm->algbw, tm->busbw, w);
 }
 
-void zaya_coll_print_header(FILE *f, int nranks, const char *backend, const char *timed, zaya_coll coll,
+void zaya_coll_block_row(FILE *f, zaya_coll_block *b, const zaya_coll_result *row, int has_ip) {
+    b->wrong += (row->oop.wrong > 0 ? row->oop.wrong : 0) + (has_ip && row->ip.wrong > 0 ? row->ip.wrong : 0);
+    b->busbw_sum += row->oop.busbw + (has_ip ? row->ip.busbw : 0);
+    b->nvariants += 1 + (has_ip != 0);
+    if (!f) return;
+    fprintf(f, "%12lld  %12lld  %8s  %6s  %6d", (long long)row->bytes, (long long)row->count,
+            zaya_dist_dtype_name(row->dtype), zaya_coll_is_reduction(row->coll) ? zaya_redop_name(row->op) : "none",
+            row->root);
+    zaya_coll_print_variant(f, &row->oop);
+    zaya_coll_print_variant(f, &row->ip);
+    fprintf(f, "\n");
+    fflush(f);
+}
+
+void zaya_coll_block_end(FILE *f, const zaya_coll_block *b) {
+    if (!f) return;
+    fprintf(f, "# Out of bounds values : %lld %s\n", (long long)b->wrong, b->wrong ? "FAILED" : "OK");
+    fprintf(f, "# Avg bus bandwidth    : %g \n#\n", b->nvariants ? b->busbw_sum / b->nvariants : 0.0);
+    fflush(f);
+}
+
+void zaya_coll_print_header(FILE *f, int nranks, int ngpus, const char *backend, const char *timed, zaya_coll coll,
                             zaya_dist_dtype t, zaya_redop op, int spread, const zaya_coll_opts *o) {
     fprintf(f, "# Collective test starting: %s\n", zaya_coll_perf_name(coll));
     if (o->step_factor > 1)
-        fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %g(factor) warmup iters: %d iters: %d "
-                   "agg iters: 1 validation: %d graph: 0\n",
-                (long long)o->min_bytes, (long long)o->max_bytes, o->step_factor, o->warmup, o->iters,
-                o->check_iters > 0);
+        fprintf(f, "# nThread 1 nGpus %d minBytes %lld maxBytes %lld step: %g(factor) warmup iters: %d iters: %d "
+                   "agg iters: %d validation: %d graph: 0\n",
+                ngpus, (long long)o->min_bytes, (long long)o->max_bytes, o->step_factor, o->warmup, o->iters,
+                o->agg_iters, o->check_iters > 0);
     else
-        fprintf(f, "# nThread 1 nGpus 1 minBytes %lld maxBytes %lld step: %lld(bytes) warmup iters: %d iters: %d "
-                   "agg iters: 1 validation: %d graph: 0\n",
-                (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
-                o->check_iters > 0);
+        fprintf(f, "# nThread 1 nGpus %d minBytes %lld maxBytes %lld step: %lld(bytes) warmup iters: %d iters: %d "
+                   "agg iters: %d validation: %d graph: 0\n",
+                ngpus, (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
+                o->agg_iters, o->check_iters > 0);
     fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n", nranks,
             spread ? "spread" : "packed", backend, o->blocking, zaya_dist_dtype_name(t),
             zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none");
-    fprintf(f, "# timed calls: %s\n#\n", timed);
+    fprintf(f, "# timed calls: %s\n", timed);
+    const char *clk = !o->report_cputime ? "wall time (-C 0)"
+                      : !strncmp(backend, "nccl", 4) ? "host time to enqueue, not device time (-C 1: CPU time)"
+                                                      : "CPU time of the process, every thread (-C 1: CPU time)";
+    fprintf(f, "# reported time: per operation, %s over ranks of each rank's mean (-a %d); %s; %d operation%s per "
+               "sample (-m %d)\n#\n",
+            o->average == 0 ? "rank 0's" : zaya_coll_average_name(o->average), o->average, clk, o->agg_iters,
+            o->agg_iters == 1 ? "" : "s", o->agg_iters);
     fprintf(f, "#                                                              out-of-place                       "
                "in-place          \n");
     fprintf(f, "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   "
@@ -323,12 +418,11 @@ static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, 
                             : nb ? "MPI_I* start + MPI_Wait (-z 0: Open MPI's libnbc path, not what OSU/IMB time; "
                                    "-z 1 blocking, -z 2 both)"
                                  : "blocking MPI collective (-z 0: this collective has no non-blocking form here)";
-        zaya_coll_print_header(tf, c->size, zaya_dist_backend_name(), timed, coll, t, op, spread, o);
+        zaya_coll_print_header(tf, c->size, 1, zaya_dist_backend_name(), timed, coll, t, op, spread, o);
     }
-    int64_t wrong_total = 0, prev_bytes = -1;
+    int64_t prev_bytes = -1;
     int first = 1;
-    double busbw_sum = 0;
-    int nsizes = 0;
+    zaya_coll_block blk = {0};
     for (int64_t b = o->min_bytes; b <= o->max_bytes; b = zaya_coll_next_size(b, o)) {
         zaya_coll_shape s = zaya_coll_shape_for(coll, b, c->size, t);
         if (s.count == 0 || s.bytes == prev_bytes) continue; /* too small to split, or a repeat */
@@ -362,23 +456,9 @@ static zaya_status sweep(const zaya_comm *c, zaya_coll coll, zaya_dist_dtype t, 
                      (long long)s.bytes);
             zaya_progress_update(prog, ++*done, note);
         }
-        wrong_total += (row.oop.wrong > 0 ? row.oop.wrong : 0) + (row.ip.wrong > 0 ? row.ip.wrong : 0);
-        busbw_sum += row.oop.busbw + row.ip.busbw;
-        nsizes += 2;
-        if (tf) {
-            fprintf(tf, "%12lld  %12lld  %8s  %6s  %6d", (long long)s.bytes, (long long)s.count, zaya_dist_dtype_name(t),
-                    zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none", root);
-            zaya_coll_print_variant(tf, &row.oop);
-            zaya_coll_print_variant(tf, &row.ip);
-            fprintf(tf, "\n");
-            fflush(tf);
-        }
+        zaya_coll_block_row(tf, &blk, &row, 1);
     }
-    if (tf) {
-        fprintf(tf, "# Out of bounds values : %lld %s\n", (long long)wrong_total, wrong_total ? "FAILED" : "OK");
-        fprintf(tf, "# Avg bus bandwidth    : %g \n#\n", nsizes ? busbw_sum / nsizes : 0.0);
-        fflush(tf);
-    }
+    zaya_coll_block_end(tf, &blk);
 done:
     zaya_free(v.sendbuf);
     zaya_free(v.recvbuf);
@@ -402,32 +482,103 @@ zaya_status zaya_coll_idle_barrier(const zaya_comm *world) {
     }
 }
 
-static void print_devices(FILE *f, const zaya_comm *world) {
-    char line[256], host[64] = "?", model[96];
-    gethostname(host, sizeof host - 1);
-    zaya_sysinfo_cpu_model(model, sizeof model);
-    snprintf(line, sizeof line, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [cpu] %s", world->rank, (int)getpid(),
-             host, sched_getcpu(), model);
-    char *all = world->rank == 0 ? malloc((size_t)world->size * sizeof line) : NULL;
-    MPI_Gather(line, (int)sizeof line, MPI_CHAR, all, (int)sizeof line, MPI_CHAR, 0, world->comm);
-    if (all && f) {
-        fprintf(f, "# zaya bench coll: %d ranks, backend %s\n#\n# Using devices\n", world->size, zaya_dist_backend_name());
-        for (int r = 0; r < world->size; r++) fprintf(f, "%s\n", all + (size_t)r * sizeof line);
-        fprintf(f, "#\n");
-    }
-    free(all);
+/* ---- the timed ranks' devices ---- */
+
+void zaya_coll_device_self(zaya_coll_device *d, int rank, const char *kind, int index, const char *name) {
+    memset(d, 0, sizeof *d);
+    d->rank = rank;
+    d->pid = (int)getpid();
+    if (gethostname(d->host, sizeof d->host - 1) != 0) snprintf(d->host, sizeof d->host, "?");
+    snprintf(d->kind, sizeof d->kind, "%s", kind);
+    d->index = index;
+    snprintf(d->name, sizeof d->name, "%s", name);
 }
 
-zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {
-    if (p->backend == ZAYA_COLL_BACKEND_NCCL) return zaya_bench_coll_nccl_run(world, p, out, table);
-    int n = world->size;
-    int counts[40], ncounts = 0;
-    if (p->sweep)
-        for (int k = 2; k < n && ncounts < 38; k *= 2) counts[ncounts++] = k;
-    counts[ncounts++] = n;
-    print_devices(world->rank == 0 ? table : NULL, world);
-    /* Overall progress (rank 0, on stderr): rows done of all rows of the plan, with an ETA. */
-    int64_t total = 0, done = 0;
+zaya_status zaya_coll_devices_gather(const zaya_comm *world, const zaya_coll_device *mine, int n,
+                                     zaya_coll_results *out) {
+    int bytes = n * (int)sizeof *mine;
+    zaya_coll_device *all = NULL;
+    if (world->rank == 0) {
+        all = calloc((size_t)n * (size_t)world->size, sizeof *all);
+        if (!all) return zaya_error_set(ZAYA_ENOMEM, "bench coll: out of memory for the device list");
+    }
+    MPI_Gather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, world->comm);
+    if (world->rank == 0) {
+        free(out->devices);
+        out->devices = all;
+        out->ndevices = n * world->size;
+    }
+    return ZAYA_OK;
+}
+
+void zaya_coll_devices_print(FILE *f, const zaya_coll_results *r) {
+    if (!f) return;
+    fprintf(f, "# Using devices\n");
+    for (int i = 0; i < r->ndevices; i++) {
+        const zaya_coll_device *d = &r->devices[i];
+        fprintf(f, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s\n", d->rank, d->pid, d->host, d->index,
+                d->kind, d->name);
+    }
+    fprintf(f, "#\n");
+}
+
+/* ---- -N: cycles, and the stop request of -N 0 ---- */
+
+static volatile sig_atomic_t g_stop;
+
+static void on_stop(int sig) {
+    if (g_stop) { /* a second request: the default action (terminate) */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    g_stop = 1;
+}
+
+void zaya_coll_stop_begin(zaya_coll_stop *s, int cycles) {
+    memset(s, 0, sizeof *s);
+    s->on = cycles == ZAYA_COLL_CYCLES_UNTIL_STOPPED;
+    if (!s->on) return;
+    g_stop = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &s->old_int);
+    sigaction(SIGTERM, &sa, &s->old_term);
+}
+
+void zaya_coll_stop_end(zaya_coll_stop *s) {
+    if (!s->on) return;
+    sigaction(SIGINT, &s->old_int, NULL);
+    sigaction(SIGTERM, &s->old_term, NULL);
+    s->on = 0;
+}
+
+int zaya_coll_cycle_next(const zaya_comm *world, int cycles, int done, zaya_coll_results *out) {
+    out->cycles = done;
+    if (cycles != ZAYA_COLL_CYCLES_UNTIL_STOPPED) return done < (cycles > 0 ? cycles : 1);
+    /* -N 0: a request on any rank stops every rank here, between two cycles. */
+    int mine = g_stop != 0, any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world->comm);
+    if (any) out->stopped = 1;
+    return !any;
+}
+
+void zaya_coll_cycle_print(FILE *f, int cycle, int cycles) {
+    if (!f || cycles == 0 || cycles == 1) return;
+    if (cycles > 0) fprintf(f, "# cycle %d of %d (-N %d)\n#\n", cycle, cycles, cycles);
+    else fprintf(f, "# cycle %d (-N 0: until SIGINT or SIGTERM, then ends after this cycle)\n#\n", cycle);
+    fflush(f);
+}
+
+static void set_cycle(zaya_coll_results *out, int from, int cycle) {
+    for (int i = from; i < out->n; i++) out->rows[i].cycle = cycle;
+}
+
+/* Rows one cycle of the plan times (for the progress line). */
+static int64_t cycle_rows(const zaya_coll_plan *p, const int *counts, int ncounts, int n) {
+    int64_t total = 0;
     for (int ci = 0; ci < ncounts; ci++)
         for (int spread = 0; spread < 2; spread++) {
             if (!(p->placements & (1u << spread))) continue;
@@ -443,8 +594,13 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
                                  (p->opts.blocking == 2 ? 2 : 1);
             }
         }
-    zaya_progress prog;
-    zaya_progress_init(&prog, "bench coll", "size", total);
+    return total;
+}
+
+/* One cycle of the MPI plan: every group size and placement, collective, dtype, op and -z mode. */
+static zaya_status run_cycle(const zaya_comm *world, const zaya_coll_plan *p, const int *counts, int ncounts,
+                             zaya_coll_results *out, FILE *table, zaya_progress *prog, int64_t *done) {
+    int n = world->size;
     zaya_status st = ZAYA_OK;
     for (int ci = 0; ci < ncounts; ci++) {
         int k = counts[ci];
@@ -468,7 +624,7 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
                             if (p->opts.blocking != 2 && z != p->opts.blocking) continue;
                             o.blocking = z;
                             st = sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root, spread && k < n,
-                                       &o, out, table, &prog, &done);
+                                       &o, out, table, prog, done);
                         }
                         if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
                     }
@@ -484,6 +640,49 @@ zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p,
             if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
         }
     }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {
+    ZAYA_TRY(zaya_coll_plan_check(p));
+    if (p->backend == ZAYA_COLL_BACKEND_NCCL) return zaya_bench_coll_nccl_run(world, p, out, table);
+    int n = world->size;
+    int counts[40], ncounts = 0;
+    if (p->sweep)
+        for (int k = 2; k < n && ncounts < 38; k *= 2) counts[ncounts++] = k;
+    counts[ncounts++] = n;
+    FILE *tf = world->rank == 0 ? table : NULL;
+    char model[96];
+    zaya_sysinfo_cpu_model(model, sizeof model);
+    zaya_coll_device me;
+    zaya_coll_device_self(&me, world->rank, "cpu", sched_getcpu(), model);
+    ZAYA_TRY(zaya_coll_devices_gather(world, &me, 1, out));
+    if (tf) {
+        fprintf(tf, "# zaya bench coll: %d ranks, backend %s\n#\n", world->size, zaya_dist_backend_name());
+        zaya_coll_devices_print(tf, out);
+    }
+    /* Overall progress (rank 0, on stderr): rows done of all rows of the plan, with an ETA (per
+     * cycle under -N 0, whose length is open). */
+    int64_t per_cycle = cycle_rows(p, counts, ncounts, n), done = 0;
+    zaya_progress prog;
+    zaya_progress_init(&prog, "bench coll", "size", p->cycles > 0 ? per_cycle * p->cycles : per_cycle);
+    zaya_coll_stop stop;
+    zaya_coll_stop_begin(&stop, p->cycles);
+    zaya_status st = ZAYA_OK;
+    for (int cycle = 1; st == ZAYA_OK && zaya_coll_cycle_next(world, p->cycles, cycle - 1, out); cycle++) {
+        if (p->cycles == ZAYA_COLL_CYCLES_UNTIL_STOPPED && cycle > 1) {
+            zaya_progress_init(&prog, "bench coll", "size", per_cycle);
+            done = 0;
+        }
+        zaya_coll_cycle_print(tf, cycle, p->cycles);
+        int from = out->n;
+        st = run_cycle(world, p, counts, ncounts, out, table, &prog, &done);
+        set_cycle(out, from, cycle);
+    }
+    zaya_coll_stop_end(&stop);
+    ZAYA_TRY(st);
     if (world->rank == 0) zaya_progress_finish(&prog, NULL);
+    if (tf && out->stopped)
+        fprintf(tf, "# stopped by a signal after %d cycle%s (-N 0)\n", out->cycles, out->cycles == 1 ? "" : "s");
     return ZAYA_OK;
 }

@@ -123,3 +123,23 @@ zaya_status zaya_gemm_run_shape(const zaya_gemm_shape *s, const zaya_bench_opts 
     zaya_gemm_flags(r, r->flags, sizeof r->flags);
     return ZAYA_OK;
 }
+
+/* Is `item` one of the comma-separated names in `list`? */
+static int in_list(const char *list, const char *item) {
+    size_t len = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && !strncmp(p, item, len)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+int zaya_gemm_shapes_keep_groups(zaya_gemm_shape *shapes, int n, const char *groups) {
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (in_list(groups, shapes[i].group)) shapes[kept++] = shapes[i];
+    return kept;
+}

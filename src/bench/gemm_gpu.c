@@ -20,17 +20,6 @@ typedef struct gpu_row {
     char algo[128];
 } gpu_row;
 
-static int in_list(const char *list, const char *item) {
-    size_t len = strlen(item);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == len && !strncmp(p, item, len)) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
-}
 
 static zaya_status time_shape(const zaya_gemm_shape *s, zaya_gpu_dtype t, const zaya_bench_gemm_opts *o, int samples,
                               gpu_row *r) {
@@ -160,10 +149,7 @@ zaya_status zaya_bench_gemm_gpu_run(const zaya_bench_gemm_opts *o, zaya_device d
         if (model) o->model_shapes(&cfg, tokens, ZAYA_DTYPE_BF16, shapes, ns);
         else zaya_gemm_sweep_shapes(o->quick, ZAYA_DTYPE_BF16, shapes, ns);
         if (o->only) {
-            int kept = 0;
-            for (int i = 0; i < ns; i++)
-                if (in_list(o->only, shapes[i].group)) shapes[kept++] = shapes[i];
-            ns = kept;
+            ns = zaya_gemm_shapes_keep_groups(shapes, ns, o->only);
             if (!ns) st = zaya_error_set(ZAYA_EINVAL, "--only '%s' selects no shapes", o->only);
         }
     }

@@ -76,18 +76,6 @@ static int same_shape(const zaya_gemm_shape *a, const zaya_gemm_shape *b) {
            a->n == b->n && a->k == b->k && a->beta == b->beta;
 }
 
-/* Is `item` one of the comma-separated names in `list`? */
-static int in_list(const char *list, const char *item) {
-    size_t len = strlen(item);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == len && !strncmp(p, item, len)) return 1;
-        if (!end) break;
-        p = end + 1;
-    }
-    return 0;
-}
 
 static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
     zaya_bench_opts o = {g->warmup, g->iters, 1e-3, g->thread_cpu};
@@ -107,10 +95,7 @@ static zaya_status run_all(gemm_run *R, const gemm_opts *g) {
         n += c;
     }
     if (g->only) {
-        int kept = 0;
-        for (int i = 0; i < n; i++)
-            if (in_list(g->only, shapes[i].group)) shapes[kept++] = shapes[i];
-        n = kept;
+        n = zaya_gemm_shapes_keep_groups(shapes, n, g->only);
     }
     if (n == 0) {
         free(shapes);

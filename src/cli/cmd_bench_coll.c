@@ -11,11 +11,11 @@
 static const char *g_details =
     "Run under MPI, e.g.\n"
     "  mpirun -np 4 --allow-run-as-root --oversubscribe zaya bench coll -b 8 -e 64M -f 2 --coll all\n"
-    "Flags follow nccl-tests (-b -e -f -i -n -w -c -o -d -r -z). Sizes take K/M/G suffixes (binary); GB/s\n"
-    "are 1e9 bytes/s. busbw = algbw x factor: allreduce 2(n-1)/n; reducescatter, allgather, alltoall\n"
-    "(n-1)/n; broadcast, reduce, sendrecv 1. Since -o selects the reduction op (as in nccl-tests), the\n"
-    "output directory is --out. Every check iteration compares every element with its exact expected\n"
-    "value; the footer's 'Out of bounds values' counts wrong elements summed over ranks (any -> exit 1).\n"
+    "Flags follow nccl-tests (-b -e -f -i -n -w -c -o -d -r -z -a -m -N -C -J -g -t -G, the same long\n"
+    "names too). Sizes take K/M/G suffixes (binary); GB/s are 1e9 bytes/s. busbw = algbw x factor:\n"
+    "allreduce 2(n-1)/n; reducescatter, allgather, alltoall (n-1)/n; broadcast, reduce, sendrecv 1.\n"
+    "Since -o selects the reduction op (as in nccl-tests), the output directory is --out. Every check\n"
+    "iteration compares every element with its exact expected value; the footer's 'Out of bounds values' counts wrong elements summed over ranks (any -> exit 1).\n"
     "--sweep repeats everything on sub-groups of 2, 4, ... ranks; --placement spread builds those groups\n"
     "from ranks spaced world/k apart instead of the first k. Each size is also timed as a bare MPI loop\n"
     "(interleaved iteration by iteration) and the summary reports the zaya/bare time ratio.\n"
@@ -30,6 +30,11 @@ static const char *g_details =
     "--backend nccl: the same sizes, table, busbw and exact check on device buffers through NCCL, one rank\n"
     "per GPU: mpirun -np N (one GPU per process) or -g N in one process; each iteration timed with device\n"
     "events; in-place alltoall/sendrecv are N/A (grouped send/recv cannot share one buffer).\n"
+    "nccl-tests flags: -a 0..3 picks what time is reported over ranks (coll.json keeps all four), -m N\n"
+    "times N operations per sample, -N N repeats the plan (-N 0: until Ctrl-C / SIGTERM; the cycle in\n"
+    "progress finishes, then results are written and the exit is clean; a second signal terminates),\n"
+    "-C 1 reports CPU time, -J FILE writes the JSON report (docs/bench.md). -g, -t and -G are GPU options:\n"
+    "-g N needs --backend nccl; -t takes only 1 and -G only 0 (no CUDA graphs).\n"
     "Writes coll.json, coll.csv and coll_<collective>_{busbw,latency}.png.";
 
 int zaya_cmd_bench_coll(int argc, char **argv) {
@@ -37,8 +42,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     double factor = 0;
     int iters = 20, warmup = 5, check = 1, root = 0, blocking = 0, sweep = 0, bare = 1, stats = 0, inject = 0;
     int64_t seed = 1234;
-    int ngpus = 1;
-    const char *backend_s = "mpi";
+    int ngpus = 1, nthreads = 1, cudagraph = 0, average = 1, agg_iters = 1, cycles = 1, cputime = 0;
+    const char *backend_s = "mpi", *report = NULL;
     const char *op_s = "sum", *dtype_s = "float", *coll_s = "allreduce", *place_s = "packed", *outdir = "out/bench-coll";
     zaya_flag flags[] = {
         {"minbytes", 'b', ZAYA_FLAG_BYTES, &min_bytes, "SIZE", "smallest message in bytes, K/M/G suffixes (default 8)"},
@@ -63,7 +68,21 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"inject-wrong", 0, ZAYA_FLAG_BOOL, &inject, NULL,
          "self-test of the check: the last rank corrupts one output element before each check (must FAIL)"},
         {"backend", 0, ZAYA_FLAG_STRING, &backend_s, "mpi|nccl", "mpi: host buffers over MPI; nccl: device buffers over NCCL, one rank per GPU (default mpi)"},
+        {"average", 'a', ZAYA_FLAG_INT, &average, "0|1|2|3",
+         "time reported over ranks: 0 rank 0's, 1 the average, 2 min, 3 max of each rank's mean (default 1)"},
+        {"agg_iters", 'm', ZAYA_FLAG_INT, &agg_iters, "N",
+         "operations per timed sample, reported per operation (MPI back to back, NCCL one group; default 1)"},
+        {"run_cycles", 'N', ZAYA_FLAG_INT, &cycles, "N",
+         "run the whole plan N times, each cycle printed (default 1; 0: until SIGINT/SIGTERM, clean end)"},
+        {"report_cputime", 'C', ZAYA_FLAG_INT, &cputime, "0|1",
+         "1: report CPU time (MPI: the process's, every thread; NCCL: host enqueue time) (default 0)"},
         {"ngpus", 'g', ZAYA_FLAG_INT, &ngpus, "N", "GPUs per process with --backend nccl (nccl-tests -g; default 1)"},
+        {"nthreads", 't', ZAYA_FLAG_INT, &nthreads, "N",
+         "threads per process (nccl-tests -t): only 1; use -g for more GPUs"},
+        {"cudagraph", 'G', ZAYA_FLAG_INT, &cudagraph, "N",
+         "CUDA graph launches (nccl-tests -G): only 0, events time each iteration"},
+        {"output_file", 'J', ZAYA_FLAG_STRING, &report, "FILE",
+         "also write a JSON report: rows, hosts, MPI/NCCL versions, devices, env, start/end time, command line"},
         {"out", 0, ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-coll)"},
     };
     zaya_cmd_spec spec = {"bench coll", "collective bandwidth, latency and exact correctness (nccl-tests style)",
@@ -96,11 +115,20 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     plan.root = root;
     if (!strcmp(backend_s, "nccl")) plan.backend = ZAYA_COLL_BACKEND_NCCL;
     else if (strcmp(backend_s, "mpi")) return zaya_flags_usage_error(&spec, "--backend: unknown backend '%s' (mpi or nccl)", backend_s);
-    if (ngpus < 1 || ngpus > 64) return zaya_flags_usage_error(&spec, "-g must be in 1..64 (got %d)", ngpus);
-    if (ngpus > 1 && plan.backend != ZAYA_COLL_BACKEND_NCCL) return zaya_flags_usage_error(&spec, "-g needs --backend nccl");
-    if (plan.backend == ZAYA_COLL_BACKEND_NCCL && (sweep || blocking == 2))
-        return zaya_flags_usage_error(&spec, "--sweep and -z 2 are MPI-only (--backend mpi)");
+    if (cycles < 0) return zaya_flags_usage_error(&spec, "-N/--run_cycles must be >= 0 (got %d)", cycles);
+    /* 0 means the default (1) in the library's plan; on the command line it is a bad value. */
+    if (ngpus < 1) return zaya_flags_usage_error(&spec, "-g/--ngpus must be in 1..64 (got %d)", ngpus);
+    if (nthreads < 1) return zaya_flags_usage_error(&spec, "-t/--nthreads %d: only 1 (got %d)", nthreads, nthreads);
     plan.ngpus = ngpus;
+    plan.nthreads = nthreads;
+    plan.cudagraph = cudagraph;
+    plan.cycles = cycles == 0 ? ZAYA_COLL_CYCLES_UNTIL_STOPPED : cycles;
+    plan.report_path = report;
+    plan.argc = argc;
+    plan.argv = argv;
+    plan.opts.average = average;
+    plan.opts.agg_iters = agg_iters;
+    plan.opts.report_cputime = cputime;
     plan.sweep = sweep;
     if (zaya_coll_parse_list(coll_s, &plan.colls) != ZAYA_OK)
         return zaya_flags_usage_error(&spec, "--coll: %s", zaya_error_message());
@@ -121,6 +149,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     else if (!strcmp(place_s, "spread")) plan.placements = 2;
     else if (!strcmp(place_s, "both")) plan.placements = 3;
     else return zaya_flags_usage_error(&spec, "--placement: unknown placement '%s' (packed, spread or both)", place_s);
+    if (zaya_coll_plan_check(&plan) != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
 
     int64_t wrong = 0;
     if (zaya_bench_coll_main(&plan, stats, outdir, stdout, &wrong) != ZAYA_OK) return zaya_cli_error("bench coll", NULL);

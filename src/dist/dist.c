@@ -92,6 +92,24 @@ int zaya_dist_initialized(void) {
 
 const char *zaya_dist_backend_name(void) { return "mpi"; }
 
+const char *zaya_dist_library_version(void) {
+    static char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(buf, &len) != MPI_SUCCESS) return "?";
+    buf[len < (int)sizeof buf ? len : (int)sizeof buf - 1] = 0;
+    char *nl = strchr(buf, '\n');
+    if (nl) *nl = 0;
+    return buf;
+}
+
+const char *zaya_dist_mpi_standard(void) {
+    static char buf[16];
+    int v = 0, sv = 0;
+    if (MPI_Get_version(&v, &sv) != MPI_SUCCESS) return "?";
+    snprintf(buf, sizeof buf, "%d.%d", v, sv);
+    return buf;
+}
+
 zaya_status zaya_dist_init(int *argc, char ***argv, zaya_comm **world) {
     *world = NULL;
     int init = 0, fin = 0;

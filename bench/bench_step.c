@@ -6,7 +6,10 @@
  * --ns-batch sets zaya_optim_config.muon_batch_floats (0: the default).
  * CONFIG is a preset or a config.json. Prints the median of each phase over S steps (after one warm-up
  * step) and its share of the median step; Muon's Newton-Schulz is shown separately (the optimizer's own
- * timers). With -o writes DIR/bench_step.json. */
+ * timers). Before that, the model's own profile of the median step (zaya_model_profile_attach): forward
+ * and backward by op class (embedding, norms, projections, CCA convolutions, QK norm + RoPE, attention,
+ * router, dispatch, experts, head), with each class's matmul time and rate, the bf16 operand staging,
+ * and how many oneDNN primitives the timed steps created. With -o writes DIR/bench_step.json. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

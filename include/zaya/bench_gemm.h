@@ -44,6 +44,9 @@ typedef int (*zaya_gemm_model_fn)(const zaya_config *c, int64_t tokens, zaya_dty
 /* Keeps, in order, the shapes whose group is one of the comma-separated names in `groups` (--only);
  * returns how many are left at the front of shapes. */
 int zaya_gemm_shapes_keep_groups(zaya_gemm_shape *shapes, int n, const char *groups);
+/* A shape's fields in a gemm.json result row (group, name, pass, trans_a, trans_b, m, n, k, beta,
+ * count), shared by the CPU and the device reports. */
+void zaya_gemm_shape_add_json(cJSON *row, const zaya_gemm_shape *s);
 
 typedef struct zaya_gemm_result {
     zaya_gemm_shape s;

@@ -143,3 +143,16 @@ int zaya_gemm_shapes_keep_groups(zaya_gemm_shape *shapes, int n, const char *gro
         if (in_list(groups, shapes[i].group)) shapes[kept++] = shapes[i];
     return kept;
 }
+
+void zaya_gemm_shape_add_json(cJSON *row, const zaya_gemm_shape *s) {
+    cJSON_AddStringToObject(row, "group", s->group);
+    cJSON_AddStringToObject(row, "name", s->name);
+    cJSON_AddStringToObject(row, "pass", s->pass);
+    cJSON_AddNumberToObject(row, "trans_a", s->trans_a);
+    cJSON_AddNumberToObject(row, "trans_b", s->trans_b);
+    cJSON_AddNumberToObject(row, "m", (double)s->m);
+    cJSON_AddNumberToObject(row, "n", (double)s->n);
+    cJSON_AddNumberToObject(row, "k", (double)s->k);
+    cJSON_AddNumberToObject(row, "beta", s->beta);
+    cJSON_AddNumberToObject(row, "count", s->count);
+}

@@ -74,15 +74,9 @@ static zaya_status write_outputs(const zaya_bench_gemm_opts *o, const zaya_gpu_p
         const gpu_row *r = &rows[i];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "dtype", zaya_gpu_dtype_name(r->t));
-        cJSON_AddStringToObject(e, "group", r->s.group);
-        cJSON_AddStringToObject(e, "name", r->s.name);
-        cJSON_AddStringToObject(e, "pass", r->s.pass);
-        cJSON_AddNumberToObject(e, "trans_a", r->s.trans_a);
-        cJSON_AddNumberToObject(e, "trans_b", r->s.trans_b);
-        cJSON_AddNumberToObject(e, "m", (double)r->s.m);
-        cJSON_AddNumberToObject(e, "n", (double)r->s.n);
-        cJSON_AddNumberToObject(e, "k", (double)r->s.k);
-        cJSON_AddNumberToObject(e, "count", r->s.count);
+        zaya_gemm_shape ran = r->s;
+        ran.beta = 0.0f; /* device GEMMs run with beta = 0 */
+        zaya_gemm_shape_add_json(e, &ran);
         cJSON_AddNumberToObject(e, "best_ms", r->best_ms);
         cJSON_AddNumberToObject(e, "mean_ms", r->mean_ms);
         cJSON_AddNumberToObject(e, "tflops", r->tflops);

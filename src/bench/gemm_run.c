@@ -317,16 +317,7 @@ static zaya_status write_json(const gemm_run *R, const gemm_opts *g, const char 
         const zaya_gemm_result *r = &R->res[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "dtype", dt_name(r->s.dtype));
-        cJSON_AddStringToObject(o, "group", r->s.group);
-        cJSON_AddStringToObject(o, "name", r->s.name);
-        cJSON_AddStringToObject(o, "pass", r->s.pass);
-        cJSON_AddNumberToObject(o, "trans_a", r->s.trans_a);
-        cJSON_AddNumberToObject(o, "trans_b", r->s.trans_b);
-        cJSON_AddNumberToObject(o, "m", (double)r->s.m);
-        cJSON_AddNumberToObject(o, "n", (double)r->s.n);
-        cJSON_AddNumberToObject(o, "k", (double)r->s.k);
-        cJSON_AddNumberToObject(o, "beta", r->s.beta);
-        cJSON_AddNumberToObject(o, "count", r->s.count);
+        zaya_gemm_shape_add_json(o, &r->s);
         cJSON_AddNumberToObject(o, "gflop", r->gflop);
         cJSON_AddNumberToObject(o, "best_us", r->wrap.best_s * 1e6);
         cJSON_AddNumberToObject(o, "median_us", r->wrap.median_s * 1e6);

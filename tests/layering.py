@@ -14,7 +14,7 @@ import re
 import sys
 
 OWNER = {
-    'core': 'alloc bf16 dtype fs ft_protocol json log plot proc progress rng status sysinfo threads timer',
+    'core': 'alloc backend bf16 dtype fs ft_protocol json log plot proc progress rng status sysinfo threads timer',
     'gpu': 'gpu',
     'dist': 'dist',
     'kernels': 'attention kernels matmul',

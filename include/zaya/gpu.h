@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zaya/backend.h"
 #include "zaya/status.h"
 
 #ifdef __cplusplus
@@ -124,6 +125,11 @@ zaya_status zaya_gpu_gemm_time(zaya_gpu_gemm *g, int warmup, int iters, double *
  * sum_p |a_ip b_pj|; *bad counts entries above the dtype's bound (TF32 rounds its inputs to 10
  * mantissa bits: 2^-10; bf16/f16 inputs are exact in f32: k x 2^-23). */
 zaya_status zaya_gpu_gemm_verify(zaya_gpu_gemm *g, int samples, double *max_rel, int64_t *bad);
+
+/* ---- the CUDA compute backend (zaya/backend.h; src/gpu/be_*.cu) ----
+ * Selects d (a CUDA device), creates a stream, a cuBLASLt handle and the scratch tables; *out is then
+ * freed with zaya_backend_free. Without CUDA: ZAYA_EUNSUPPORTED, "built without CUDA". */
+zaya_status zaya_gpu_backend_init(zaya_device d, zaya_backend **out);
 
 /* ---- memory bandwidth (BabelStream kernels on f64 arrays of n elements) ---- */
 typedef enum zaya_gpu_stream_kernel {

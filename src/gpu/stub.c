@@ -69,3 +69,9 @@ zaya_status zaya_gpu_stream_run(int64_t n, int ntimes, zaya_gpu_stream_result *r
 zaya_status zaya_gpu_copy_bandwidth(size_t bytes, int pinned, zaya_gpu_copy kind, int ntimes, double *best_GBps) {
     return NO_CUDA("host<->device bandwidth");
 }
+
+zaya_status zaya_gpu_backend_init(zaya_device d, zaya_backend **out) {
+    (void)d;
+    *out = NULL;
+    return NO_CUDA("the CUDA compute backend");
+}

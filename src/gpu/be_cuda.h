@@ -1,0 +1,51 @@
+/* The CUDA compute backend (include/zaya/backend.h) inside the device layer: its state and the pieces
+ * each be_*.cu file contributes. be_core.cu owns the state (stream, cuBLASLt handle, workspace, the
+ * first pending error) and the memory, GEMM and optimizer operations; be_ops.cu the norms,
+ * activations, embedding, router, experts and loss; be_cca.cu the CCA pieces and attention. Each file
+ * installs its operations into the table (zaya_cuda_be_install_*), called by zaya_gpu_backend_init.
+ *
+ * Errors: an operation never returns one. A launch or runtime failure is recorded by
+ * zaya_cuda_be_fail (only the first is kept, with the operation's name) and returned by the next
+ * sync() or download(). Only .cu files include this header. */
+#ifndef ZAYA_GPU_BE_CUDA_H
+#define ZAYA_GPU_BE_CUDA_H
+
+#include "gpu/gpu_rt.h"
+#include "zaya/backend.h"
+
+typedef struct zaya_cuda_be {
+    int device;
+    gpuStream_t stream;
+    void *lt;            /* cuBLASLt handle (be_core.cu) */
+    void *ws;            /* reserve()d scratch, device memory */
+    size_t ws_bytes;
+    void *gemm_ws;       /* cuBLASLt workspace */
+    size_t gemm_ws_bytes;
+    double *partials;    /* fixed-size device scratch for two-pass reductions (be_core.cu sizes it) */
+    size_t partials_count;
+    zaya_status err;     /* first failure since the last sync (ZAYA_OK: none) */
+    char errmsg[512];
+    int block;           /* default threads per block (a multiple of the warp size) */
+    int sm_count;
+} zaya_cuda_be;
+
+static inline zaya_cuda_be *zaya_cuda_be_of(zaya_backend *be) { return (zaya_cuda_be *)be->ctx; }
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Records the first failure: `op` is the backend operation ("rmsnorm_forward"), e the runtime error. */
+void zaya_cuda_be_fail(zaya_backend *be, const char *op, gpuError_t e);
+/* After a launch: records gpuGetLastError() if it is not success. */
+void zaya_cuda_be_check_launch(zaya_backend *be, const char *op);
+/* Blocks for n work items with the backend's default block size, capped at a grid of 65535 x ... */
+int zaya_cuda_be_blocks(zaya_backend *be, int64_t n, int threads);
+
+void zaya_cuda_be_install_core(zaya_backend *be);
+void zaya_cuda_be_install_ops(zaya_backend *be);
+void zaya_cuda_be_install_cca(zaya_backend *be);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -22,6 +22,7 @@ OWNER = {
     'data': 'curriculum data shard',
     'model': 'config model',
     'optim': 'balance optim spike state',
+    'engine': 'engine',
     'ckpt': 'ckpt safetensors',
     'size': 'size',
     'infer': 'infer infer_bench infer_eval infer_generate infer_model infer_weights',

@@ -221,6 +221,10 @@ void zaya_model_profile_attach(zaya_model *m, zaya_model_profile *prof);
 const char *zaya_prof_phase_name(zaya_prof_phase phase);
 
 const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name);
+/* Binds p->layers[l] (an array of num_hidden_layers entries the caller owns) and the model-level
+ * pointers to the tensors of a block of m->nfloats floats at base, laid out as m's parameter block (a
+ * gradient block, or a copy in another memory: the pointers are only computed, never dereferenced). */
+void zaya_model_bind(const zaya_model *m, float *base, zaya_params *p);
 /* The tensor table of a config without allocating a model (caller frees *tensors). */
 zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats);
 

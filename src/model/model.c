@@ -118,6 +118,8 @@ zaya_status zaya_model_set_rope_theta(zaya_model *m, double theta) {
     return ZAYA_OK;
 }
 
+void zaya_model_bind(const zaya_model *m, float *base, zaya_params *p) { zaya_layout_bind(m, base, p); }
+
 const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *name) {
     for (int i = 0; i < m->ntensors; i++)
         if (!strcmp(m->tensors[i].name, name)) return &m->tensors[i];

@@ -1,0 +1,223 @@
+/* The training engine (zaya/engine.h) on the CPU reference backend against the CPU model and
+ * optimizer it mirrors: loss, every parameter gradient, routing, the route hook, two optimizer steps
+ * (AdamW and Muon, tall and wide matrices), host <-> backend copies, determinism, and the refusals. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zaya/engine.h"
+#include "zaya/rng.h"
+
+static void small_config(zaya_config *c) {
+    zaya_config_preset("zaya1-tiny", c);
+    c->hidden_size = 18; /* not a multiple of the vector width */
+    c->num_hidden_layers = 3;
+    c->num_attention_heads = 4;
+    c->num_key_value_heads = 2;
+    c->head_dim = 8;
+    c->num_experts = 3;
+    c->moe_intermediate_size = 10;
+    c->router_hidden_size = 8;
+    c->vocab_size = 29;
+    c->max_position_embeddings = 32;
+}
+
+/* Largest |a - b| over a tensor divided by its largest |b| (0 for an all-zero pair). */
+static double tensor_err(const float *a, const float *b, int64_t n) {
+    double d = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = fabs((double)a[i] - (double)b[i]);
+        if (x > d) d = x;
+        if (fabs((double)b[i]) > s) s = fabs((double)b[i]);
+    }
+    return s > 0 ? d / s : d;
+}
+
+static void batch(int32_t *ids, int32_t *tg, int64_t N, int64_t V, uint64_t seed) {
+    for (int64_t i = 0; i < N; i++) {
+        ids[i] = (int32_t)(zaya_rng_u32_at(seed, 0, (uint64_t)i) % (uint32_t)V);
+        tg[i] = i % 7 == 3 ? -1 : (int32_t)(zaya_rng_u32_at(seed, 1, (uint64_t)i) % (uint32_t)V);
+    }
+}
+
+static int hook_calls;
+static void count_hook(void *ctx, zaya_engine *e, int layer) {
+    (void)ctx;
+    int64_t cnt[8];
+    CHECK(zaya_engine_route_count_layer(e, layer, cnt) == ZAYA_OK, "recount in the hook: %s", zaya_error_message());
+    hook_calls++;
+}
+
+static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
+    const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
+    zaya_config c;
+    small_config(&c);
+    zaya_model ref, mod;
+    CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
+    zaya_model_init_weights(&ref, 7);
+    zaya_model_init_weights(&mod, 7);
+    /* the skip class back to a neutral bias so every class gets tokens */
+    for (int l = 0; l < (int)c.num_hidden_layers; l++) {
+        ref.p.layers[l].bal_bias[c.num_experts] = 0.0f;
+        mod.p.layers[l].bal_bias[c.num_experts] = 0.0f;
+    }
+    zaya_model_sync_weights(&ref);
+    zaya_model_sync_weights(&mod);
+    const int64_t B = 2, T = 13, N = B * T;
+    CHECK(zaya_model_plan(&ref, B, T) == ZAYA_OK, "plan");
+    zaya_backend *be = NULL;
+    CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK, "cpu backend: %s", zaya_error_message());
+    zaya_engine *e = NULL;
+    CHECK(zaya_engine_init(&e, be, &mod) == ZAYA_OK, "engine: %s", zaya_error_message());
+    if (!e) return;
+    CHECK(zaya_engine_plan(e, B, T) == ZAYA_OK, "engine plan: %s", zaya_error_message());
+    int32_t ids[N], tg[N];
+    batch(ids, tg, N, c.vocab_size, 11);
+
+    float lr_ = 0, le = 0;
+    zaya_model_zero_grad(&ref);
+    CHECK(zaya_model_forward(&ref, ids, tg, 1, &lr_) == ZAYA_OK, "ref forward");
+    zaya_model_backward(&ref);
+    hook_calls = 0;
+    zaya_engine_set_route_hook(e, count_hook, NULL);
+    CHECK(zaya_engine_zero_grad(e) == ZAYA_OK, "zero");
+    CHECK(zaya_engine_forward(e, ids, tg, 1, &le) == ZAYA_OK, "engine forward: %s", zaya_error_message());
+    CHECK(zaya_engine_backward(e) == ZAYA_OK, "engine backward: %s", zaya_error_message());
+    zaya_engine_set_route_hook(e, NULL, NULL);
+    CHECK(hook_calls == (int)c.num_hidden_layers, "%s: route hook ran %d times", name, hook_calls);
+    CHECK(fabsf(lr_ - le) <= 1e-6f * fabsf(lr_) + (dt == ZAYA_DTYPE_BF16 ? 1e-4f : 0.0f), "%s: loss %.9g vs %.9g", name,
+          le, lr_);
+    CHECK(zaya_engine_last_tokens(e) == ref.last_tokens, "tokens");
+    /* routing: the same classes, counts and statistics */
+    const int64_t E1 = c.num_experts + 1, L = c.num_hidden_layers;
+    const int64_t *rc = zaya_engine_route_counts(e);
+    int routed = 0;
+    for (int64_t i = 0; i < L * E1; i++) {
+        CHECK(rc[i] == ref.route_counts[i], "%s: route count %lld: %lld vs %lld", name, (long long)i, (long long)rc[i],
+              (long long)ref.route_counts[i]);
+        routed += i % E1 < c.num_experts && rc[i] > 0;
+    }
+    CHECK(routed >= 2 * (int)L, "%s: the batch exercises several experts per block (%d)", name, routed);
+    for (int64_t l = 0; l < L; l++)
+        CHECK(fabs(zaya_engine_route_spread(e)[l] - ref.route_spread[l]) <= 1e-9 * (1 + ref.route_spread[l]),
+              "%s: spread %lld", name, (long long)l);
+    /* every parameter tensor's gradient */
+    float *g = malloc(sizeof(float) * (size_t)mod.nfloats);
+    CHECK(zaya_engine_pull_grads(e, g) == ZAYA_OK, "pull grads");
+    double worst = 0;
+    const char *worst_name = "";
+    for (int i = 0; i < ref.ntensors; i++) {
+        const zaya_tensor_info *t = &ref.tensors[i];
+        if (t->opt == ZAYA_OPT_NONE) continue;
+        double err = tensor_err(g + t->offset, ref.grads + t->offset, t->numel);
+        if (err > worst) {
+            worst = err;
+            worst_name = t->name;
+        }
+        CHECK(err <= grad_tol, "%s: gradient of %s: rel err %.3e > %.1e", name, t->name, err, grad_tol);
+    }
+    printf("engine %s: loss %.7f (model %.7f), worst gradient rel err %.2e (%s)\n", name, le, lr_, worst, worst_name);
+
+    /* determinism: the same forward/backward again gives the same bits */
+    float *g2 = malloc(sizeof(float) * (size_t)mod.nfloats);
+    zaya_engine_zero_grad(e);
+    CHECK(zaya_engine_forward(e, ids, tg, 1, &le) == ZAYA_OK, "again");
+    CHECK(zaya_engine_backward(e) == ZAYA_OK, "again");
+    zaya_engine_pull_grads(e, g2);
+    CHECK(!memcmp(g, g2, sizeof(float) * (size_t)mod.nfloats), "%s: a second run gives the same gradient bits", name);
+
+    /* two optimizer steps from the same gradients on both sides */
+    zaya_optim_plan plan;
+    CHECK(zaya_optim_plan_build(ref.tensors, ref.ntensors, 1, 0, &plan) == ZAYA_OK, "plan");
+    zaya_optim_config oc;
+    zaya_optim_config_default(&oc);
+    zaya_optim ho, eo;
+    CHECK(zaya_optim_init(&ho, &plan, &oc, 0) == ZAYA_OK && zaya_optim_init(&eo, &plan, &oc, 0) == ZAYA_OK, "optim");
+    CHECK(zaya_engine_optim_init(e, &eo) == ZAYA_OK, "engine optim: %s", zaya_error_message());
+    int tall = 0;
+    for (int i = 0; i < plan.nunits; i++) tall += plan.units[i].kind == ZAYA_UNIT_MUON && plan.units[i].rows > plan.units[i].cols;
+    CHECK(tall > 0, "the config has tall Muon matrices");
+    for (int s = 0; s < 2; s++) {
+        double sq_h = 0, sq_e = 0;
+        CHECK(zaya_optim_grad_sqnorm_local(&ho, ref.grads, &sq_h) == ZAYA_OK, "host sqnorm");
+        CHECK(zaya_engine_grad_sqnorm(e, &sq_e) == ZAYA_OK, "engine sqnorm");
+        CHECK(fabs(sq_h - sq_e) <= 1e-6 * sq_h + (dt == ZAYA_DTYPE_BF16 ? 1e-3 * sq_h : 0), "%s: sqnorm %.9g vs %.9g",
+              name, sq_e, sq_h);
+        zaya_optim_step(&ho, ref.params, ref.grads, 0.02, 0.8);
+        zaya_model_sync_weights(&ref);
+        CHECK(zaya_engine_optim_step(e, 0.02, 0.8) == ZAYA_OK, "engine step: %s", zaya_error_message());
+    }
+    CHECK(eo.adamw_steps == 2 && eo.muon_steps == 2, "the host optimizer's counters advance");
+    CHECK(zaya_engine_pull(e) == ZAYA_OK, "pull: %s", zaya_error_message());
+    worst = 0;
+    for (int i = 0; i < ref.ntensors; i++) {
+        const zaya_tensor_info *t = &ref.tensors[i];
+        double err = tensor_err(mod.params + t->offset, ref.params + t->offset, t->numel);
+        if (err > worst) worst = err;
+        CHECK(err <= step_tol, "%s: %s after two steps: rel err %.3e > %.1e", name, t->name, err, step_tol);
+    }
+    double serr = tensor_err(eo.state_block, ho.state_block, ho.state_floats);
+    CHECK(serr <= step_tol * 10, "%s: optimizer state after two steps: rel err %.3e", name, serr);
+    printf("engine %s: after two optimizer steps, worst parameter rel err %.2e, state %.2e\n", name, worst, serr);
+
+    /* push: a changed host copy reaches the backend */
+    mod.params[0] += 1.0f;
+    CHECK(zaya_engine_push(e) == ZAYA_OK, "push");
+    mod.params[0] -= 1.0f;
+    CHECK(zaya_engine_pull(e) == ZAYA_OK, "pull");
+    CHECK(mod.params[0] == ref.params[0] + 1.0f || fabsf(mod.params[0] - ref.params[0] - 1.0f) < 1e-5f, "push reached");
+
+    /* bad input: an id outside the vocabulary is named, nothing runs */
+    ids[5] = (int32_t)c.vocab_size;
+    zaya_status st = zaya_engine_forward(e, ids, tg, 1, &le);
+    CHECK(st == ZAYA_ERANGE && strstr(zaya_error_message(), "position 5"), "bad id: %s", zaya_error_message());
+
+    free(g);
+    free(g2);
+    zaya_optim_free(&ho);
+    zaya_optim_free(&eo);
+    zaya_optim_plan_free(&plan);
+    zaya_engine_free(e);
+    zaya_backend_free(be);
+    zaya_model_free(&ref);
+    zaya_model_free(&mod);
+}
+
+static void refusals(void) {
+    zaya_backend *be = NULL;
+    CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK, "cpu backend");
+    zaya_config c;
+    small_config(&c);
+    c.attention = ZAYA_ATTENTION_GQA;
+    zaya_model m;
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+    zaya_engine *e = (zaya_engine *)1;
+    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && e == NULL && strstr(zaya_error_message(), "CCA"),
+          "softmax attention refused: %s", zaya_error_message());
+    zaya_model_free(&m);
+    small_config(&c);
+    c.router = ZAYA_ROUTER_LINEAR;
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "linear"),
+          "linear router refused: %s", zaya_error_message());
+    zaya_model_free(&m);
+    small_config(&c);
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_OK, "init");
+    float loss;
+    int32_t ids[4] = {0}, tg[4] = {0};
+    CHECK(zaya_engine_forward(e, ids, tg, 1, &loss) == ZAYA_EINVAL, "forward before plan");
+    CHECK(zaya_engine_plan(e, 1, 33) == ZAYA_EINVAL && strstr(zaya_error_message(), "max_position"), "too long");
+    CHECK(zaya_engine_grad_sqnorm(e, &(double){0}) == ZAYA_EINVAL, "optimizer before init");
+    zaya_engine_free(e);
+    zaya_model_free(&m);
+    zaya_backend_free(be);
+}
+
+int main(void) {
+    compare_model(ZAYA_DTYPE_F32, 1e-5, 1e-5);
+    compare_model(ZAYA_DTYPE_BF16, 2e-2, 1e-3);
+    refusals();
+    return th_finish("engine");
+}

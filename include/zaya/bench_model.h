@@ -34,6 +34,8 @@ typedef struct zaya_bench_model_opts {
     int threads;              /* 0: all cores */
     int f32, bf16;            /* which dtypes zaya runs (at least one) */
     int adamw_only;           /* train: AdamW for every tensor (as `zaya train --optimizer adamw`), 0: Muon + AdamW */
+    const char *device;       /* NULL or "cpu": the CPU model; "cuda[:N]": the engine on that device (peer on it too) */
+    int engine;               /* with device cpu: the engine over the CPU reference backend */
 } zaya_bench_model_opts;
 
 /* The table goes to out, progress to stderr. A missing PyTorch reference is a note, not an error. */

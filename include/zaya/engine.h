@@ -37,6 +37,10 @@ typedef struct zaya_engine zaya_engine;
 /* The backend of a device: the CPU reference backend for ZAYA_DEVICE_CPU, the CUDA backend for a CUDA
  * device (errors name the device; a build without CUDA says so). Freed with zaya_backend_free. */
 zaya_status zaya_engine_backend_open(zaya_device d, zaya_backend **out);
+/* The matmul peak MFU is measured against, in GFLOP/s: for a CUDA backend the best of ten 8192^3 bf16
+ * cuBLASLt GEMMs (bf16), or the datasheet's FP32 rate (f32: the engine's f32 GEMMs use no TF32); 0
+ * for the CPU backend (the caller measures the CPU's own). */
+zaya_status zaya_engine_backend_peak(zaya_backend *be, zaya_dtype dt, double *gflops);
 
 /* Uploads the host model's parameters (and their bf16 shadow in bf16) to a new engine on `be` (the
  * backend stays the caller's). Refused: context parallelism, softmax attention variants. */

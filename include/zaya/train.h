@@ -55,6 +55,8 @@ typedef struct zaya_train_opts {
     int async_save;        /* single process: write checkpoints on a background thread */
     int no_resume;         /* start fresh even when a checkpoint exists */
     int quiet;
+    const char *device;    /* "cpu" (NULL: the same) or "cuda[:N]": the step on that device's engine */
+    int engine;            /* with device cpu: the engine over the CPU reference backend (checks the device path) */
 } zaya_train_opts;
 
 void zaya_train_opts_default(zaya_train_opts *o);

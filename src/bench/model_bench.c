@@ -10,6 +10,7 @@
 #include "zaya/bench.h"
 #include "zaya/bench_model.h"
 #include "zaya/config.h"
+#include "zaya/engine.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/model.h"
@@ -29,6 +30,27 @@ typedef struct step_ctx {
     int backward;
     zaya_optim *opt; /* bench train: a whole training step (clipped Muon + AdamW update) */
 } step_ctx;
+
+/* The same step on the engine (bench train --device cuda, or --engine on the CPU reference backend). */
+typedef struct engine_step_ctx {
+    zaya_engine *e;
+    const int32_t *ids, *tgt;
+    int backward, train;
+} engine_step_ctx;
+
+static zaya_status engine_step_call(void *ctx) {
+    engine_step_ctx *s = ctx;
+    float loss = 0;
+    if (s->backward) ZAYA_TRY(zaya_engine_zero_grad(s->e));
+    ZAYA_TRY(zaya_engine_forward(s->e, s->ids, s->tgt, s->backward, &loss));
+    if (s->backward) ZAYA_TRY(zaya_engine_backward(s->e));
+    if (s->backward && s->train) {
+        double sq = 0;
+        ZAYA_TRY(zaya_engine_grad_sqnorm(s->e, &sq));
+        ZAYA_TRY(zaya_engine_optim_step(s->e, 1e-4, zaya_optim_clip_scale(sqrt(sq), 1.0)));
+    }
+    return ZAYA_OK;
+}
 
 static zaya_status step_call(void *ctx) {
     step_ctx *s = ctx;
@@ -55,6 +77,7 @@ typedef struct mres {
 
 typedef struct mbench {
     int train; /* 1: `bench train` (steps include the optimizer) */
+    zaya_backend *be; /* the engine's backend (--device cuda, --engine), NULL: the CPU model */
     int adamw_only; /* train: AdamW everywhere instead of Muon for the hidden matrices */
     FILE *out;
     const char *name; /* "bench model" or "bench train" */
@@ -102,10 +125,20 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
             free(copy);
             if (st == ZAYA_OK) st = zaya_optim_init(&opt, &plan, &oc, 0);
         }
+        zaya_engine *eng = NULL;
+        if (st == ZAYA_OK && mb->be) {
+            st = zaya_engine_init(&eng, mb->be, &m);
+            if (st == ZAYA_OK) st = zaya_engine_plan(eng, mb->B, mb->T);
+            if (st == ZAYA_OK && mb->train) st = zaya_engine_optim_init(eng, &opt);
+        }
         step_ctx sf = {&m, ids, tgt, 0, NULL}, sb = {&m, ids, tgt, 1, mb->train ? &opt : NULL};
-        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sf, &o, &f);
-        if (st == ZAYA_OK) st = zaya_bench_time(step_call, &sb, &o, &fb);
+        engine_step_ctx ef = {eng, ids, tgt, 0, 0}, eb = {eng, ids, tgt, 1, mb->train};
+        if (st == ZAYA_OK) st = eng ? zaya_bench_time(engine_step_call, &ef, &o, &f) : zaya_bench_time(step_call, &sf, &o, &f);
+        if (st == ZAYA_OK) st = eng ? zaya_bench_time(engine_step_call, &eb, &o, &fb) : zaya_bench_time(step_call, &sb, &o, &fb);
         if (st == ZAYA_OK) r->fwd_s = f.best_s, r->fwdbwd_s = fb.best_s, r->ok = 1;
+        if (eng && st == ZAYA_OK) memcpy(m.route_counts, zaya_engine_route_counts(eng),
+                                         sizeof(int64_t) * (size_t)(mb->cfg.num_hidden_layers * (mb->cfg.num_experts + 1)));
+        zaya_engine_free(eng);
         if (mb->train) {
             zaya_optim_free(&opt);
             zaya_optim_plan_free(&plan);
@@ -175,8 +208,12 @@ static void run_torch(const mbench *mb, const zaya_bench_model_opts *o, const ch
     const int want[3] = {o->bf16, o->f32 && !o->no_compile, o->bf16 && !o->no_compile};
     for (int v = 0; v < 3; v++)
         if (want[v]) snprintf(svar + strlen(svar), sizeof svar - strlen(svar), "%s%s", svar[9] ? "," : "", g_var_key[v]);
-    char *argv[] = {(char *)python, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr,
-                    mb->train ? "train" : "fwdbwd", svar, stmo, mb->adamw_only ? "adamw" : NULL, NULL};
+    char *argv[16] = {(char *)python, (char *)script, "--bench", cfgpath, sB, sT, sreps, swarm, sthr,
+                      mb->train ? "train" : "fwdbwd", svar, stmo};
+    int argc = 12;
+    if (mb->adamw_only) argv[argc++] = "adamw";
+    if (mb->be && !mb->be->is_host) argv[argc++] = "device=cuda"; /* the peer on the same GPU */
+    argv[argc] = NULL;
     zaya_proc_opts po = {.capture_stderr = 1};
     zaya_proc_result pr;
     char *text = NULL;
@@ -295,9 +332,13 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     int64_t done = 0;
     static const int64_t psz[] = {1024, 1536};
     zaya_bench_opts po = {1, 3, 0, 0};
+    zaya_device dev = {ZAYA_DEVICE_CPU, 0};
+    if (st == ZAYA_OK && o->device) st = zaya_device_parse(o->device, &dev);
+    if (st == ZAYA_OK && (dev.kind != ZAYA_DEVICE_CPU || o->engine)) st = zaya_engine_backend_open(dev, &mb.be);
     for (int d = 0; d < 2 && st == ZAYA_OK; d++) {
         if (!want[d]) continue;
-        st = zaya_bench_matmul_peak((zaya_dtype)d, psz, 2, &po, &peak[d], NULL);
+        if (mb.be) st = zaya_engine_backend_peak(mb.be, (zaya_dtype)d, &peak[d]);
+        if (st == ZAYA_OK && peak[d] <= 0) st = zaya_bench_matmul_peak((zaya_dtype)d, psz, 2, &po, &peak[d], NULL);
         zaya_progress_update(&prog, ++done, d ? "bf16 peak" : "f32 peak");
         if (st != ZAYA_OK) break;
         mres *r = &res[nres++];
@@ -321,13 +362,19 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
             if (tp.var[v].ok) res[nres++] = tp.var[v];
         }
     }
-    ZAYA_TRY(st);
+    if (st != ZAYA_OK) {
+        zaya_backend_free(mb.be);
+        return st;
+    }
     zaya_progress_finish(&prog, NULL);
     fprintf(out, "# zaya %s: %s, batch %lld x seq %lld = %lld tokens, %d threads, best of %d\n", mb.name, mb.cfg.name,
            (long long)B, (long long)T, (long long)(B * T), mb.threads, reps);
     if (train)
         fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update: %s)\n",
                 mb.adamw_only ? "AdamW everywhere" : "Muon for hidden matrices + AdamW");
+    if (mb.be)
+        fprintf(out, "# zaya rows: the engine on backend %s%s\n", mb.be->name,
+                mb.be->is_host ? " (the CPU reference backend)" : "; peak: measured 8192^3 bf16 cuBLASLt GEMM (bf16), datasheet FP32 (f32)");
     fprintf(out, "# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
            mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
     fprintf(out, "%-13s %-5s %10s %12s %9s %10s %12s %9s %7s %7s\n", "impl", "dtype", "fwd ms", "fwd tok/s", "fwd GF/s",
@@ -356,6 +403,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     cJSON_AddNumberToObject(root, "batch", (double)B);
     cJSON_AddNumberToObject(root, "seq", (double)T);
     cJSON_AddNumberToObject(root, "threads", mb.threads);
+    cJSON_AddStringToObject(root, "backend", mb.be ? mb.be->name : "cpu-model");
     cJSON_AddNumberToObject(root, "iters", reps);
     cJSON_AddNumberToObject(root, "forward_flops", mb.fwd_flops);
     cJSON_AddNumberToObject(root, "fwdbwd_flops", mb.train_flops);
@@ -400,6 +448,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     if (st == ZAYA_OK) st = zaya_path_join(path, sizeof path, outdir, train ? "train.csv" : "model.csv");
     if (st == ZAYA_OK) st = zaya_write_file_atomic(path, csv, strlen(csv));
     cJSON_Delete(root);
+    zaya_backend_free(mb.be);
     ZAYA_TRY(st);
     fprintf(out, "# results written to %s (%s)\n", outdir, train ? "train.json, train.csv" : "model.json, model.csv");
     return ZAYA_OK;

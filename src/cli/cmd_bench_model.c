@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "zaya/bench_model.h"
+#include "zaya/gpu.h"
 
 #define TORCH_PYTHON ZAYA_BENCH_MODEL_PYTHON
 
@@ -35,6 +36,8 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     const char *script = NULL, *python = NULL, *optimizer = "muon";
     int64_t B = 8, T = 256;
     int reps = 3, no_torch = 0, threads = 0, no_compile = 0, torch_timeout = 600;
+    const char *device = NULL;
+    int engine = 0;
     zaya_flag flags[] = {
         {"config", 'c', ZAYA_FLAG_STRING, &config, "C", "preset (zaya1-tiny, zaya1-small, zaya1-8b) or config.json (default zaya1-tiny)"},
         {"batch", 'b', ZAYA_FLAG_I64, &B, "B", "sequences per step (default 8)"},
@@ -47,6 +50,8 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         {"no-compile", 0, ZAYA_FLAG_BOOL, &no_compile, NULL, "skip the torch.compile variants of the peer"},
         {"torch-timeout", 0, ZAYA_FLAG_INT, &torch_timeout, "S", "seconds per peer variant, compilation included (default 600)"},
         ZAYA_FLAG_THREADS(&threads),
+        {"device", 0, ZAYA_FLAG_STRING, &device, "cpu|cuda[:N]", "where zaya's steps run: the CPU model, or the engine on a CUDA device with the peer on the same GPU (default: cpu)"},
+        {"engine", 0, ZAYA_FLAG_BOOL, &engine, NULL, "with --device cpu: zaya's steps through the engine on the CPU reference backend"},
         {"out", 'o', ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-model or out/bench-train)"},
         {"optimizer", 0, ZAYA_FLAG_STRING, &optimizer, "muon|adamw",
          "bench train: Muon for hidden matrices + AdamW, or AdamW everywhere, in zaya and the peer (default: muon)"},
@@ -73,7 +78,14 @@ static int bench_model_or_train(int argc, char **argv, int train) {
     zaya_bench_model_opts o = {.train = train, .config = config, .out = outdir, .torch_script = script, .batch = B, .seq = T,
                                .iters = reps, .no_torch = no_torch, .threads = threads, .f32 = want[0], .bf16 = want[1],
                                .torch_python = python, .no_compile = no_compile, .torch_timeout_s = torch_timeout,
-                               .adamw_only = !strcmp(optimizer, "adamw")};
+                               .adamw_only = !strcmp(optimizer, "adamw"), .device = device, .engine = engine};
+    if (device) {
+        zaya_device dv;
+        if (zaya_device_parse(device, &dv) != ZAYA_OK)
+            return zaya_flags_usage_error(&spec, "--device must be cpu, cuda or cuda:N, got '%s'", device);
+        if (dv.kind != ZAYA_DEVICE_CPU && engine)
+            return zaya_flags_usage_error(&spec, "--engine selects the engine on the CPU; with --device %s it is implied", device);
+    }
     if (zaya_bench_model_run(&o, stdout) != ZAYA_OK) return zaya_cli_error(name, NULL);
     return 0;
 }

@@ -8,6 +8,7 @@
 #include "zaya/json.h"
 #include "train/ft.h"
 #include "zaya/balance.h"
+#include "zaya/gpu.h"
 #include "zaya/train.h"
 
 int zaya_cmd_train(int argc, char **argv) {
@@ -22,6 +23,8 @@ int zaya_cmd_train(int argc, char **argv) {
         ZAYA_FLAG_OUTDIR(&o.out_dir, "out/train"),
         {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "f32|bf16", "GEMM operand precision (f32 accumulation); master weights, optimizer state and statistics stay f32 (default: bf16)"},
         ZAYA_FLAG_THREADS(&threads),
+        {"device", 0, ZAYA_FLAG_STRING, &o.device, "cpu|cuda[:N]", "where the step runs: the CPU trainer, or the engine on a CUDA device (one device, no CP; default: cpu)"},
+        {"engine", 0, ZAYA_FLAG_BOOL, &o.engine, NULL, "with --device cpu: run the step through the engine on the CPU reference backend (the device path, checked without a device)"},
         {"max-steps", 0, ZAYA_FLAG_I64, &o.max_steps, "N", "stop after N steps (default: the whole run)"},
         {"micro-batch", 0, ZAYA_FLAG_I64, &o.micro_batch, "N", "sequences per forward/backward; gradients accumulate (default: whole batch)"},
         {"cp-layout", 0, ZAYA_FLAG_STRING, &cp_layout, "zigzag|contiguous", "how a sequence is split over its CP ranks: two chunks per rank paired so that causal attention work is equal (default), or one contiguous chunk per rank"},
@@ -62,6 +65,13 @@ int zaya_cmd_train(int argc, char **argv) {
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
     if (args.npos) return zaya_flags_usage_error(&spec, "unexpected argument '%s'", args.pos[0]);
+    if (o.device) {
+        zaya_device dv;
+        if (zaya_device_parse(o.device, &dv) != ZAYA_OK)
+            return zaya_flags_usage_error(&spec, "--device must be cpu, cuda or cuda:N, got '%s'", o.device);
+        if (dv.kind != ZAYA_DEVICE_CPU && o.engine)
+            return zaya_flags_usage_error(&spec, "--engine selects the engine on the CPU; with --device %s it is implied", o.device);
+    }
     if (!strcmp(dtype, "f32")) o.dtype = ZAYA_DTYPE_F32;
     else if (!strcmp(dtype, "bf16")) o.dtype = ZAYA_DTYPE_BF16;
     else return zaya_flags_usage_error(&spec, "--dtype must be f32 or bf16, got '%s'", dtype);

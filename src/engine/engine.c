@@ -29,6 +29,29 @@ zaya_status zaya_engine_backend_open(zaya_device d, zaya_backend **out) {
     return zaya_gpu_backend_init(d, out);
 }
 
+zaya_status zaya_engine_backend_peak(zaya_backend *be, zaya_dtype dt, double *gflops) {
+    *gflops = 0;
+    if (be->is_host) return ZAYA_OK;
+    zaya_device d;
+    ZAYA_TRY(zaya_device_parse(be->name, &d));
+    ZAYA_TRY(zaya_gpu_select(d));
+    if (dt == ZAYA_DTYPE_F32) { /* f32 GEMMs run without TF32: the datasheet's FP32 rate */
+        zaya_gpu_props pr;
+        ZAYA_TRY(zaya_gpu_props_get(d.index, &pr));
+        const zaya_gpu_datasheet *ds = zaya_gpu_datasheet_find(pr.name);
+        if (ds) *gflops = ds->f32_tflops * 1e3;
+        return ZAYA_OK;
+    }
+    zaya_gpu_gemm *g = NULL;
+    ZAYA_TRY(zaya_gpu_gemm_init(&g, ZAYA_GPU_BF16, 0, 0, 8192, 8192, 8192, 1));
+    double best = 0, mean = 0;
+    zaya_status s = zaya_gpu_gemm_time(g, 3, 10, &best, &mean);
+    zaya_gpu_gemm_free(g);
+    ZAYA_TRY(s);
+    *gflops = 2.0 * 8192.0 * 8192.0 * 8192.0 / (best * 1e-3) * 1e-9;
+    return ZAYA_OK;
+}
+
 zaya_backend *zaya_engine_backend(const zaya_engine *e) { return e->be; }
 size_t zaya_engine_activation_bytes(const zaya_engine *e) { return e->arena_bytes; }
 float zaya_engine_last_loss(const zaya_engine *e) { return e->last_loss; }

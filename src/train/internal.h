@@ -9,6 +9,7 @@
 #include "zaya/ckpt.h"
 #include "zaya/curriculum.h"
 #include "zaya/data.h"
+#include "zaya/engine.h"
 #include "zaya/cp_link.h"
 #include "zaya/model.h"
 #include "zaya/optim.h"
@@ -72,6 +73,10 @@ typedef struct zaya_trainer {
     zaya_loader loader;
     zaya_tokenizer *tokenizer;
     zaya_model model;
+    /* the step on the engine (device.c): NULL for the CPU trainer */
+    zaya_backend *be;
+    zaya_engine *eng;
+    int64_t plan_T; /* tokens per sequence of the current plan (this rank's share under CP) */
     zaya_optim_plan plan;
     zaya_optim opt;
     zaya_balancer balancer;
@@ -112,6 +117,10 @@ typedef struct zaya_trainer {
     int64_t ckpt_saves;
 } zaya_trainer;
 
+/* device.c: the engine and its backend when the options ask for them (after a resume), the device's
+ * matmul peak in GFLOP/s for MFU (0: the caller measures the CPU's). */
+zaya_status zaya_train_engine_start(zaya_trainer *t);
+zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);

@@ -228,8 +228,11 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
     int64_t micro = t->opts->micro_batch > 0 ? t->opts->micro_batch : local;
     if (micro > local) micro = local;
     while (local % micro) micro--;
-    if (cp_changed || t->model.B != micro || t->model.T != Tc) ZAYA_TRY(zaya_model_plan(&t->model, micro, Tc));
-    ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta));
+    if (t->eng && (t->micro != micro || t->plan_T != Tc)) ZAYA_TRY(zaya_engine_plan(t->eng, micro, Tc));
+    else if (!t->eng && (cp_changed || t->model.B != micro || t->model.T != Tc))
+        ZAYA_TRY(zaya_model_plan(&t->model, micro, Tc));
+    ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta)); /* the engine follows the host's table */
+    t->plan_T = Tc;
     t->micro = micro;
     t->accum = local / micro;
     t->planned_batch = si->global_batch;
@@ -259,7 +262,7 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
     ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld)%s, RoPE theta %g, %.1f MiB of activations",
               si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
               (long long)micro, (long long)t->accum, cpnote, si->rope_theta,
-              (double)t->model.activation_bytes / 1048576.0);
+              (double)(t->eng ? zaya_engine_activation_bytes(t->eng) : t->model.activation_bytes) / 1048576.0);
     return ZAYA_OK;
 }
 
@@ -309,16 +312,22 @@ static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
  * it reports the batch balanced) on this batch's own scores, each counting the selection the current
  * biases would make (summed over the data-parallel ranks, so every rank moves its biases alike), then
  * the block routes with the result. The step unit is this batch's score spread. */
-static void balance_in_forward(void *ctx, zaya_model *m, int l) {
-    zaya_trainer *t = ctx;
+/* The selection block l's biases would make now, counted (host model or engine). */
+static zaya_status count_layer(zaya_trainer *t, int l, int64_t *cnt) {
+    if (t->eng) return zaya_engine_route_count_layer(t->eng, l, cnt);
+    zaya_model_route_count_layer(&t->model, l, cnt);
+    return ZAYA_OK;
+}
+
+static void balance_layer(zaya_trainer *t, int l, double spread, const double *psum, double n) {
+    zaya_model *m = &t->model;
     if (t->bal_status != ZAYA_OK) return;
     const int64_t E = m->cfg.num_experts, E1 = E + 1;
     int64_t *cnt = t->recount + (int64_t)l * E1;
     double *sp = t->bal_scratch; /* [spread, tokens, E expert-score sums, E of their squares / tokens] */
-    const double n = (double)(m->B * m->T);
-    sp[0] = m->route_spread[l];
+    sp[0] = spread;
     sp[1] = n;
-    memcpy(sp + 2, m->route_psum + (int64_t)l * E, sizeof(double) * (size_t)E);
+    memcpy(sp + 2, psum, sizeof(double) * (size_t)E);
     for (int64_t e = 0; e < E; e++) sp[2 + E + e] = sp[2 + e] * sp[2 + e] / n;
     /* the all-reduces wait for the other ranks: reported as communication (a rank hung elsewhere is
      * not blamed on this one) and left out of the busy time (stragglers) */
@@ -339,8 +348,8 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
      * on every rank, so every rank stops the refinement at the same step */
     const int K = t->bal_iters;
     for (int k = 0; k < K && s == ZAYA_OK; k++) {
-        zaya_model_route_count_layer(m, l, cnt);
-        s = zaya_dp_allreduce_counts(&t->dp, cnt, (int)E1);
+        s = count_layer(t, l, cnt);
+        if (s == ZAYA_OK) s = zaya_dp_allreduce_counts(&t->dp, cnt, (int)E1);
         if (s != ZAYA_OK) break;
         if (k == 0) {
             zaya_balancer_update_layer(&t->balancer, l, cnt, sigma, m->params, t->bal_t0 + t->bal_mb + 1);
@@ -356,13 +365,24 @@ static void balance_in_forward(void *ctx, zaya_model *m, int l) {
     t->bal_status = s;
 }
 
+static void balance_in_forward(void *ctx, zaya_model *m, int l) {
+    balance_layer(ctx, l, m->route_spread[l], m->route_psum + (int64_t)l * m->cfg.num_experts, (double)(m->B * m->T));
+}
+
+static void balance_in_engine(void *ctx, zaya_engine *e, int l) {
+    zaya_trainer *t = ctx;
+    balance_layer(t, l, zaya_engine_route_spread(e)[l], zaya_engine_route_psum(e) + (int64_t)l * t->model.cfg.num_experts,
+                  (double)(t->micro * t->plan_T));
+}
+
 static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_step_metrics *sm) {
     zaya_model *m = &t->model;
     const int64_t T = si->seq_len;
     double t0 = zaya_now_s();
     zaya_ft_enter(t, ZAYA_FT_DATA);
     ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->dp_rank, t->dp_size, t->batch, NULL));
-    zaya_model_zero_grad(m);
+    if (t->eng) ZAYA_TRY(zaya_engine_zero_grad(t->eng));
+    else zaya_model_zero_grad(m);
     t->cp_link.wait_s = 0;
     memset(&m->cp_traffic, 0, sizeof m->cp_traffic);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
@@ -383,35 +403,51 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         float loss = 0;
         zaya_ft_enter(t, ZAYA_FT_FORWARD);
         t->bal_mb = mb;
-        m->route_hook = in_forward ? balance_in_forward : NULL;
-        m->route_hook_ctx = t;
-        zaya_status fs = zaya_model_forward(m, t->inputs, t->targets, 1, &loss);
-        m->route_hook = NULL; /* validation and sampling forwards route with the biases as they are */
+        zaya_status fs;
+        if (t->eng) {
+            zaya_engine_set_route_hook(t->eng, in_forward ? balance_in_engine : NULL, t);
+            fs = zaya_engine_forward(t->eng, t->inputs, t->targets, 1, &loss);
+            zaya_engine_set_route_hook(t->eng, NULL, NULL);
+        } else {
+            m->route_hook = in_forward ? balance_in_forward : NULL;
+            m->route_hook_ctx = t;
+            fs = zaya_model_forward(m, t->inputs, t->targets, 1, &loss);
+            m->route_hook = NULL; /* validation and sampling forwards route with the biases as they are */
+        }
         ZAYA_TRY(fs);
         ZAYA_TRY(t->bal_status);
         if (in_forward) t->balancer.drift_ready = 1;
         /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
         if (mb == t->accum - 1) zaya_dp_arm(&t->dp);
         zaya_ft_enter(t, ZAYA_FT_BACKWARD);
-        zaya_model_backward(m);
-        ZAYA_TRY(m->cp_status);
+        if (t->eng) {
+            ZAYA_TRY(zaya_engine_backward(t->eng));
+        } else {
+            zaya_model_backward(m);
+            ZAYA_TRY(m->cp_status);
+        }
         loss_sum += loss;
-        for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += m->route_counts[i];
-        for (int64_t l = 0; l < L; l++) t->route_stats[l] += m->route_spread[l];
-        for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_stats[L + i] += m->route_psum[i];
+        const int64_t *rc = t->eng ? zaya_engine_route_counts(t->eng) : m->route_counts;
+        const double *rs = t->eng ? zaya_engine_route_spread(t->eng) : m->route_spread;
+        const double *rp = t->eng ? zaya_engine_route_psum(t->eng) : m->route_psum;
+        for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += rc[i];
+        for (int64_t l = 0; l < L; l++) t->route_stats[l] += rs[l];
+        for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_stats[L + i] += rp[i];
     }
     zaya_ft_enter(t, ZAYA_FT_COMM);
     ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
     zaya_ft_inject_grads(t);
     /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
-    if (t->accum > 1) {
+    if (t->accum > 1 && t->eng) {
+        ZAYA_TRY(zaya_engine_scale_grads(t->eng, 1.0f / (float)t->accum));
+    } else if (t->accum > 1) {
         const float inv = 1.0f / (float)t->accum;
         float *g = m->grads;
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < m->nfloats; i++) g[i] *= inv;
     }
     double sq = 0;
-    zaya_status gs = zaya_optim_grad_sqnorm_local(&t->opt, m->grads, &sq);
+    zaya_status gs = t->eng ? zaya_engine_grad_sqnorm(t->eng, &sq) : zaya_optim_grad_sqnorm_local(&t->opt, m->grads, &sq);
     /* Every rank sees the same global loss, norm, finiteness and routing counts, so every rank makes
      * the same skip decision and the same balancing update. */
     double red[3] = {loss_sum / (double)t->accum, t->dp.mode == ZAYA_DP_ZERO1 ? sq : 0.0, gs != ZAYA_OK ? 1.0 : 0.0};
@@ -441,7 +477,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     if (!sm->skipped) {
         zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
-        zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
+        if (t->eng) ZAYA_TRY(zaya_engine_optim_step(t->eng, sm->lr, scale));
+        else zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
         ZAYA_TRY(zaya_dp_gather_params(&t->dp));
         if (!in_forward) {
             /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
@@ -450,13 +487,14 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
             /* Further controller iterations on this step's own scores: recount the selection with the
              * new biases and update again, so that an overshoot is seen at once instead of a step later. */
             for (int k = 1; k < t->bal_iters; k++) {
-                zaya_model_route_recount(m, t->recount);
+                if (t->eng) ZAYA_TRY(zaya_engine_route_recount(t->eng, t->recount));
+                else zaya_model_route_recount(m, t->recount);
                 ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
                 zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);
             }
             zaya_balancer_follow_drift(&t->balancer, t->route_stats + L, t->route_counts, m->params);
         }
-        zaya_model_sync_weights(m);
+        if (!t->eng) zaya_model_sync_weights(m); /* the engine refreshed its own shadow */
     } else {
         t->skipped++;
     }
@@ -479,7 +517,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
  * each time: a fresh loader with a fixed seed). */
 zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, double *per_source, double *mean) {
     zaya_model *m = &t->model;
-    const int64_t T = si->seq_len, B = m->B;
+    const int64_t T = si->seq_len, B = t->micro;
     double total = 0;
     int counted = 0;
     for (int s = 0; s < t->val_ds.nsources; s++) {
@@ -493,7 +531,8 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
             ZAYA_TRY(zaya_loader_next(&vl, B, 0, 1, t->batch, NULL));
             split_micro(t, 0, T); /* t->micro == B: the model is planned for one micro-batch */
             float loss = 0;
-            ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
+            if (t->eng) ZAYA_TRY(zaya_engine_forward(t->eng, t->inputs, t->targets, 0, &loss));
+            else ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
             zaya_hb_tick(); /* each batch is progress: the eval timeout need not cover the whole evaluation */
             double l = loss;
             if (t->cp > 1) ZAYA_TRY(zaya_allreduce_f64(t->cp_comm, &l, &l, 1, ZAYA_REDOP_AVG)); /* the chunks' mean */
@@ -523,6 +562,10 @@ static void trainer_free(zaya_trainer *t) {
     zaya_dp_free(&t->dp);
     zaya_comm_free(t->cp_comm);
     t->cp_comm = NULL;
+    zaya_engine_free(t->eng);
+    zaya_backend_free(t->be);
+    t->eng = NULL;
+    t->be = NULL;
     zaya_model_free(&t->model);
     zaya_optim_free(&t->opt);
     zaya_optim_plan_free(&t->plan);
@@ -601,6 +644,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     int resumed = 0;
     zaya_ft_init(t);
     if (!o->no_resume) s = zaya_train_checkpoint_resume(t, &tokens, &resumed);
+    if (s == ZAYA_OK) s = zaya_train_engine_start(t); /* the resumed weights and state go up with it */
     if (s == ZAYA_OK) zaya_ft_resumed(t, resumed);
     if (s != ZAYA_OK) {
         trainer_free(t);
@@ -619,15 +663,22 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
     double peak = o->peak_gflops;
-    if (peak <= 0) peak = zaya_bench_matmul_peak_gflops(o->dtype);
+    if (peak <= 0 && t->eng) s = zaya_train_engine_peak(t, &peak);
+    if (peak <= 0 && s == ZAYA_OK) peak = zaya_bench_matmul_peak_gflops(o->dtype);
+    if (s != ZAYA_OK) {
+        trainer_free(t);
+        zaya_dist_finalize(t->comm);
+        return s;
+    }
     t->peak_gflops = peak;
     int64_t total = t->run.total_steps;
     if (o->max_steps > 0 && o->max_steps < total) total = o->max_steps;
     if (!o->quiet) {
-        printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads x %d rank%s (%s)\n",
+        printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads x %d rank%s (%s)%s%s\n",
                t->model.cfg.name, (long long)pc.total, (long long)pc.active_non_embedding,
                o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads, t->world, t->world > 1 ? "s" : "",
-               t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce");
+               t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce", t->eng ? ", step on the engine over backend " : "",
+               t->eng ? t->be->name : "");
         printf("run '%s': %d phases, %lld steps, %lld tokens; data %s; matmul peak %.0f GFLOP/s (measured)\n",
                t->run.name, t->run.nphases, (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir,
                peak);
@@ -645,7 +696,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         if (s != ZAYA_OK) break;
         /* Phase starts change length and mixture; a batch ramp changes the batch within a phase. */
         if (si.phase_start || t->step == start || si.global_batch != t->planned_batch ||
-            si.seq_len != t->model.T * t->cp) {
+            si.seq_len != t->plan_T * t->cp) {
             s = plan_phase(t, &si);
             if (s != ZAYA_OK) break;
         }

@@ -281,20 +281,29 @@ def newton_schulz5_batched(g):
     return x.mT if tall else x
 
 
-def matmul_gflops(dtype, n=2048, reps=3):
+def sync(device):
+    if device != "cpu":
+        torch.cuda.synchronize()
+
+
+def matmul_gflops(dtype, n=2048, reps=3, device="cpu"):
     import time
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    if device != "cpu":
+        n = 8192  # a size that fills the device
+    a, b = torch.randn(n, n, device=device).to(dtype), torch.randn(n, n, device=device).to(dtype)
     torch.mm(a, b)
+    sync(device)
     best = 1e9
     for _ in range(reps):
         t0 = time.perf_counter()
         torch.mm(a, b)
+        sync(device)
         best = min(best, time.perf_counter() - t0)
     return 2.0 * n ** 3 / best * 1e-9
 
 
 def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eager_bf16", "compile_f32", "compile_bf16"),
-          timeout_s=600, adamw_only=False):
+          timeout_s=600, adamw_only=False, device="cpu"):
     """Times PyTorch f32 forward and forward+backward (train: plus the clipped Muon + AdamW update, as
     zaya's training step does, Newton-Schulz batched over each stack of expert matrices) of the same
     architecture: eager f32, and the variants asked for (eager under bf16 autocast, torch.compile of
@@ -303,20 +312,22 @@ def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eag
     global FAST_ATTENTION
     FAST_ATTENTION = True
     torch.set_num_threads(threads)
+    if device != "cpu":
+        torch.set_default_device(device)  # the model's own tables (RoPE, masks, positions) follow
     cfg = load_config(config_path)
     gen = torch.Generator().manual_seed(0)
     params = {}
     for name, shp in shapes(cfg).items():
         if len(shp) == 1:
-            t = torch.ones(shp, dtype=torch.float32)
+            t = torch.ones(shp, dtype=torch.float32, device="cpu")
             if "bias" in name:
                 t.zero_()
         else:
-            t = torch.randn(shp, generator=gen, dtype=torch.float32) * 0.02
-        params[name] = t.requires_grad_("balancing" not in name)
+            t = torch.randn(shp, generator=gen, dtype=torch.float32, device="cpu") * 0.02
+        params[name] = t.to(device).requires_grad_("balancing" not in name)
     model = Ref(cfg, params, record=False)
-    ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
-    tgt = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+    ids = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen, device="cpu").to(device)
+    tgt = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen, device="cpu").to(device)
     muon_names = [] if adamw_only else [n for n, p in params.items()
                                          if p.dim() >= 2 and "embed" not in n and "conv" not in n]
     adam_params = [p for n, p in params.items() if p.requires_grad and n not in muon_names]
@@ -337,7 +348,8 @@ def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eag
                 p.mul_(1 - 1e-4 * 0.1).add_(o, alpha=-scale)
 
     def run(forward, backward, bf16):
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else torch.autocast("cpu", enabled=False)
+        kind = "cpu" if device == "cpu" else "cuda"
+        ctx = torch.autocast(kind, dtype=torch.bfloat16) if bf16 else torch.autocast(kind, enabled=False)
         with ctx:
             logits, _ = forward(ids)
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
@@ -355,17 +367,20 @@ def bench(config_path, B, T, iters, warmup, threads, train=False, variants=("eag
             with (torch.no_grad() if not backward else torch.enable_grad()):
                 for _ in range(warmup):
                     run(forward, backward, bf16)
+                sync(device)
                 times = []
                 for _ in range(iters):
                     t0 = time.perf_counter()
                     run(forward, backward, bf16)
+                    sync(device)
                     times.append(time.perf_counter() - t0)
             out[key] = min(times)
         return out
 
     res = timed(model.forward, False)  # eager f32: the headline peer
-    res.update({"torch": torch.__version__, "threads": threads, "batch": B, "seq": T,
-                "mm_gflops_f32": matmul_gflops(torch.float32), "mm_gflops_bf16": matmul_gflops(torch.bfloat16)})
+    res.update({"torch": torch.__version__, "threads": threads, "batch": B, "seq": T, "device": device,
+                "mm_gflops_f32": matmul_gflops(torch.float32, device=device),
+                "mm_gflops_bf16": matmul_gflops(torch.bfloat16, device=device)})
     res["variants"] = {}
     import signal
 
@@ -423,6 +438,7 @@ def main(d):
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "--bench":
         # zaya_ref.py --bench CONFIG B T ITERS WARMUP THREADS [train] [variants=a,b,...] [timeout=S] [adamw]
+        #                     [device=cuda]
         torch.set_default_dtype(torch.float32)
         rest = sys.argv[8:]
         var = [a.split("=", 1)[1] for a in rest if a.startswith("variants=")]
@@ -430,6 +446,7 @@ if __name__ == "__main__":
         bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]),
               train="train" in rest,
               variants=tuple(x for x in var[0].split(",") if x) if var else ("eager_bf16", "compile_f32", "compile_bf16"),
-              timeout_s=tmo[0] if tmo else 600, adamw_only="adamw" in rest)
+              timeout_s=tmo[0] if tmo else 600, adamw_only="adamw" in rest,
+              device=([a.split("=", 1)[1] for a in rest if a.startswith("device=")] or ["cpu"])[0])
     else:
         main(sys.argv[1])

@@ -17,3 +17,10 @@ set_tests_properties(train_resume PROPERTIES LABELS mpi TIMEOUT 900)
 # zaya study: list, bad input, a 2-variant x 2-seed study's tables, skip and resume after Ctrl-C.
 add_test(NAME study_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/study_cli.sh $<TARGET_FILE:zaya>)
 set_tests_properties(study_cli PROPERTIES LABELS cli TIMEOUT 1800)
+
+# The trainer on the engine (zaya/engine.h) over the CPU reference backend vs the CPU trainer: losses,
+# determinism, checkpoints crossing over in both directions; the same script on the GPU is label gpu.
+add_test(NAME train_engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_engine.sh $<TARGET_FILE:zaya> engine)
+set_tests_properties(train_engine PROPERTIES LABELS train TIMEOUT 900)
+add_test(NAME train_engine_cuda COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_engine.sh $<TARGET_FILE:zaya> cuda)
+set_tests_properties(train_engine_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)

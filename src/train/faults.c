@@ -219,12 +219,16 @@ void zaya_ft_inject_grads(zaya_trainer *t) {
     const int64_t n = t->model.nfloats;
     if (ft.armed && ft.nan.on && ft.nan.step == t->step) {
         if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "nan");
-        for (int64_t i = 0; i < n; i++) g[i] = NAN;
+        if (t->eng) zaya_engine_scale_grads(t->eng, NAN); /* every gradient NaN on the backend */
+        else
+            for (int64_t i = 0; i < n; i++) g[i] = NAN;
     }
     if (ft.armed && ft.spike.on && ft.spike.step == t->step) {
         if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "spike");
         const float f = (float)ft.spike.value;
-        for (int64_t i = 0; i < n; i++) g[i] *= f;
+        if (t->eng) zaya_engine_scale_grads(t->eng, f);
+        else
+            for (int64_t i = 0; i < n; i++) g[i] *= f;
     }
 }
 

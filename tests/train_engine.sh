@@ -62,6 +62,16 @@ check "an engine checkpoint resumes on the CPU trainer" 'compare "$dir/cpu-f32/m
 "$zaya" train "${C[@]}" "${dev[@]}" --dtype f32 -o "$dir/x2" --max-steps 20 --log-every 1 > "$dir/x2.log" 2>&1
 check "a CPU checkpoint resumes on the engine" 'compare "$dir/cpu-f32/metrics.jsonl" "$dir/x2/metrics.jsonl" 1e-4 10 19'
 
+# data parallel, 2 ranks (ZeRO-1 and all-reduce): the engine's reductions against the CPU trainer's
+if [ "$mode" = engine ] || [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+  mpi=(mpirun --allow-run-as-root --oversubscribe -x OMP_WAIT_POLICY -np 2)
+  for dp in zero1 allreduce; do
+    "${mpi[@]}" "$zaya" train "${C[@]}" --threads 1 --dtype f32 --dp $dp -o "$dir/dp-cpu-$dp" --max-steps 12 --log-every 1 > /dev/null 2>&1
+    "${mpi[@]}" "$zaya" train "${C[@]}" "${dev[@]}" --threads 1 --dtype f32 --dp $dp -o "$dir/dp-eng-$dp" --max-steps 12 --log-every 1 > "$dir/dp-$dp.log" 2>&1
+    check "2 ranks, $dp: the engine's losses match the CPU trainer's" 'compare "$dir/dp-cpu-$dp/metrics.jsonl" "$dir/dp-eng-$dp/metrics.jsonl" 1e-4'
+  done
+fi
+
 # bad input
 out=$("$zaya" train "${C[@]}" --device tpu -o "$dir/bad" --max-steps 1 2>&1); rc=$?
 check "a bad --device is a usage error naming it" '[ $rc = 2 ] && grep -q "tpu" <<<"$out"'

@@ -77,6 +77,18 @@ zaya_status zaya_engine_grad_sqnorm(zaya_engine *e, double *sqnorm);
 /* As zaya_optim_step (both kinds), then the bf16 shadow refresh; advances opt's step counters. */
 zaya_status zaya_engine_optim_step(zaya_engine *e, double lr, double grad_scale);
 
+/* Data parallelism over a caller's in-place sum of n floats in the backend's memory (MPI on the CPU
+ * backend's host memory, NCCL on a device's): the gradients summed then divided by the world size
+ * (as the CPU trainer's reduction), and, under ZeRO-1 (an optimizer owning only its rank's units),
+ * every rank's updated units shared with all (each rank contributes its own units, zeros elsewhere,
+ * to one sum) and the bf16 shadow refreshed. */
+typedef zaya_status (*zaya_engine_allreduce_fn)(void *ctx, float *buf, int64_t n);
+zaya_status zaya_engine_reduce_grads(zaya_engine *e, zaya_engine_allreduce_fn sum, void *ctx, int world);
+zaya_status zaya_engine_share_params(zaya_engine *e, zaya_engine_allreduce_fn sum, void *ctx);
+/* The backend's parameter / gradient blocks (host->nfloats floats each). */
+float *zaya_engine_params(zaya_engine *e);
+float *zaya_engine_grads(zaya_engine *e);
+
 /* Host <-> backend copies of the parameters (the biases excepted, see above) and, once
  * zaya_engine_optim_init ran, the optimizer state. */
 zaya_status zaya_engine_pull(zaya_engine *e);

@@ -63,6 +63,7 @@ struct zaya_engine {
     double *h_unit_sums;   /* host [nunits] */
     float *ns_x, *ns_y, *ns_a, *ns_b, *ns_u; /* Newton-Schulz batch iterates, Gram matrices, a unit's update */
     uint16_t *ns_xh, *ns_ah, *ns_bh;
+    float *exchange; /* ZeRO-1: [nfloats] the owned units' new values, zeros elsewhere */
 };
 
 /* Linear layers (forward.c), as src/model/linear.c: y = x W^T (+ y with beta 1); backward dx (=, or +=

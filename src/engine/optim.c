@@ -26,6 +26,8 @@ void zaya_engine_optim_free(zaya_engine *e) {
     be->free(be, e->ns_xh);
     be->free(be, e->ns_ah);
     be->free(be, e->ns_bh);
+    be->free(be, e->exchange);
+    e->exchange = NULL;
     free(e->h_unit_sums);
     e->state = NULL;
     e->unit_sums = NULL;
@@ -59,6 +61,8 @@ zaya_status zaya_engine_optim_init(zaya_engine *e, zaya_optim *opt) {
         if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_ah, mm * h);
         if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_bh, mm * h);
     }
+    if (s == ZAYA_OK && opt->plan.world_size > 1)
+        s = be->alloc(be, (void **)&e->exchange, (size_t)e->host->nfloats * f);
     if (s == ZAYA_OK && opt->state_floats > 0)
         s = be->upload(be, e->state, opt->state_block, (size_t)opt->state_floats * f);
     if (s != ZAYA_OK) {
@@ -207,4 +211,34 @@ zaya_status zaya_engine_optim_step(zaya_engine *e, double lr, double grad_scale)
     step_muon(e, lr, grad_scale);
     zaya_engine_refresh_shadow(e);
     return e->be->sync(e->be);
+}
+
+float *zaya_engine_params(zaya_engine *e) { return e->params; }
+float *zaya_engine_grads(zaya_engine *e) { return e->grads; }
+
+zaya_status zaya_engine_reduce_grads(zaya_engine *e, zaya_engine_allreduce_fn sum, void *ctx, int world) {
+    if (world <= 1) return ZAYA_OK;
+    ZAYA_TRY(e->be->sync(e->be));
+    ZAYA_TRY(sum(ctx, e->grads, e->host->nfloats));
+    e->be->scale(e->be, e->grads, 1.0f / (float)world, e->host->nfloats);
+    return ZAYA_OK;
+}
+
+zaya_status zaya_engine_share_params(zaya_engine *e, zaya_engine_allreduce_fn sum, void *ctx) {
+    const zaya_optim *o = e->opt;
+    if (!o || o->plan.world_size <= 1) return ZAYA_OK;
+    zaya_backend *be = e->be;
+    ZAYA_TRY(be->zero(be, e->exchange, sizeof(float) * (size_t)e->host->nfloats));
+    for (int i = 0; i < o->plan.nunits; i++) {
+        const zaya_optim_unit *u = &o->plan.units[i];
+        if (u->owner == o->rank)
+            ZAYA_TRY(be->copy(be, e->exchange + u->offset, e->params + u->offset, sizeof(float) * (size_t)u->numel));
+    }
+    ZAYA_TRY(be->sync(be));
+    ZAYA_TRY(sum(ctx, e->exchange, e->host->nfloats));
+    /* every unit is owned by exactly one rank: the sum is each unit's new value; the buffers (the
+     * balancing biases, in no unit) come back as zeros and are re-uploaded from the host before use */
+    ZAYA_TRY(be->copy(be, e->params, e->exchange, sizeof(float) * (size_t)e->host->nfloats));
+    zaya_engine_refresh_shadow(e);
+    return be->sync(be);
 }

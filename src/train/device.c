@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "train/internal.h"
+#include "zaya/dist.h"
 #include "zaya/gpu.h"
 #include "zaya/log.h"
 
@@ -15,9 +16,13 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
     if (d.kind == ZAYA_DEVICE_CPU && !o->engine) return ZAYA_OK; /* the CPU trainer */
     char name[32];
     zaya_device_format(d, name, sizeof name);
-    if (t->world > 1)
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: the engine trains on one device per run (world %d); run "
-                              "data parallelism with the CPU trainer", name, t->world);
+    if (d.kind == ZAYA_DEVICE_CUDA && t->world > 1 && !strchr(o->device, ':')) {
+        /* one rank per GPU: rank r of the world takes device r mod (visible devices) */
+        const int n = zaya_gpu_device_count();
+        if (n < 1) return zaya_error_set(ZAYA_EBACKEND, "--device %s: 0 CUDA devices visible", o->device);
+        d.index = t->rank % n;
+        zaya_device_format(d, name, sizeof name);
+    }
     for (int p = 0; p < t->run.nphases; p++)
         if (t->run.phases[p].cp > 1 || o->cp > 1)
             return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: context parallelism (phase '%s') runs on the CPU "
@@ -25,8 +30,22 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
     ZAYA_TRY(zaya_engine_backend_open(d, &t->be));
     ZAYA_TRY(zaya_engine_init(&t->eng, t->be, &t->model));
     ZAYA_TRY(zaya_engine_optim_init(t->eng, &t->opt));
+    if (t->world > 1 && d.kind == ZAYA_DEVICE_CUDA) ZAYA_TRY(zaya_nccl_init(t->comm, 1, &d.index, &t->nccl));
     ZAYA_INFO("the step runs on the engine over backend %s", t->be->name);
     return ZAYA_OK;
+}
+
+/* The engine's data-parallel sum: MPI on the CPU backend's host memory, NCCL on a device's (after the
+ * backend's stream drained; NCCL runs on its own stream, waited for before the engine goes on). */
+zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n) {
+    zaya_trainer *t = ctx;
+    const int64_t chunk = (int64_t)1 << 30; /* MPI counts are ints */
+    for (int64_t i = 0; i < n; i += chunk) {
+        const int64_t c = n - i < chunk ? n - i : chunk;
+        if (t->be->is_host) ZAYA_TRY(zaya_allreduce(t->comm, buf + i, buf + i, c, ZAYA_DIST_F32, ZAYA_REDOP_SUM));
+        else ZAYA_TRY(zaya_nccl_allreduce(t->nccl, 0, buf + i, buf + i, c, ZAYA_DIST_F32, ZAYA_REDOP_SUM));
+    }
+    return t->be->is_host ? ZAYA_OK : zaya_gpu_stream_sync(zaya_nccl_stream(t->nccl, 0));
 }
 
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops) {

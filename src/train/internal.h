@@ -76,6 +76,7 @@ typedef struct zaya_trainer {
     /* the step on the engine (device.c): NULL for the CPU trainer */
     zaya_backend *be;
     zaya_engine *eng;
+    zaya_nccl *nccl; /* the engine's data parallelism on GPUs (world > 1) */
     int64_t plan_T; /* tokens per sequence of the current plan (this rank's share under CP) */
     zaya_optim_plan plan;
     zaya_optim opt;
@@ -121,6 +122,8 @@ typedef struct zaya_trainer {
  * matmul peak in GFLOP/s for MFU (0: the caller measures the CPU's). */
 zaya_status zaya_train_engine_start(zaya_trainer *t);
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
+/* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
+zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);

@@ -1,7 +1,8 @@
 // The CUDA compute backend's core (include/zaya/backend.h, src/gpu/be_cuda.h): its state on one
 // device and one non-blocking stream, the first pending error, memory, the cuBLASLt GEMMs and the
 // bf16 conversion. The optimizer's and the elementwise operations are in be_optim.cu; be_ops.cu and
-// be_cca.cu install the model's kernels.
+// be_cca.cu install the model's kernels. Operations launch on the calling thread's current device,
+// which init selects; the memory calls select the backend's device again when another is current.
 //
 // GEMM. Row-major C[M,N] = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so cuBLASLt's first
 // operand is our B and its second our A, with the transposes swapped (as in gemm.cu). F32 runs

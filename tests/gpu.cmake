@@ -7,3 +7,8 @@ set_tests_properties(gpu_check PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT
 # The three benchmarks, short, with their own checks (bench gemm / mem / coll fail on a wrong value).
 add_test(NAME gpu_bench_short COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bench_short.sh $<TARGET_FILE:zaya>)
 set_tests_properties(gpu_bench_short PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The CUDA compute backend's GEMMs, bf16 conversion and pending errors (src/gpu/be_core.cu).
+add_executable(test_be_gemm ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_gemm.c)
+target_link_libraries(test_be_gemm PRIVATE zaya_testutil)
+add_test(NAME gpu_be_gemm COMMAND test_be_gemm)
+set_tests_properties(gpu_be_gemm PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)

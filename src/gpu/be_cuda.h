@@ -1,8 +1,9 @@
 /* The CUDA compute backend (include/zaya/backend.h) inside the device layer: its state and the pieces
  * each be_*.cu file contributes. be_core.cu owns the state (stream, cuBLASLt handle, workspace, the
  * first pending error) and the memory, GEMM and optimizer operations; be_ops.cu the norms,
- * activations, embedding, router, experts and loss; be_cca.cu the CCA pieces and attention. Each file
- * installs its operations into the table (zaya_cuda_be_install_*), called by zaya_gpu_backend_init.
+ * activations, embedding, router, experts and loss; be_cca.cu the CCA pieces and attention;
+ * be_optim.cu the optimizer's and the elementwise operations of the core. Each file installs its
+ * operations into the table (zaya_cuda_be_install_*), called by zaya_gpu_backend_init.
  *
  * Errors: an operation never returns one. A launch or runtime failure is recorded by
  * zaya_cuda_be_fail (only the first is kept, with the operation's name) and returned by the next
@@ -38,10 +39,16 @@ extern "C" {
 void zaya_cuda_be_fail(zaya_backend *be, const char *op, gpuError_t e);
 /* After a launch: records gpuGetLastError() if it is not success. */
 void zaya_cuda_be_check_launch(zaya_backend *be, const char *op);
-/* Blocks for n work items with the backend's default block size, capped at a grid of 65535 x ... */
+/* Records the first failure that is not a runtime error (a NULL operand, a bad dtype, a cuBLASLt
+ * status): "backend cuda:0: op: <message>" with status code. */
+void zaya_cuda_be_failf(zaya_backend *be, const char *op, zaya_status code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Blocks of `threads` (<= 0: the backend's default block) for n work items: ceil(n / threads), at
+ * least 1 and at most 65535, so kernels loop grid-stride over what one grid does not cover. */
 int zaya_cuda_be_blocks(zaya_backend *be, int64_t n, int threads);
 
 void zaya_cuda_be_install_core(zaya_backend *be);
+void zaya_cuda_be_install_optim(zaya_backend *be); /* called by install_core */
 void zaya_cuda_be_install_ops(zaya_backend *be);
 void zaya_cuda_be_install_cca(zaya_backend *be);
 #ifdef __cplusplus

@@ -22,6 +22,7 @@
 #define gpuDevAttrClockRate hipDeviceAttributeClockRate
 #define gpuDevAttrMemoryClockRate hipDeviceAttributeMemoryClockRate
 #define gpuDevAttrWarpSize hipDeviceAttributeWarpSize
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define gpuRuntimeGetVersion hipRuntimeGetVersion
 #define gpuDriverGetVersion hipDriverGetVersion
 #define gpuMalloc hipMalloc
@@ -36,6 +37,8 @@
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuStream_t hipStream_t
 #define gpuStreamCreate hipStreamCreate
+#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
+#define gpuStreamNonBlocking hipStreamNonBlocking
 #define gpuStreamDestroy hipStreamDestroy
 #define gpuStreamSynchronize hipStreamSynchronize
 #define gpuEvent_t hipEvent_t
@@ -60,6 +63,7 @@
 #define gpuDevAttrClockRate cudaDevAttrClockRate
 #define gpuDevAttrMemoryClockRate cudaDevAttrMemoryClockRate
 #define gpuDevAttrWarpSize cudaDevAttrWarpSize
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuDriverGetVersion cudaDriverGetVersion
 #define gpuMalloc cudaMalloc
@@ -74,6 +78,8 @@
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuStream_t cudaStream_t
 #define gpuStreamCreate cudaStreamCreate
+#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
+#define gpuStreamNonBlocking cudaStreamNonBlocking
 #define gpuStreamDestroy cudaStreamDestroy
 #define gpuStreamSynchronize cudaStreamSynchronize
 #define gpuEvent_t cudaEvent_t
@@ -103,6 +109,14 @@
 #define gpublasLtMatrixLayout_t hipblasLtMatrixLayout_t
 #define gpublasLtMatrixLayoutCreate hipblasLtMatrixLayoutCreate
 #define gpublasLtMatrixLayoutDestroy hipblasLtMatrixLayoutDestroy
+#define gpublasLtMatrixLayoutSetAttribute hipblasLtMatrixLayoutSetAttribute
+#define GPUBLASLT_MATRIX_LAYOUT_ROWS HIPBLASLT_MATRIX_LAYOUT_ROWS
+#define GPUBLASLT_MATRIX_LAYOUT_COLS HIPBLASLT_MATRIX_LAYOUT_COLS
+#define GPUBLASLT_MATRIX_LAYOUT_LD HIPBLASLT_MATRIX_LAYOUT_LD
+#define GPUBLASLT_MATRIX_LAYOUT_BATCH_COUNT HIPBLASLT_MATRIX_LAYOUT_BATCH_COUNT
+#define GPUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET HIPBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
+/* hipBLASLt has no minimum-alignment preferences: its heuristic is not told the pointers' alignment. */
+#define GPUBLASLT_HAS_ALIGNMENT_PREF 0
 #define gpublasLtMatmulPreference_t hipblasLtMatmulPreference_t
 #define gpublasLtMatmulPreferenceCreate hipblasLtMatmulPreferenceCreate
 #define gpublasLtMatmulPreferenceDestroy hipblasLtMatmulPreferenceDestroy
@@ -141,6 +155,17 @@
 #define gpublasLtMatrixLayout_t cublasLtMatrixLayout_t
 #define gpublasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
 #define gpublasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define gpublasLtMatrixLayoutSetAttribute cublasLtMatrixLayoutSetAttribute
+#define GPUBLASLT_MATRIX_LAYOUT_ROWS CUBLASLT_MATRIX_LAYOUT_ROWS
+#define GPUBLASLT_MATRIX_LAYOUT_COLS CUBLASLT_MATRIX_LAYOUT_COLS
+#define GPUBLASLT_MATRIX_LAYOUT_LD CUBLASLT_MATRIX_LAYOUT_LD
+#define GPUBLASLT_MATRIX_LAYOUT_BATCH_COUNT CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT
+#define GPUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET
+#define GPUBLASLT_HAS_ALIGNMENT_PREF 1
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES
 #define gpublasLtMatmulPreference_t cublasLtMatmulPreference_t
 #define gpublasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
 #define gpublasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy

@@ -193,14 +193,14 @@ struct zaya_backend {
     void (*adamw)(zaya_backend *be, float *p, const float *g, float *m, float *v, int64_t n, float gs, float w1,
                   float b2, float w2, float neg_step, float bc2_sqrt, float eps, float decay);
     /* Muon's momentum exactly as muon.c's pack_momentum, in the unit's own layout: gk = g * gs;
-     * buf += (1 - beta) (gk - buf); u = nesterov ? gk + beta (buf - gk) : buf (u [n] written) */
+     * buf += w (gk - buf); u = nesterov ? gk + beta (buf - gk) : buf (u [n] written) */
     void (*muon_momentum)(zaya_backend *be, float *u, float *buf, const float *g, int64_t n, float gs, float beta,
-                          int nesterov);
+                          float w, int nesterov); /* w = (float)(1.0 - momentum), rounded from double as muon.c */
     /* out[0] = sum x[i]^2 in double (a fixed-order reduction); out in the backend's memory */
     void (*sqnorm)(zaya_backend *be, double *out, const float *x, int64_t n);
     /* batch matrices of mn floats each: x_b = x_b / (float)(sqrt(sum of squares of x_b, in double) + eps)
      * (muon.c's newton_schulz; eps 1e-7) */
-    void (*normalize_batched)(zaya_backend *be, float *x, int64_t batch, int64_t mn, float eps);
+    void (*normalize_batched)(zaya_backend *be, float *x, int64_t batch, int64_t mn, double eps);
     /* y = a x + b z (elementwise; y may alias x or z) */
     void (*lincomb)(zaya_backend *be, float *y, float a, const float *x, float b, const float *z, int64_t n);
     /* dst [cols, rows] = src [rows, cols]^T */

@@ -137,7 +137,7 @@ static void newton_schulz(zaya_engine *e, int mats, int64_t m, int64_t n) {
     float *X = e->ns_x, *Y = e->ns_y, *A = e->ns_a, *Bm = e->ns_b;
     const int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;
     const zaya_dtype dt = bf16 ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
-    be->normalize_batched(be, X, mats, mn, 1e-7f);
+    be->normalize_batched(be, X, mats, mn, 1e-7);
     for (int it = 0; it < o->cfg.muon_ns_steps; it++) {
         be->lincomb(be, Y, NS_A, X, 0.0f, X, total); /* Y = a X */
         const void *xa = X;
@@ -172,7 +172,7 @@ static void step_muon(zaya_engine *e, double lr, double grad_scale) {
     zaya_backend *be = e->be;
     const zaya_optim_config *c = &o->cfg;
     const double mlr = lr * c->muon_lr_scale;
-    const float beta = (float)c->muon_momentum, gs = (float)grad_scale;
+    const float beta = (float)c->muon_momentum, w = (float)(1.0 - c->muon_momentum), gs = (float)grad_scale;
     const float wdecay = (float)(1.0 - mlr * c->weight_decay);
     for (int g = 0; g < o->nns_groups; g++) {
         const zaya_ns_group *gr = &o->ns_groups[g];
@@ -186,7 +186,7 @@ static void step_muon(zaya_engine *e, double lr, double grad_scale) {
                 float *xj = e->ns_x + (int64_t)j * mn;
                 const int tall = u->rows > u->cols;
                 be->muon_momentum(be, tall ? e->ns_u : xj, state_of(e, o->momentum[ui]), e->grads + u->offset,
-                                  u->numel, gs, beta, c->muon_nesterov);
+                                  u->numel, gs, beta, w, c->muon_nesterov);
                 if (tall) be->transpose(be, xj, e->ns_u, u->rows, u->cols);
             }
             newton_schulz(e, mats, m, n);

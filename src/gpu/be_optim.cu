@@ -83,9 +83,7 @@ static void be_adamw(zaya_backend *be, float *p, const float *g, float *m, float
     LAUNCH(be, "adamw", n, adamw_kernel, p, g, m, v, n, gs, w1, b2, w2, neg_step, bc2_sqrt, eps, decay);
 }
 
-/* muon.c computes the lerp weight as (float)(1.0 - momentum) in double; from the float beta of this
- * interface it is 1 - beta in float, exact for beta in [0.5, 1] (Sterbenz), which can differ from
- * the double-rounded weight in its last bit. */
+/* w is muon.c's lerp weight (float)(1.0 - momentum), rounded from double by the caller. */
 __global__ static void muon_momentum_kernel(float *u, float *buf, const float *g, int64_t n, float gs, float beta,
                                             float w, int nesterov) {
     GRID_STRIDE(k, n) {
@@ -98,9 +96,8 @@ __global__ static void muon_momentum_kernel(float *u, float *buf, const float *g
 }
 
 static void be_muon_momentum(zaya_backend *be, float *u, float *buf, const float *g, int64_t n, float gs, float beta,
-                             int nesterov) {
+                             float w, int nesterov) {
     if (!args_ok(be, "muon_momentum", n, {u, buf, g})) return;
-    const float w = 1.0f - beta;
     LAUNCH(be, "muon_momentum", n, muon_momentum_kernel, u, buf, g, n, gs, beta, w, nesterov);
 }
 
@@ -176,13 +173,12 @@ static void be_sqnorm(zaya_backend *be, double *out, const float *x, int64_t n) 
 }
 
 /* normalize_batched pass 2: matrix j's sum of squares (its bpm block sums in order) to its divisor,
- * (float)(sqrt(s) + eps) as muon.c's newton_schulz (there eps is the double 1e-7; here the float eps
- * widened, which moves sqrt(s) + eps by ~1e-15: the float rounding hides it). */
-__global__ static void norm_denom_kernel(float *denom, const double *partial, int64_t mats, int64_t bpm, float eps) {
+ * (float)(sqrt(s) + eps) in double, as muon.c's newton_schulz. */
+__global__ static void norm_denom_kernel(float *denom, const double *partial, int64_t mats, int64_t bpm, double eps) {
     GRID_STRIDE(j, mats) {
         double t = 0.0;
         for (int64_t q = 0; q < bpm; q++) t = __dadd_rn(t, partial[j * bpm + q]);
-        denom[j] = __double2float_rn(__dadd_rn(__dsqrt_rn(t), (double)eps));
+        denom[j] = __double2float_rn(__dadd_rn(__dsqrt_rn(t), eps));
     }
 }
 
@@ -190,7 +186,7 @@ __global__ static void norm_scale_kernel(float *x, const float *denom, int64_t m
     GRID_STRIDE(i, total) x[i] = __fdiv_rn(x[i], denom[i / mn]);
 }
 
-static void be_normalize_batched(zaya_backend *be, float *x, int64_t batch, int64_t mn, float eps) {
+static void be_normalize_batched(zaya_backend *be, float *x, int64_t batch, int64_t mn, double eps) {
     if (batch < 0 || mn < 0) {
         zaya_cuda_be_failf(be, "normalize_batched", ZAYA_EINVAL, "bad shape %lld x %lld", (long long)batch,
                            (long long)mn);

@@ -7,3 +7,9 @@ set_tests_properties(gpu_check PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT
 # The three benchmarks, short, with their own checks (bench gemm / mem / coll fail on a wrong value).
 add_test(NAME gpu_bench_short COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bench_short.sh $<TARGET_FILE:zaya>)
 set_tests_properties(gpu_bench_short PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The CUDA backend's norm, activation, embedding, router, expert and loss operations against the CPU
+# functions they are named after (tests/gpu/test_be_ops.c).
+add_executable(test_be_ops ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_ops.c)
+target_link_libraries(test_be_ops PRIVATE zaya_testutil)
+add_test(NAME be_ops COMMAND test_be_ops)
+set_tests_properties(be_ops PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)

@@ -12,3 +12,9 @@ add_executable(test_be_gemm ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_gemm.c)
 target_link_libraries(test_be_gemm PRIVATE zaya_testutil)
 add_test(NAME gpu_be_gemm COMMAND test_be_gemm)
 set_tests_properties(gpu_be_gemm PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The CUDA backend's norm, activation, embedding, router, expert and loss operations against the CPU
+# functions they are named after (tests/gpu/test_be_ops.c).
+add_executable(test_be_ops ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_ops.c)
+target_link_libraries(test_be_ops PRIVATE zaya_testutil)
+add_test(NAME be_ops COMMAND test_be_ops)
+set_tests_properties(be_ops PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)

@@ -44,6 +44,7 @@ int zaya_cuda_be_blocks(zaya_backend *be, int64_t n, int threads);
 void zaya_cuda_be_install_core(zaya_backend *be);
 void zaya_cuda_be_install_ops(zaya_backend *be);
 void zaya_cuda_be_install_cca(zaya_backend *be);
+void zaya_cuda_be_install_attention(zaya_backend *be); /* be_attention.cu, called by install_cca */
 #ifdef __cplusplus
 }
 #endif

@@ -7,3 +7,8 @@ set_tests_properties(gpu_check PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT
 # The three benchmarks, short, with their own checks (bench gemm / mem / coll fail on a wrong value).
 add_test(NAME gpu_bench_short COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu/bench_short.sh $<TARGET_FILE:zaya>)
 set_tests_properties(gpu_bench_short PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+# The CUDA backend's CCA pieces and attention against the CPU kernels.
+add_executable(test_be_cca ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_cca.c)
+target_link_libraries(test_be_cca PRIVATE zaya_testutil)
+add_test(NAME be_cca COMMAND test_be_cca)
+set_tests_properties(be_cca PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -5,11 +5,11 @@
 //
 // Every kernel computes what the CPU function computes, element for element and in the CPU's
 // operation order where it is cheap to keep (tap order, head order). Reductions that produce a
-// parameter gradient (dw, dbias, dmult) run in an order fixed by the shapes and the launch
-// configuration alone: each output is owned by one block, which sums fixed row slices per thread
-// and then combines them with a shared-memory tree; the per-head dmult goes through the backend's
-// partials scratch in a second pass. No float atomics anywhere, no warp-width assumption (only
-// __syncthreads between steps), no allocation.
+// parameter gradient (dw, dbias, dmult) run in an order fixed by the shapes alone: each output is
+// owned by one block, which walks the rows in a fixed order (per-thread row slices combined by a
+// shared-memory tree for the per-channel sums, rows in order for the grouped weight); the per-head
+// dmult goes through the backend's partials scratch (row blocks, then a second pass over them). No
+// float atomics, no warp-width assumption (only __syncthreads between steps), no allocation.
 #include <math.h>
 #include <stdint.h>
 

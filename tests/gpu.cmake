@@ -18,3 +18,8 @@ add_executable(test_be_ops ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_ops.c)
 target_link_libraries(test_be_ops PRIVATE zaya_testutil)
 add_test(NAME be_ops COMMAND test_be_ops)
 set_tests_properties(be_ops PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 600)
+# The CUDA backend's CCA pieces and attention against the CPU kernels.
+add_executable(test_be_cca ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_be_cca.c)
+target_link_libraries(test_be_cca PRIVATE zaya_testutil)
+add_test(NAME be_cca COMMAND test_be_cca)
+set_tests_properties(be_cca PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -51,6 +51,7 @@ void zaya_cuda_be_install_core(zaya_backend *be);
 void zaya_cuda_be_install_optim(zaya_backend *be); /* called by install_core */
 void zaya_cuda_be_install_ops(zaya_backend *be);
 void zaya_cuda_be_install_cca(zaya_backend *be);
+void zaya_cuda_be_install_attention(zaya_backend *be); /* be_attention.cu, called by install_cca */
 #ifdef __cplusplus
 }
 #endif

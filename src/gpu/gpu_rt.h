@@ -47,6 +47,9 @@
 #define gpuEventRecord hipEventRecord
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
+#define gpuErrorInvalidValue hipErrorInvalidValue
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #else
 #include <cuda_runtime_api.h>
 #define gpuError_t cudaError_t
@@ -88,6 +91,9 @@
 #define gpuEventRecord cudaEventRecord
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuErrorInvalidValue cudaErrorInvalidValue
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #endif
 
 /* cuBLASLt <-> hipBLASLt, for the GEMM (src/gpu/gemm.cu defines ZAYA_GPU_BLASLT before including). */

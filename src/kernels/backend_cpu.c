@@ -31,7 +31,7 @@
 #define DYN_MIN_ROWS 16
 
 typedef struct cpu_be {
-    void *scratch; /* reserve()d; no operation allocates */
+    void *scratch; /* reserve()d (no CPU operation needs scratch today; none allocates) */
     size_t scratch_bytes;
     zaya_status err; /* first failure since the last sync / download */
     char errmsg[512];

@@ -91,6 +91,7 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     zaya_prof_mark(m, ZAYA_PROF_ROUTER);
     if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(m, l);
     else zaya_router_forward(m, l, r_prev);
+    /* the spread of the scores: sqrt(spread / (N E)) is the balancer's unit of bias step */
     zaya_route_stats(m->route_psum + (int64_t)l * E, &m->route_spread[l], A->probs, E1, N, E);
     if (m->route_hook) m->route_hook(m->route_hook_ctx, m, l);
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);

@@ -60,7 +60,7 @@ bdir="${ZAYA_GPU_BUILD_DIR:-build-gpu}"
 
 step configure 120 cmake -S . -B "$bdir" "${cmake_args[@]}" || { echo "configure failed: see $log"; exit 1; }
 grep -q "zaya: CUDA" "$log" || { status=1; say "nvcc not found: the CUDA layer was not built"; }
-step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu || { echo "build failed: see $log"; exit 1; }
+step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu test_backend_cuda || { echo "build failed: see $log"; exit 1; }
 zaya="$bdir/zaya"
 step "unit test_gpu" 60 "$bdir/tests/test_gpu"
 say "ctest -L gpu"

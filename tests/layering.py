@@ -17,7 +17,7 @@ OWNER = {
     'core': 'alloc backend bf16 dtype fs ft_protocol json log plot proc progress rng status sysinfo threads timer',
     'gpu': 'gpu',
     'dist': 'dist',
-    'kernels': 'attention kernels matmul',
+    'kernels': 'attention kernels matmul model_ops',
     'tokenizer': 'tokenizer',
     'data': 'curriculum data shard',
     'model': 'config model',

@@ -910,7 +910,7 @@ static void test_thread_invariance(void) {
 
 /* ---- batched Newton-Schulz equals one matrix at a time ---- */
 
-/* zaya_optim_sumsq (src/optim/optim.c): fixed blocks of 4096, 8 lanes each, added in order. */
+/* zaya_sumsq_f64 (src/kernels/optim_ops.c): fixed blocks of 4096, 8 lanes each, added in order. */
 static double pm_sumsq(const float *x, int64_t n) {
     double t = 0;
     for (int64_t i0 = 0; i0 < n; i0 += 4096) {

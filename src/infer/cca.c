@@ -91,7 +91,7 @@ void zaya_infer_cca(zaya_infer *e, int l, int64_t N, int64_t nseg) {
     zaya_infer_lin2(e, e->vv, e->xn, P->wv_cur, kvd / 2, P->wv_del, kvd / 2, N, D);
     value_shift(e, l, nseg, kvd);
     convolve(e, l, nseg, C);
-    zaya_cca_qk_mean_skip_forward(c, e->qkraw, e->qkpre, N);
+    zaya_qk_mean_skip_forward(e->qkraw, e->qkpre, N, Hq, Hkv, hd);
     zaya_l2norm_forward(e->qk, e->inv, e->qkraw, e->mult + (int64_t)l * (Hq + Hkv), sqrtf((float)hd), N, Hq + Hkv, hd,
                         FLT_EPSILON);
     zaya_rope_forward(e->qk, e->w->rope, e->pos, N, Hq + Hkv, hd);

@@ -210,13 +210,13 @@ static void run_rows(zaya_infer *e, int64_t N, int64_t nseg) {
         const zaya_infer_layer_w *P = &w->layers[l];
         zaya_rmsnorm_forward(e->xn, e->rstd, e->x, P->in_norm, N, D, eps);
         zaya_infer_cca(e, l, N, nseg);
-        zaya_ops_merge_forward(e->h, e->a, P->att_hb, P->att_hs, e->x, P->att_rb, P->att_rs, N, D);
+        zaya_merge_forward(e->h, e->a, P->att_hb, P->att_hs, e->x, P->att_rb, P->att_rs, N, D);
         zaya_rmsnorm_forward(e->z, e->rstd, e->h, P->post_norm, N, D, eps);
         zaya_infer_moe(e, l, N);
         float *t = e->rprev; /* this layer's router state feeds the next layer's EDA */
         e->rprev = e->r;
         e->r = t;
-        zaya_ops_merge_forward(e->x, e->mo, P->mlp_hb, P->mlp_hs, e->h, P->mlp_rb, P->mlp_rs, N, D);
+        zaya_merge_forward(e->x, e->mo, P->mlp_hb, P->mlp_hs, e->h, P->mlp_rb, P->mlp_rs, N, D);
     }
     zaya_rmsnorm_forward(e->y, e->rstd, e->x, w->final_norm, N, D, eps);
 }

@@ -16,18 +16,6 @@ static zaya_status check_ids(const zaya_model *m, const int32_t *ids, const int3
     return ZAYA_OK;
 }
 
-static void embed_forward(zaya_model *m, const int32_t *ids) {
-    const int64_t N = m->B * m->T, D = m->cfg.hidden_size;
-    float *x = m->acts[0].x;
-    zaya_embedding_forward(x, m->p.embed, ids, N, D);
-    const float *b = m->p.in_bias, *s = m->p.in_scale;
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t i = 0; i < N; i++) {
-#pragma omp simd
-        for (int64_t j = 0; j < D; j++) x[i * D + j] = (x[i * D + j] + b[j]) * s[j];
-    }
-}
-
 static void blocks_forward(zaya_model *m) {
     const zaya_config *c = &m->cfg;
     const int L = (int)c->num_hidden_layers;
@@ -41,12 +29,12 @@ static void blocks_forward(zaya_model *m) {
         if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_forward(m, l, A->xn, A->a);
         else zaya_softmax_attn_forward(m, l, A->xn, A->a);
         zaya_prof_mark(m, ZAYA_PROF_NORM);
-        zaya_ops_merge_forward(A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
+        zaya_merge_forward(A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
         zaya_rmsnorm_forward(A->z, A->rstd_post, A->h, P->post_norm, N, D, eps);
         zaya_moe_forward(m, l, l > 0 ? m->acts[l - 1].r : NULL);
         float *next = l + 1 < L ? m->acts[l + 1].x : m->work->x_final;
         zaya_prof_mark(m, ZAYA_PROF_NORM);
-        zaya_ops_merge_forward(next, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs, N, D);
+        zaya_merge_forward(next, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs, N, D);
     }
     zaya_rmsnorm_forward(m->work->y_final, m->work->rstd_final, m->work->x_final, m->p.final_norm, N, D, eps);
 }
@@ -64,7 +52,7 @@ zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t 
 
     m->cp_status = ZAYA_OK;
     zaya_prof_begin(m, 0, ZAYA_PROF_EMBED);
-    embed_forward(m, ids);
+    zaya_embed_forward(m->acts[0].x, m->p.embed, ids, m->p.in_bias, m->p.in_scale, N, D);
     blocks_forward(m);
     zaya_prof_mark(m, ZAYA_PROF_HEAD);
     if (m->cp_status != ZAYA_OK || !targets) {
@@ -117,16 +105,16 @@ void zaya_model_backward(zaya_model *m) {
         zaya_layer_params *G = &m->g.layers[l];
         /* x_{l+1} = (m + hb)*hs + (h + rb)*rs */
         zaya_prof_mark(m, ZAYA_PROF_NORM);
-        zaya_ops_merge_backward(m, w->da, w->dh, 0, w->dx, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs,
-                                G->mlp_hb, G->mlp_hs, G->mlp_rb, G->mlp_rs, N, D);
+        zaya_merge_backward(w->da, w->dh, 0, w->dx, A->m, P->mlp_hb, P->mlp_hs, A->h, P->mlp_rb, P->mlp_rs, G->mlp_hb,
+                            G->mlp_hs, G->mlp_rb, G->mlp_rs, N, D);
         zaya_moe_backward(m, l, w->da, l > 0 ? m->acts[l - 1].r : NULL, w->dr_carry, w->dz);
         zaya_prof_mark(m, ZAYA_PROF_NORM);
         zaya_rmsnorm_backward(w->dxn, G->post_norm, w->dz, A->h, P->post_norm, A->rstd_post, N, D);
 #pragma omp parallel for schedule(static) if (N * D > 32768)
         for (int64_t i = 0; i < N * D; i++) w->dh[i] += w->dxn[i];
         /* h = (a + hb)*hs + (x + rb)*rs */
-        zaya_ops_merge_backward(m, w->da, w->dx, 0, w->dh, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs,
-                                G->att_hb, G->att_hs, G->att_rb, G->att_rs, N, D);
+        zaya_merge_backward(w->da, w->dx, 0, w->dh, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, G->att_hb,
+                            G->att_hs, G->att_rb, G->att_rs, N, D);
         if (c->attention == ZAYA_ATTENTION_CCA) zaya_cca_backward(m, l, w->da, w->dxn);
         else zaya_softmax_attn_backward(m, l, w->da, w->dxn);
         zaya_prof_mark(m, ZAYA_PROF_NORM);
@@ -137,19 +125,8 @@ void zaya_model_backward(zaya_model *m) {
     }
     /* x_0 = (e + b_in) * s_in with e = embed[ids] */
     zaya_prof_mark(m, ZAYA_PROF_EMBED);
-    const float *b = m->p.in_bias, *s = m->p.in_scale;
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t i = 0; i < N; i++) {
-        const float *e = m->p.embed + (int64_t)w->ids[i] * D, *dx = w->dx + i * D;
-        float *prod = w->dz + i * D, *de = w->dxn + i * D;
-        for (int64_t j = 0; j < D; j++) {
-            prod[j] = dx[j] * (e[j] + b[j]);
-            de[j] = dx[j] * s[j];
-        }
-    }
-    zaya_ops_colsum_add(m, m->g.in_scale, w->dz, N, D);
-    zaya_ops_colsum_add(m, m->g.in_bias, w->dxn, N, D);
-    zaya_embedding_backward(m->g.embed, w->dxn, w->ids, N, D, c->vocab_size);
+    zaya_embed_backward(m->g.embed, m->g.in_bias, m->g.in_scale, w->dxn, w->dx, m->p.embed, w->ids, m->p.in_bias,
+                        m->p.in_scale, N, D, c->vocab_size);
     zaya_prof_mark(m, -1);
     if (m->on_grads_ready) m->on_grads_ready(m->on_grads_ready_ctx, -1);
 }

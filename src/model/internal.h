@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "zaya/model.h"
+#include "zaya/model_ops.h" /* the model's elementwise pieces, as kernels */
 #include "zaya/timer.h"
 
 /* Saved activations of one block for a planned (B, T); N = B*T rows. */
@@ -111,22 +112,6 @@ void zaya_lin_expert_forward(zaya_model *m, float *y, const float *x, const floa
 void zaya_lin_expert_backward(zaya_model *m, float *dx, float *dW, const float *dy, const float *x, const float *W,
                               int64_t n, int64_t in, int64_t out);
 
-/* Elementwise helpers (src/model/ops.c). */
-/* Rows of a fused [N, qd + kvd] q|k product split into q [N, qd] and k [N, kvd], and back (backward). */
-void zaya_ops_split_qk(float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd);
-void zaya_ops_merge_qk(float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd);
-void zaya_ops_colsum_add(zaya_model *m, float *dst, const float *src, int64_t n, int64_t d);
-/* y = (a + ab) * as + (b + bb) * bs  (row vectors of width d broadcast over n rows); with as == NULL
- * (zaya_residual_scaling false: no scale tensors) y = a + b, and the backward leaves the four
- * parameter gradients alone. */
-void zaya_ops_merge_forward(float *y, const float *a, const float *ab, const float *as, const float *b,
-                            const float *bb, const float *bs, int64_t n, int64_t d);
-/* Gradients of the merge: da = dy*as, db (+= when accumulate_b) = dy*bs, and column sums into the four
- * parameter gradients. */
-void zaya_ops_merge_backward(zaya_model *m, float *da, float *db, int accumulate_b, const float *dy, const float *a,
-                             const float *ab, const float *as, const float *b, const float *bb, const float *bs,
-                             float *dab, float *das, float *dbb, float *dbs, int64_t n, int64_t d);
-
 /* Context parallelism (src/model/cp.c): the exchanges of one attention block. */
 void zaya_cp_plan(zaya_model *m, zaya_arena *a);
 /* Rows of the convolution outputs the plan keeps per batch: T + P * (cca_time1 - 1) per sequence. */
@@ -149,9 +134,6 @@ void zaya_attn_chunk_backward(zaya_model *m, zaya_layer_acts *A);
 
 /* Blocks (src/model/cca.c, src/model/moe.c). */
 void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out);
-/* Row-wise QK-mean skip terms: qk_raw[n] += (q_i + k_j)/2 for q heads, (mean_i q_i + k_j)/2 for k heads
- * (also used by the inference engine, src/infer/). */
-void zaya_cca_qk_mean_skip_forward(const zaya_config *c, float *qk_raw, const float *qk_pre, int64_t N);
 void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn);
 /* GQA / MHA blocks (zaya_attention "gqa" | "mha", src/model/softmax_attn.c). */
 void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_out);

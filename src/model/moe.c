@@ -5,14 +5,6 @@
 
 #include "model/internal.h"
 
-static void add_bias(float *y, const float *b, int64_t n, int64_t d) {
-#pragma omp parallel for schedule(static) if (n * d > 32768)
-    for (int64_t i = 0; i < n; i++) {
-#pragma omp simd
-        for (int64_t j = 0; j < d; j++) y[i * d + j] += b[j];
-    }
-}
-
 /* Counting sort of tokens by chosen class: one GEMM per expert over contiguous rows. The order
  * within a class is token order, so dispatch is deterministic. */
 static void dispatch(zaya_layer_acts *A, int64_t N, int64_t E1, int64_t *counts) {
@@ -31,29 +23,6 @@ static void dispatch(zaya_layer_acts *A, int64_t N, int64_t E1, int64_t *counts)
     }
 }
 
-/* Sum over the experts of the squared deviations of each token's expert probability from that
- * expert's mean over the batch: how much the scores vary from token to token, without the part that
- * is common to all tokens (which the balancing biases cancel). sqrt(sum / (N E)) is the balancer's
- * unit of bias step. psum[e] gets the sum of expert e's probability. Two serial passes in token
- * order: the same sums for any thread count. */
-static double score_spread(const zaya_layer_acts *A, int64_t N, int64_t E, double *psum) {
-    double mean[E > 0 ? E : 1];
-    for (int64_t e = 0; e < E; e++) mean[e] = 0;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t e = 0; e < E; e++) mean[e] += A->probs[i * (E + 1) + e];
-    for (int64_t e = 0; e < E; e++) {
-        psum[e] = mean[e];
-        mean[e] /= (double)(N > 0 ? N : 1);
-    }
-    double sum = 0;
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t e = 0; e < E; e++) {
-            double d = (double)A->probs[i * (E + 1) + e] - mean[e];
-            sum += d * d;
-        }
-    return sum;
-}
-
 /* The ZAYA routers' scores: probs [N, E+1] over the experts and the skip class. */
 static void zaya_router_forward(zaya_model *m, int l, const float *r_prev) {
     const zaya_config *c = &m->cfg;
@@ -63,19 +32,16 @@ static void zaya_router_forward(zaya_model *m, int l, const float *r_prev) {
     const int64_t N = m->B * m->T, D = c->hidden_size, R = c->router_hidden_size, E1 = c->num_experts + 1;
 
     zaya_lin_forward(m, A->r, A->z, P->r_down_w, N, D, R, 0.0f);
-    add_bias(A->r, P->r_down_b, N, R);
+    zaya_bias_add(A->r, P->r_down_b, N, R);
     if (P->r_eda) { /* EDA: from the second MoE block on, unless zaya_router "zaya_no_eda" */
-        const float *g = P->r_eda;
-#pragma omp parallel for schedule(static) if (N * R > 32768)
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t j = 0; j < R; j++) A->r[i * R + j] += g[j] * r_prev[i * R + j];
+        zaya_eda_forward(A->r, P->r_eda, r_prev, N, R);
     }
     zaya_rmsnorm_forward(A->rn, A->rstd_r, A->r, P->r_norm, N, R, (float)c->rms_norm_eps);
     zaya_lin_forward(m, A->a1, A->rn, P->r_fc1_w, N, R, R, 0.0f);
-    add_bias(A->a1, P->r_fc1_b, N, R);
+    zaya_bias_add(A->a1, P->r_fc1_b, N, R);
     zaya_gelu_forward(A->g1, A->a1, N * R);
     zaya_lin_forward(m, A->a2, A->g1, P->r_fc2_w, N, R, R, 0.0f);
-    add_bias(A->a2, P->r_fc2_b, N, R);
+    zaya_bias_add(A->a2, P->r_fc2_b, N, R);
     zaya_gelu_forward(A->g2, A->a2, N * R);
     zaya_lin_forward(m, w->dprobs, A->g2, P->r_out_w, N, R, E1, 0.0f); /* dprobs: logits scratch here */
     zaya_softmax_forward(A->probs, w->dprobs, N, E1);
@@ -125,14 +91,14 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     zaya_prof_mark(m, ZAYA_PROF_ROUTER);
     if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(m, l);
     else zaya_router_forward(m, l, r_prev);
-    m->route_spread[l] = score_spread(A, N, E, m->route_psum + (int64_t)l * E);
+    /* the spread of the scores: sqrt(spread / (N E)) is the balancer's unit of bias step */
+    zaya_route_stats(m->route_psum + (int64_t)l * E, &m->route_spread[l], A->probs, E1, N, E);
     if (m->route_hook) m->route_hook(m->route_hook_ctx, m, l);
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
     zaya_top1_biased_ld(A->idx, A->gate, A->probs, E1, P->bal_bias, N, zaya_config_router_classes(c));
     dispatch(A, N, E1, m->route_counts + (int64_t)l * E1);
 
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t r = 0; r < N; r++) memcpy(A->xe + r * D, A->z + (int64_t)A->perm[r] * D, (size_t)D * sizeof(float));
+    zaya_rows_gather(A->xe, A->z, A->perm, N, D);
     zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
     for (int64_t e = 0; e < E; e++) {
         int64_t o = A->off[e], ne = A->off[e + 1] - o;
@@ -143,14 +109,7 @@ void zaya_moe_forward(zaya_model *m, int l, const float *r_prev) {
     }
     const int identity = c->skip_mode == ZAYA_SKIP_IDENTITY;
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t i = 0; i < N; i++) {
-        float g = A->gate[i], *mi = A->m + i * D;
-        const float *src = A->idx[i] < E ? A->ye + (int64_t)A->row_of[i] * D : A->z + i * D;
-        if (A->idx[i] == E && !identity) g = 0.0f;
-#pragma omp simd
-        for (int64_t j = 0; j < D; j++) mi[j] = g * src[j];
-    }
+    zaya_moe_combine_forward(A->m, A->ye, A->z, A->idx, A->gate, A->row_of, N, D, E, identity);
 }
 
 static void dense_backward(zaya_model *m, int l, const float *dm, float *dz) {
@@ -172,12 +131,7 @@ static void linear_router_backward(zaya_model *m, int l, float *dz) {
     zaya_model_work *w = m->work;
     const int64_t N = m->B * m->T, D = c->hidden_size, E = c->num_experts, E1 = E + 1;
     float *dl_all = w->dprobs; /* [N, E] */
-#pragma omp parallel for schedule(static) if (N * E > 32768)
-    for (int64_t i = 0; i < N; i++) {
-        const float *p = A->probs + i * E1;
-        float *dl = dl_all + i * E, g = w->dgate[i], pk = p[A->idx[i]];
-        for (int64_t e = 0; e < E; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
-    }
+    zaya_router_dlogits(dl_all, A->probs, E1, w->dgate, A->idx, N, E);
     zaya_lin_backward(m, dz, 1.0f, m->g.layers[l].r_lin_w, dl_all, A->z, m->p.layers[l].r_lin_w, N, D, E);
 }
 
@@ -200,32 +154,7 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
 
     /* Gate: m_i = gate_i * out_i, so d(out_i) = gate_i * dm_i and d(gate_i) = <dm_i, out_i>. */
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t i = 0; i < N; i++) {
-        const float *dmi = dm + i * D;
-        float g = A->gate[i];
-        if (A->idx[i] < E) {
-            const float *yi = A->ye + (int64_t)A->row_of[i] * D;
-            float *dyi = w->dye + (int64_t)A->row_of[i] * D;
-            float s = 0;
-            for (int64_t j = 0; j < D; j++) {
-                dyi[j] = g * dmi[j];
-                s += dmi[j] * yi[j];
-            }
-            w->dgate[i] = s;
-        } else if (identity) {
-            const float *zi = A->z + i * D;
-            float *dzi = dz + i * D, s = 0;
-            for (int64_t j = 0; j < D; j++) {
-                dzi[j] = g * dmi[j];
-                s += dmi[j] * zi[j];
-            }
-            w->dgate[i] = s;
-        } else {
-            memset(dz + i * D, 0, (size_t)D * sizeof(float));
-            w->dgate[i] = 0.0f;
-        }
-    }
+    zaya_moe_combine_backward(w->dye, dz, w->dgate, dm, A->ye, A->z, A->idx, A->gate, A->row_of, N, D, E, identity);
     zaya_prof_mark(m, ZAYA_PROF_EXPERTS);
     for (int64_t e = 0; e < E; e++) {
         int64_t o = A->off[e], ne = A->off[e + 1] - o;
@@ -236,9 +165,7 @@ void zaya_moe_backward(zaya_model *m, int l, const float *dm, const float *r_pre
         zaya_lin_expert_backward(m, w->dxe + o * D, G->gate_up + e * 2 * F * D, w->dgu + o * 2 * F, A->xe + o * D, Wgu, ne, D, 2 * F);
     }
     zaya_prof_mark(m, ZAYA_PROF_DISPATCH);
-#pragma omp parallel for schedule(static) if (N * D > 32768)
-    for (int64_t i = 0; i < N; i++)
-        if (A->idx[i] < E) memcpy(dz + i * D, w->dxe + (int64_t)A->row_of[i] * D, (size_t)D * sizeof(float));
+    zaya_rows_scatter(dz, w->dxe, A->idx, A->row_of, N, D, E);
     zaya_prof_mark(m, ZAYA_PROF_ROUTER);
     if (c->router == ZAYA_ROUTER_LINEAR) linear_router_backward(m, l, dz);
     else zaya_router_backward(m, l, r_prev, dr_prev_out, dz);
@@ -256,18 +183,13 @@ static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, floa
     /* Only the chosen probability receives a gradient: through the softmax,
      * d(logit_e) = p_e * dgate * ([e == idx] - p_idx). Selection itself (argmax with biases) is
      * piecewise constant and has no gradient. */
-#pragma omp parallel for schedule(static) if (N * E1 > 32768)
-    for (int64_t i = 0; i < N; i++) {
-        const float *p = A->probs + i * E1;
-        float *dl = w->dprobs + i * E1, g = w->dgate[i], pk = p[A->idx[i]];
-        for (int64_t e = 0; e < E1; e++) dl[e] = p[e] * g * ((e == A->idx[i] ? 1.0f : 0.0f) - pk);
-    }
+    zaya_router_dlogits(w->dprobs, A->probs, E1, w->dgate, A->idx, N, E1);
     zaya_lin_backward(m, w->dg2, 0.0f, G->r_out_w, w->dprobs, A->g2, P->r_out_w, N, R, E1);
     zaya_gelu_backward(w->dg, w->dg2, A->a2, N * R);
-    zaya_ops_colsum_add(m, G->r_fc2_b, w->dg, N, R);
+    zaya_colsum_add(G->r_fc2_b, w->dg, N, R);
     zaya_lin_backward(m, w->dg2, 0.0f, G->r_fc2_w, w->dg, A->g1, P->r_fc2_w, N, R, R);
     zaya_gelu_backward(w->dg, w->dg2, A->a1, N * R);
-    zaya_ops_colsum_add(m, G->r_fc1_b, w->dg, N, R);
+    zaya_colsum_add(G->r_fc1_b, w->dg, N, R);
     zaya_lin_backward(m, w->drn, 0.0f, G->r_fc1_w, w->dg, A->rn, P->r_fc1_w, N, R, R);
     zaya_rmsnorm_backward(w->dr, G->r_norm, w->drn, A->r, P->r_norm, A->rstd_r, N, R);
 
@@ -279,15 +201,10 @@ static void zaya_router_backward(zaya_model *m, int l, const float *r_prev, floa
     }
     if (P->r_eda) {
         /* r_l = W z + b + gamma_l * r_{l-1}: d(gamma_l) = sum_rows dr * r_{l-1}; d(r_{l-1}) = dr * gamma_l. */
-#pragma omp parallel for schedule(static) if (N * R > 32768)
-        for (int64_t i = 0; i < N; i++)
-            for (int64_t j = 0; j < R; j++) {
-                w->drn[i * R + j] = w->dr[i * R + j] * r_prev[i * R + j];
-                dr_prev_out[i * R + j] = w->dr[i * R + j] * P->r_eda[j];
-            }
-        zaya_ops_colsum_add(m, G->r_eda, w->drn, N, R);
+        zaya_eda_backward(w->drn, dr_prev_out, w->dr, r_prev, P->r_eda, N, R);
+        zaya_colsum_add(G->r_eda, w->drn, N, R);
     }
-    zaya_ops_colsum_add(m, G->r_down_b, w->dr, N, R);
+    zaya_colsum_add(G->r_down_b, w->dr, N, R);
     zaya_lin_backward(m, dz, 1.0f, G->r_down_w, w->dr, A->z, P->r_down_w, N, D, R);
 }
 

@@ -18,7 +18,7 @@ void zaya_softmax_attn_forward(zaya_model *m, int l, const float *xn, float *a_o
     zaya_lin_forward2(m, A->qk, P->wqk, qd + kvd, A->v, P->wv, kvd, xn, N, D);
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
     zaya_rope_forward(A->qk, &m->rope, m->work->pos, N, Hq + Hkv, hd);
-    zaya_ops_split_qk(A->q, A->k, A->qk, N, qd, kvd);
+    zaya_qk_split(A->q, A->k, A->qk, N, qd, kvd);
     zaya_prof_mark(m, ZAYA_PROF_ATTENTION);
     zaya_attn_chunk_forward(m, A);
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
@@ -41,7 +41,7 @@ void zaya_softmax_attn_backward(zaya_model *m, int l, const float *da, float *dx
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_backward(m, dxn, 0.0f, G->wv, w->dv, A->xn, P->wv, N, D, kvd);
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
-    zaya_ops_merge_qk(w->dqk2, w->dq, w->dk, N, qd, kvd);
+    zaya_qk_merge(w->dqk2, w->dq, w->dk, N, qd, kvd);
     zaya_rope_backward(w->dqk2, &m->rope, w->pos, N, Hq + Hkv, hd);
     zaya_prof_mark(m, ZAYA_PROF_ATTN_PROJ);
     zaya_lin_backward(m, dxn, 1.0f, G->wqk, w->dqk2, A->xn, P->wqk, N, D, qd + kvd);

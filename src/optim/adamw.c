@@ -20,14 +20,6 @@ void zaya_optim_step_adamw(zaya_optim *o, float *params, const float *grads, dou
         const float decay = u->decay ? (float)(1.0 - lr * c->weight_decay) : 1.0f;
         float *p = params + u->offset, *m = o->exp_avg[i], *v = o->exp_avg_sq[i];
         const float *g = grads + u->offset;
-        for (int64_t j = 0; j < u->numel; j++) {
-            float gj = g[j] * gs;
-            float mj = m[j] + w1 * (gj - m[j]);
-            float vj = v[j] * b2 + w2 * gj * gj;
-            m[j] = mj;
-            v[j] = vj;
-            float denom = sqrtf(vj) / bc2_sqrt + eps;
-            p[j] = p[j] * decay + neg_step * (mj / denom);
-        }
+        zaya_adamw_update(p, g, m, v, u->numel, gs, w1, b2, w2, neg_step, bc2_sqrt, eps, decay);
     }
 }

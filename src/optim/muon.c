@@ -18,7 +18,7 @@
  * primitives are created once per shape).
  *
  * Same math as one matrix at a time: every element goes through the same operations in the same
- * order, each matrix's sum of squares is zaya_optim_sumsq over its packed iterate, and each batched
+ * order, each matrix's sum of squares is zaya_sumsq_f64 over its packed iterate, and each batched
  * product is bit-identical to the single product on the same operands (the oneDNN kernels neither
  * split nor reorder the k reduction across the batch; tests/test_matmul.c and tests/test_optim.c check
  * this), so a matrix's result depends neither on the batch it runs in nor on the thread count. */
@@ -235,7 +235,7 @@ static void newton_schulz(const zaya_optim *o, zaya_ns_scratch *s, int mats, int
     const int64_t mn = m * n, mm2 = m * m;
     float *X = s->x, *Y = s->y, *A = s->a, *B = s->b;
 #pragma omp parallel for schedule(static) if (mats > 1 && (int64_t)mats * mn >= PAR_MIN)
-    for (int j = 0; j < mats; j++) s->denom[j] = (float)(sqrt(zaya_optim_sumsq(X + (int64_t)j * mn, mn)) + 1e-7);
+    for (int j = 0; j < mats; j++) s->denom[j] = (float)(sqrt(zaya_sumsq_f64(X + (int64_t)j * mn, mn)) + 1e-7);
     const int bf16 = o->cfg.muon_ns_dtype == ZAYA_DTYPE_BF16;
     const zaya_dtype dt = bf16 ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
     for (int it = 0; it < o->cfg.muon_ns_steps; it++) {
@@ -304,12 +304,8 @@ static void pack_momentum(const zaya_optim *o, float *X, const int *units, int m
                     x[b * r + a] = nesterov ? gk + beta * (mk - gk) : mk; /* lerp(g, buf, beta) */
                 }
         } else {
-            for (int64_t k = a0 * cc; k < a1 * cc; k++) {
-                float gk = g[k] * gs;
-                float mk = buf[k] + w * (gk - buf[k]);
-                buf[k] = mk;
-                x[k] = nesterov ? gk + beta * (mk - gk) : mk;
-            }
+            const int64_t k0 = a0 * cc;
+            zaya_muon_momentum(x + k0, buf + k0, g + k0, (a1 - a0) * cc, gs, beta, w, nesterov);
         }
     }
 }
@@ -332,7 +328,7 @@ static void apply_update(const zaya_optim *o, const float *X, const int *units, 
             for (int64_t b = 0; b < cc; b++)
                 for (int64_t a = a0; a < a1; a++) p[a * cc + b] = p[a * cc + b] * decay + neg * x[b * r + a];
         } else {
-            for (int64_t k = a0 * cc; k < a1 * cc; k++) p[k] = p[k] * decay + neg * x[k];
+            zaya_muon_apply(p + a0 * cc, x + a0 * cc, (a1 - a0) * cc, decay, neg);
         }
     }
 }

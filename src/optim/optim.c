@@ -137,28 +137,12 @@ void zaya_optim_step(zaya_optim *o, float *params, const float *grads, double lr
     zaya_optim_step_muon(o, params, grads, lr, grad_scale);
 }
 
-/* Fixed blocks, each summed with 8 lanes, added in order: the result depends on neither the thread
- * count nor which thread runs it. */
-double zaya_optim_sumsq(const float *x, int64_t n) {
-    double t = 0;
-    for (int64_t i0 = 0; i0 < n; i0 += ZAYA_OPTIM_SUM_BLOCK) {
-        const int64_t i1 = i0 + ZAYA_OPTIM_SUM_BLOCK < n ? i0 + ZAYA_OPTIM_SUM_BLOCK : n;
-        double s[8] = {0};
-        int64_t i = i0;
-        for (; i + 8 <= i1; i += 8)
-            for (int j = 0; j < 8; j++) s[j] += (double)x[i + j] * (double)x[i + j];
-        for (; i < i1; i++) s[0] += (double)x[i] * (double)x[i];
-        t += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    }
-    return t;
-}
-
 zaya_status zaya_optim_grad_sqnorm_local(zaya_optim *o, const float *grads, double *sqnorm) {
     const int n = o->plan.nunits;
 #pragma omp parallel for schedule(dynamic, 4)
     for (int i = 0; i < n; i++) {
         const zaya_optim_unit *u = &o->plan.units[i];
-        o->unit_sums[i] = u->owner == o->rank ? zaya_optim_sumsq(grads + u->offset, u->numel) : 0.0;
+        o->unit_sums[i] = u->owner == o->rank ? zaya_sumsq_f64(grads + u->offset, u->numel) : 0.0;
     }
     double total = 0;
     for (int i = 0; i < n; i++) {

@@ -626,7 +626,7 @@ static void ck_muon_momentum(hc *c) {
     dbuf g = hc_rand(c, ON, -2, 2);
     for (int nesterov = 0; nesterov < 2; nesterov++) {
         dbuf buf = hc_rand(c, ON, -1, 1), u = hc_zero(c, 4 * ON);
-        BOTH(muon_momentum, F(u), F(buf), F(g), ON, 0.8f, 0.95f, nesterov);
+        BOTH(muon_momentum, F(u), F(buf), F(g), ON, 0.8f, 0.95f, (float)(1.0 - 0.95), nesterov);
         hc_cmp_f32(c, u, ON);
         hc_cmp_f32(c, buf, ON);
     }
@@ -638,7 +638,7 @@ static void ck_sqnorm(hc *c) {
 }
 static void ck_normalize_batched(hc *c) {
     dbuf x = hc_rand(c, 5 * 1007, -3, 3);
-    BOTH(normalize_batched, F(x), 5, 1007, 1e-7f);
+    BOTH(normalize_batched, F(x), 5, 1007, 1e-7);
     hc_cmp_f32(c, x, 5 * 1007);
 }
 static void ck_lincomb(hc *c) {

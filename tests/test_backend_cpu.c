@@ -685,7 +685,7 @@ static void test_optimizer(void) {
     for (int nesterov = 0; nesterov < 2; nesterov++) {
         float *buf = rnd(n, -1, 1), *buf0 = dup(buf, n), *u = th_alloc(n);
         const float beta = 0.95f;
-        be->muon_momentum(be, u, buf, g, n, gs, beta, nesterov);
+        be->muon_momentum(be, u, buf, g, n, gs, beta, (float)(1.0 - 0.95), nesterov);
         for (int64_t i = 0; i < n; i++) {
             double gk = (double)g[i] * gs;
             rm[i] = buf0[i] + (1.0 - beta) * (gk - buf0[i]);
@@ -706,7 +706,7 @@ static void test_optimizer(void) {
         const int64_t batch = 3, mn = 1007;
         float *x = rnd(batch * mn, -3, 3), *x0 = dup(x, batch * mn);
         double *ref = th_alloc_d(batch * mn);
-        be->normalize_batched(be, x, batch, mn, 1e-7f);
+        be->normalize_batched(be, x, batch, mn, 1e-7);
         for (int64_t b = 0; b < batch; b++) {
             double s = 0;
             for (int64_t i = 0; i < mn; i++) s += (double)x0[b * mn + i] * x0[b * mn + i];

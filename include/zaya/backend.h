@@ -57,8 +57,11 @@ struct zaya_backend {
 
     /* ---- GEMM ---- C[M,N] = op(A) op(B) (+ C when beta == 1; beta is 0 or 1), row-major, lda etc. the
      * natural ones: A is [M,K] ([K,M] with ta), B is [K,N] ([N,K] with tb). dt F32: float operands,
-     * f32 math (no TF32); dt BF16: uint16_t bf16 operands, f32 accumulation and output. vary_m: M changes
-     * from call to call (expert rows; a hint, as zaya_matmul_dynamic's ZAYA_MATMUL_DYN_M). */
+     * f32 math (no TF32); dt BF16: uint16_t bf16 operands, f32 accumulation and output. vary_m: the token
+     * dimension changes from call to call (an expert's rows): M of a forward or input-gradient product,
+     * K of a weight-gradient product (ta). The CPU backend then runs src/model/linear.c's expert path
+     * (run-time-shape primitives, calls below 16 rows on zero-padded copies in its reserve()d scratch:
+     * 16 x (K + N) floats), so that the engine reproduces the CPU model's bits. */
     void (*gemm)(zaya_backend *be, zaya_dtype dt, int ta, int tb, int64_t M, int64_t N, int64_t K, const void *a,
                  const void *b, float *c, float beta, int vary_m);
     /* `batch` GEMMs of the same shape, operand i at a + i*sa etc. (strides in elements):

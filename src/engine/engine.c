@@ -321,6 +321,20 @@ zaya_status zaya_engine_plan(zaya_engine *e, int64_t B, int64_t T) {
     carver real = {e->arena, 0};
     layout(e, &real);
     e->arena_bytes = measure.used;
+    if (s == ZAYA_OK && e->be->is_host) {
+        /* the CPU reference backend runs the CPU model's own paths (backend.h): the padded expert
+         * products and the grouped convolution's GEMM workspace */
+        const zaya_config *c = e->c;
+        const int64_t D = c->hidden_size, R = c->router_hidden_size, F = c->moe_intermediate_size;
+        const int64_t C = zaya_config_q_dim(c) + zaya_config_kv_dim(c), H = c->num_attention_heads + c->num_key_value_heads;
+        int64_t widest = D > C ? D : C;
+        if (2 * F > widest) widest = 2 * F;
+        if (R > widest) widest = R;
+        const size_t pad = (size_t)(16 * 2 * widest) * sizeof(float) + 128;
+        const size_t conv = (size_t)zaya_conv1d_grouped_ws_floats(B, T + c->cca_time1 - 1, C, H, c->cca_time1, 0) *
+                            sizeof(float);
+        s = e->be->reserve(e->be, pad > conv ? pad : conv);
+    }
     /* positions and the per-head multipliers' constant part */
     int32_t *pos = e->h_perm; /* scratch */
     for (int64_t b = 0; b < B; b++)

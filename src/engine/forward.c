@@ -25,13 +25,13 @@ void zaya_engine_lin_backward(zaya_engine *e, float *dx, float beta, float *dW, 
     zaya_backend *be = e->be;
     if (e->dt == ZAYA_DTYPE_F32) {
         if (dx) be->gemm(be, ZAYA_DTYPE_F32, 0, 0, n, in, out, dy, W, dx, beta, vary);
-        be->gemm(be, ZAYA_DTYPE_F32, 1, 0, out, in, n, dy, x, dW, 1.0f, 0);
+        be->gemm(be, ZAYA_DTYPE_F32, 1, 0, out, in, n, dy, x, dW, 1.0f, vary);
         return;
     }
     be->to_bf16(be, e->bf_a, dy, n * out);
     if (dx) be->gemm(be, ZAYA_DTYPE_BF16, 0, 0, n, in, out, e->bf_a, shadow_of(e, W), dx, beta, vary);
     be->to_bf16(be, e->bf_b, x, n * in);
-    be->gemm(be, ZAYA_DTYPE_BF16, 1, 0, out, in, n, e->bf_a, e->bf_b, dW, 1.0f, 0);
+    be->gemm(be, ZAYA_DTYPE_BF16, 1, 0, out, in, n, e->bf_a, e->bf_b, dW, 1.0f, vary);
 }
 
 /* Validates and uploads ids and targets; the embedding gradient's token order (ids grouped by value,

@@ -411,7 +411,7 @@ static void gemm_run(zaya_backend *be, const char *opname, zaya_dtype dt, int ta
     k.dt = (int)dt;
     k.ta = ta ? 1 : 0;
     k.tb = tb ? 1 : 0;
-    k.vary_m = vary_m && batch == 1 ? 1 : 0;
+    k.vary_m = vary_m && batch == 1 && !ta ? 1 : 0; /* a weight gradient's varying K: one entry per K */
     k.beta1 = beta != 0.0f;
     k.m = k.vary_m ? -1 : M;
     k.n = N;

@@ -26,12 +26,14 @@
  * the serial loop bit for bit. Below two blocks the loop stays on the calling thread. */
 #define BLOCK 16384
 
-/* Expert GEMMs below this many rows use the fixed-shape path (src/model/linear.c pads such calls to
- * ZAYA_EXPERT_MIN_ROWS = 16 rows because oneDNN's run-time-shape kernels switch code below 16). */
+/* Expert GEMMs run as src/model/linear.c runs them, so that the engine over this backend gives the CPU
+ * model's bits: the token dimension left to run time (M of a forward or input-gradient product, K of a
+ * weight-gradient one), and a call of fewer than DYN_MIN_ROWS (= ZAYA_EXPERT_MIN_ROWS) rows on a copy
+ * padded with zero rows (oneDNN's run-time-shape kernels switch code below 16 rows). */
 #define DYN_MIN_ROWS 16
 
 typedef struct cpu_be {
-    void *scratch; /* reserve()d (no CPU operation needs scratch today; none allocates) */
+    void *scratch; /* reserve()d: padded expert operands, the grouped convolution's GEMM workspace */
     size_t scratch_bytes;
     zaya_status err; /* first failure since the last sync / download */
     char errmsg[512];
@@ -121,8 +123,29 @@ static void cpu_gemm(zaya_backend *be, zaya_dtype dt, int ta, int tb, int64_t M,
         scale_c(c, M * N, beta);
         return;
     }
+    if (vary_m && !ta && M < DYN_MIN_ROWS) { /* A's rows and C's through zero-padded copies in the scratch */
+        cpu_be *cx = ctx_of(be);
+        const size_t es = dt == ZAYA_DTYPE_BF16 ? 2 : 4, abytes = (size_t)(DYN_MIN_ROWS * K) * es;
+        const size_t need = abytes + (size_t)(DYN_MIN_ROWS * N) * sizeof(float) + 64;
+        if (cx->scratch_bytes < need) {
+            zaya_error_set(ZAYA_EINVAL, "a padded expert product needs %zu bytes of scratch, %zu reserved", need,
+                           cx->scratch_bytes);
+            fail(be, "gemm");
+            return;
+        }
+        char *pa = cx->scratch;
+        float *pc = (float *)(pa + (abytes + 63) / 64 * 64);
+        memcpy(pa, a, (size_t)(M * K) * es);
+        memset(pa + (size_t)(M * K) * es, 0, (size_t)((DYN_MIN_ROWS - M) * K) * es);
+        if (beta != 0.0f) memcpy(pc, c, (size_t)(M * N) * sizeof(float));
+        zaya_matmul_desc d = {.dtype = dt, .trans_a = 0, .trans_b = tb, .m = DYN_MIN_ROWS, .n = N, .k = K, .beta = beta,
+                              .dynamic = ZAYA_MATMUL_DYN_M};
+        if (zaya_matmul(&d, pa, b, pc) != ZAYA_OK) fail(be, "gemm");
+        else memcpy(c, pc, (size_t)(M * N) * sizeof(float));
+        return;
+    }
     zaya_matmul_desc d = {.dtype = dt, .trans_a = ta, .trans_b = tb, .m = M, .n = N, .k = K, .beta = beta,
-                          .dynamic = vary_m && M >= DYN_MIN_ROWS ? ZAYA_MATMUL_DYN_M : 0};
+                          .dynamic = !vary_m ? 0 : ta ? ZAYA_MATMUL_DYN_K : ZAYA_MATMUL_DYN_M};
     if (zaya_matmul(&d, a, b, c) != ZAYA_OK) fail(be, "gemm");
 }
 
@@ -238,16 +261,22 @@ static void cpu_conv_dw_backward(zaya_backend *be, float *dx, float *dw, float *
     (void)be;
     zaya_conv1d_depthwise_backward(dx, dw, dbias, dy, x, w, B, t_in, C, k, pad);
 }
+/* The grouped convolution on its GEMM workspace when the scratch holds it (as the CPU model plans it),
+ * else the tiled kernels: the same results to rounding. */
+static float *conv_ws(zaya_backend *be, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    const cpu_be *c = ctx_of(be);
+    const int64_t need = zaya_conv1d_grouped_ws_floats(B, t_in, C, groups, k, pad);
+    return c->scratch && (size_t)need * sizeof(float) <= c->scratch_bytes ? c->scratch : NULL;
+}
 static void cpu_conv_grouped_forward(zaya_backend *be, float *y, const float *x, const float *w, const float *bias,
                                      int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
-    (void)be;
-    zaya_conv1d_grouped_forward(y, x, w, bias, B, t_in, C, groups, k, pad);
+    zaya_conv1d_grouped_forward_ws(y, x, w, bias, B, t_in, C, groups, k, pad, conv_ws(be, B, t_in, C, groups, k, pad));
 }
 static void cpu_conv_grouped_backward(zaya_backend *be, float *dx, float *dw, float *dbias, const float *dy,
                                       const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
                                       int64_t groups, int64_t k, int64_t pad) {
-    (void)be;
-    zaya_conv1d_grouped_backward(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad);
+    zaya_conv1d_grouped_backward_ws(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad,
+                                    conv_ws(be, B, t_in, C, groups, k, pad));
 }
 static void cpu_qk_mean_skip_forward(zaya_backend *be, float *qk_raw, const float *qk_pre, int64_t N, int64_t Hq,
                                      int64_t Hkv, int64_t hd) {
@@ -394,12 +423,10 @@ static void cpu_adamw(zaya_backend *be, float *p, const float *g, float *m, floa
         zaya_adamw_update(p + o, g + o, m + o, v + o, len, gs, w1, b2, w2, neg_step, bc2_sqrt, eps, decay);
     }
 }
-/* muon.c rounds w = 1 - beta from the config's double; here only the float beta is known, so
- * w = 1 - beta is taken in float (exact for beta in [0.5, 1]). */
+/* w is muon.c's (float)(1.0 - momentum), rounded from the config's double by the caller. */
 static void cpu_muon_momentum(zaya_backend *be, float *u, float *buf, const float *g, int64_t n, float gs, float beta,
-                              int nesterov) {
+                              float w, int nesterov) {
     (void)be;
-    const float w = 1.0f - beta;
     const int64_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) if (nb > 1)
     for (int64_t b = 0; b < nb; b++) {
@@ -411,14 +438,14 @@ static void cpu_sqnorm(zaya_backend *be, double *out, const float *x, int64_t n)
     (void)be;
     out[0] = zaya_sumsq_f64(x, n);
 }
-/* muon.c's newton_schulz: denom = (float)(sqrt(sumsq) + eps) per matrix, then x / denom (as prep_x
- * divides on the first iteration); eps arrives as a float and is widened. */
-static void cpu_normalize_batched(zaya_backend *be, float *x, int64_t batch, int64_t mn, float eps) {
+/* muon.c's newton_schulz: denom = (float)(sqrt(sumsq) + eps) per matrix in double, then x / denom (as
+ * prep_x divides on the first iteration). */
+static void cpu_normalize_batched(zaya_backend *be, float *x, int64_t batch, int64_t mn, double eps) {
     (void)be;
 #pragma omp parallel for schedule(static) if (batch > 1 && batch * mn >= 2 * BLOCK)
     for (int64_t j = 0; j < batch; j++) {
         float *xj = x + j * mn;
-        const float denom = (float)(sqrt(zaya_sumsq_f64(xj, mn)) + (double)eps);
+        const float denom = (float)(sqrt(zaya_sumsq_f64(xj, mn)) + eps);
         for (int64_t i = 0; i < mn; i++) xj[i] = xj[i] / denom;
     }
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The GPU check (docs/gpu.md): on a machine with an NVIDIA GPU, builds the CUDA code (Release, sm_90
-# unless ZAYA_CUDA_ARCH says otherwise), runs every `gpu`-labelled ctest, then short runs of
-# bench gemm / bench mem / bench coll --backend nccl. Meant to finish within 8 minutes on one H200.
+# unless ZAYA_CUDA_ARCH says otherwise), runs every `gpu`-labelled ctest (the CUDA backend against the
+# CPU one op by op, the trainer on the GPU against the CPU trainer), then short runs of bench gemm /
+# bench mem / bench coll --backend nccl and bench train --device cuda (zaya1-small and a 1.0B-parameter
+# config at seq 2048, against PyTorch eager on the same GPU). Meant to finish within 8 minutes on one H200.
 #   scripts/gpu-check.sh OUTDIR
-# OUTDIR receives gpu-check.log (every step's output), gemm.json, mem.json, coll.json and
-# summary.json (five files). Exit 0 only when every step passed.
+# OUTDIR receives gpu-check.log (every step's output), gemm.json, mem.json, coll.json, train-small.json,
+# train-1b.json and summary.json (seven files). Exit 0 only when every step passed.
 # Dependencies: the system's, or ZAYA_DEPS_PREFIX=DIR/prefix from scripts/gpu-deps.sh (extracted
 # .debs of oneDNN, Open MPI, cJSON, xxHash, zstd, pkgconf for a machine without them or a network;
 # with only DIR/debs present it extracts them first).
@@ -60,7 +62,7 @@ bdir="${ZAYA_GPU_BUILD_DIR:-build-gpu}"
 
 step configure 120 cmake -S . -B "$bdir" "${cmake_args[@]}" || { echo "configure failed: see $log"; exit 1; }
 grep -q "zaya: CUDA" "$log" || { status=1; say "nvcc not found: the CUDA layer was not built"; }
-step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu test_backend_cuda || { echo "build failed: see $log"; exit 1; }
+step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu test_backend_cuda test_be_gemm test_be_ops test_be_cca || { echo "build failed: see $log"; exit 1; }
 zaya="$bdir/zaya"
 step "unit test_gpu" 60 "$bdir/tests/test_gpu"
 say "ctest -L gpu"
@@ -75,7 +77,13 @@ step "bench gemm" 150 "$zaya" bench gemm --device cuda --quick -n 10 -w 3 --out 
 step "bench mem" 90 "$zaya" bench mem --device cuda --ntimes 20 --out "$tmp/mem"
 step "bench coll nccl" 150 "$zaya" bench coll --backend nccl -g "$ngpu" -b 8 -e 256M -f 4 -n 20 -w 5 --coll all -d all \
   --out "$tmp/coll"
+# training steps on the engine vs PyTorch eager on the same GPU (bf16; f32 rows would double the time)
+step "bench train small" 150 "$zaya" bench train --device cuda -c zaya1-small -b 8 -t 2048 --dtype bf16 -n 3 \
+  --no-compile --torch-timeout 100 --out "$tmp/train-small"
+step "bench train 1b" 180 "$zaya" bench train --device cuda -c bench/configs/z1b-h1024-l18-e16.json -b 8 -t 2048 \
+  --dtype bf16 -n 3 --no-compile --torch-timeout 120 --out "$tmp/train-1b"
 for f in gemm mem coll; do cp "$tmp/$f/$f.json" "$out/" 2>/dev/null || echo "no $f.json" >>"$log"; done
+for f in small 1b; do cp "$tmp/train-$f/train.json" "$out/train-$f.json" 2>/dev/null || echo "no train-$f.json" >>"$log"; done
 
 python3 - "$out" "$status" "$(($(date +%s) - t_start))" <<'PY' >>"$log" 2>&1
 import json, os, sys
@@ -107,6 +115,20 @@ if c:
     s["coll_rows"] = len(c["results"])
     ar = [r for r in c["results"] if r["coll"] == "allreduce" and r["dtype"] == "float"]
     if ar: s["allreduce_float_largest"] = {"bytes": ar[-1]["bytes"], "busbw_GBps": ar[-1]["out_of_place"]["busbw_GBps"]}
+for name in ("small", "1b"):
+    t = load("train-%s.json" % name)
+    if not t:
+        continue
+    rows = {(r["impl"], r["dtype"]): r for r in t["results"]}
+    z = rows.get(("zaya", "bf16"))
+    e = {"config": t["config"], "batch": t["batch"], "seq": t["seq"], "backend": t.get("backend")}
+    if z:
+        e["zaya_tokens_per_s"] = z["fwdbwd_tokens_per_s"]
+        e["zaya_mfu"] = z.get("fwdbwd_mfu")
+    for key in (("torch", "bf16"), ("torch", "f32")):
+        if key in rows and z:
+            e["speedup_vs_%s_%s" % key] = rows[key]["fwdbwd_s"] / z["fwdbwd_s"]
+    s["train_" + name] = e
 json.dump(s, open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(json.dumps(s, indent=1))
 PY

@@ -225,6 +225,9 @@ const zaya_tensor_info *zaya_model_find_tensor(const zaya_model *m, const char *
  * pointers to the tensors of a block of m->nfloats floats at base, laid out as m's parameter block (a
  * gradient block, or a copy in another memory: the pointers are only computed, never dereferenced). */
 void zaya_model_bind(const zaya_model *m, float *base, zaya_params *p);
+/* Token ids of a batch of N rows within [0, vocab) and targets below vocab (negative: ignored); the
+ * error names the first bad position. */
+zaya_status zaya_model_check_tokens(const zaya_config *c, const int32_t *ids, const int32_t *targets, int64_t N);
 /* The tensor table of a config without allocating a model (caller frees *tensors). */
 zaya_status zaya_layout_build_public(const zaya_config *c, zaya_tensor_info **tensors, int *ntensors, int64_t *nfloats);
 

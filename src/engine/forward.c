@@ -37,15 +37,8 @@ void zaya_engine_lin_backward(zaya_engine *e, float *dx, float beta, float *dW, 
 /* Validates and uploads ids and targets; the embedding gradient's token order (ids grouped by value,
  * token order within a value: a counting sort on the host) goes up with them. */
 static zaya_status load_batch(zaya_engine *e, const int32_t *ids, const int32_t *targets) {
-    const int64_t N = e->B * e->T, V = e->c->vocab_size;
-    for (int64_t i = 0; i < N; i++) {
-        if (ids[i] < 0 || ids[i] >= V)
-            return zaya_error_set(ZAYA_ERANGE, "token id %d at position %lld is outside the vocabulary [0, %lld)",
-                                  ids[i], (long long)i, (long long)V);
-        if (targets && targets[i] >= V)
-            return zaya_error_set(ZAYA_ERANGE, "target id %d at position %lld is outside the vocabulary [0, %lld)",
-                                  targets[i], (long long)i, (long long)V);
-    }
+    const int64_t N = e->B * e->T;
+    ZAYA_TRY(zaya_model_check_tokens(e->c, ids, targets, N));
     memcpy(e->h_ids, ids, sizeof(int32_t) * (size_t)N);
     zaya_backend *be = e->be;
     ZAYA_TRY(be->upload(be, e->ids, ids, sizeof(int32_t) * (size_t)N));

@@ -3,8 +3,8 @@
 
 #include "model/internal.h"
 
-static zaya_status check_ids(const zaya_model *m, const int32_t *ids, const int32_t *targets) {
-    const int64_t N = m->B * m->T, V = m->cfg.vocab_size;
+zaya_status zaya_model_check_tokens(const zaya_config *c, const int32_t *ids, const int32_t *targets, int64_t N) {
+    const int64_t V = c->vocab_size;
     for (int64_t i = 0; i < N; i++) {
         if (ids[i] < 0 || ids[i] >= V)
             return zaya_error_set(ZAYA_ERANGE, "token id %d at position %lld is outside the vocabulary [0, %lld)",
@@ -42,7 +42,7 @@ static void blocks_forward(zaya_model *m) {
 zaya_status zaya_model_forward(zaya_model *m, const int32_t *ids, const int32_t *targets, int backward_ready,
                                float *loss) {
     ZAYA_ASSERT(m->work != NULL); /* zaya_model_plan first */
-    ZAYA_TRY(check_ids(m, ids, targets));
+    ZAYA_TRY(zaya_model_check_tokens(&m->cfg, ids, targets, m->B * m->T));
     zaya_model_work *w = m->work;
     const int64_t N = m->B * m->T, D = m->cfg.hidden_size, V = m->cfg.vocab_size;
     memcpy(w->ids, ids, (size_t)N * sizeof(int32_t));

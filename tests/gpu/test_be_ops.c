@@ -4,14 +4,15 @@
  * Floats within 1e-5 (per element where the operation is elementwise or its only reduction is a
  * positive sum; relative to the tensor's largest value where a reduction may cancel), integers and
  * copies exact, and every operation run twice gives the same bits. The reference of the model-level
- * pieces (input affine, EDA, combine, score statistics) is the loop of src/model/forward.c / moe.c,
- * repeated here. */
+ * pieces (EDA, combine, score statistics, the router's logit gradient) is the CPU model's own
+ * function (zaya/model_ops.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 #include "zaya/backend.h"
+#include "zaya/model_ops.h"
 #include "zaya/gpu.h"
 #include "zaya/kernels.h"
 
@@ -299,12 +300,8 @@ static void test_eda(int64_t n, int64_t R) {
     printf("eda n=%lld R=%lld\n", (long long)n, (long long)R);
     float *r0 = rand_f(n * R, 17, -1, 1), *g = rand_f(R, 18, -1, 1), *rp = rand_f(n * R, 19, -1, 1);
     float *dr = rand_f(n * R, 20, -1, 1), *r = hcopy(r0, sizeof(float) * n * R), *prod = F(n * R), *drp = F(n * R);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < R; j++) {
-            r[i * R + j] += g[j] * rp[i * R + j];
-            prod[i * R + j] = dr[i * R + j] * rp[i * R + j];
-            drp[i * R + j] = dr[i * R + j] * g[j];
-        }
+    zaya_eda_forward(r, g, rp, n, R);
+    zaya_eda_backward(prod, drp, dr, rp, g, n, R);
     float *r_ = dev_alloc(sizeof(float) * n * R), *g_ = DEV(g, R), *rp_ = DEV(rp, n * R), *dr_ = DEV(dr, n * R);
     float *prod_ = dev_alloc(sizeof(float) * n * R), *drp_ = dev_alloc(sizeof(float) * n * R);
     float *gr[2], *gp[2], *gd[2];
@@ -373,15 +370,8 @@ static void test_top1(int64_t n, int64_t e, int64_t ld, int with_bias) {
 static void test_route_stats(int64_t n, int64_t ld, int64_t E) {
     printf("route_stats n=%lld ld=%lld E=%lld\n", (long long)n, (long long)ld, (long long)E);
     float *probs = rand_f(n * ld, 21, 0, 1);
-    double *psum = halloc(sizeof(double) * E), *mean = halloc(sizeof(double) * E), spread = 0;
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t e = 0; e < E; e++) psum[e] += probs[i * ld + e];
-    for (int64_t e = 0; e < E; e++) mean[e] = psum[e] / (double)(n > 0 ? n : 1);
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t e = 0; e < E; e++) {
-            double dd = (double)probs[i * ld + e] - mean[e];
-            spread += dd * dd;
-        }
+    double *psum = halloc(sizeof(double) * E), spread = 0;
+    zaya_route_stats(psum, &spread, probs, ld, n, E);
     float *probs_ = DEV(probs, n * ld);
     double *psum_ = dev_alloc(sizeof(double) * E), *spread_ = dev_alloc(sizeof(double));
     double *gp[2], gs[2];
@@ -412,11 +402,7 @@ static void test_router_dlogits(int64_t n, int64_t ld, int64_t ncols) {
     float *probs = rand_f(n * ld, 22, 0, 1), *dgate = rand_f(n, 23, -1, 1), *dl = F(n * ncols);
     int32_t *idx = I32(n);
     for (int64_t i = 0; i < n; i++) idx[i] = (int32_t)(rnd() % (uint32_t)ncols);
-    for (int64_t i = 0; i < n; i++) {
-        const float *p = probs + i * ld;
-        float g = dgate[i], pk = p[idx[i]];
-        for (int64_t e = 0; e < ncols; e++) dl[i * ncols + e] = p[e] * g * ((e == idx[i] ? 1.0f : 0.0f) - pk);
-    }
+    zaya_router_dlogits(dl, probs, ld, dgate, idx, n, ncols);
     float *probs_ = DEV(probs, n * ld), *dgate_ = DEV(dgate, n), *dl_ = dev_alloc(sizeof(float) * n * ncols);
     int32_t *idx_ = DEV(idx, n);
     float *gd[2];
@@ -448,13 +434,8 @@ static void test_moe_rows(int64_t n, int64_t d, int64_t E, int identity) {
     float *z = rand_f(n * d, 24, -1, 1), *ye = rand_f(n * d, 25, -1, 1), *gate = rand_f(n, 26, 0, 1);
     float *dm = rand_f(n * d, 27, -1, 1), *dxe = rand_f(n * d, 28, -1, 1);
     float *xe = F(n * d), *m = F(n * d), *dye = F(n * d), *dz = F(n * d), *dgate = F(n), *dz2 = F(n * d);
-    for (int64_t r = 0; r < n; r++) memcpy(xe + r * d, z + (int64_t)perm[r] * d, sizeof(float) * (size_t)d);
-    for (int64_t i = 0; i < n; i++) {
-        float g = gate[i];
-        const float *src = idx[i] < E ? ye + (int64_t)row_of[i] * d : z + i * d;
-        if (idx[i] == E && !identity) g = 0.0f;
-        for (int64_t j = 0; j < d; j++) m[i * d + j] = g * src[j];
-    }
+    zaya_rows_gather(xe, z, perm, n, d);
+    zaya_moe_combine_forward(m, ye, z, idx, gate, row_of, n, d, E, identity);
     /* sentinels: rows an operation must leave alone keep them */
     float *dye0 = F(n * d), *dz0 = F(n * d), *dgate0 = F(n), *dz20 = F(n * d);
     for (int64_t k = 0; k < n * d; k++) dye0[k] = 7.0f, dz0[k] = 3.0f, dz20[k] = 5.0f;
@@ -462,32 +443,8 @@ static void test_moe_rows(int64_t n, int64_t d, int64_t E, int identity) {
     memcpy(dye, dye0, sizeof(float) * n * d);
     memcpy(dz, dz0, sizeof(float) * n * d);
     memcpy(dz2, dz20, sizeof(float) * n * d);
-    for (int64_t i = 0; i < n; i++) { /* the first loop of zaya_moe_backward */
-        const float *dmi = dm + i * d;
-        float g = gate[i];
-        if (idx[i] < E) {
-            const float *yi = ye + (int64_t)row_of[i] * d;
-            float *dyi = dye + (int64_t)row_of[i] * d, s = 0;
-            for (int64_t j = 0; j < d; j++) {
-                dyi[j] = g * dmi[j];
-                s += dmi[j] * yi[j];
-            }
-            dgate[i] = s;
-        } else if (identity) {
-            const float *zi = z + i * d;
-            float *dzi = dz + i * d, s = 0;
-            for (int64_t j = 0; j < d; j++) {
-                dzi[j] = g * dmi[j];
-                s += dmi[j] * zi[j];
-            }
-            dgate[i] = s;
-        } else {
-            memset(dz + i * d, 0, sizeof(float) * (size_t)d);
-            dgate[i] = 0.0f;
-        }
-    }
-    for (int64_t i = 0; i < n; i++)
-        if (idx[i] < E) memcpy(dz2 + i * d, dxe + (int64_t)row_of[i] * d, sizeof(float) * (size_t)d);
+    zaya_moe_combine_backward(dye, dz, dgate, dm, ye, z, idx, gate, row_of, n, d, E, identity);
+    zaya_rows_scatter(dz2, dxe, idx, row_of, n, d, E);
 
     float *z_ = DEV(z, n * d), *ye_ = DEV(ye, n * d), *gate_ = DEV(gate, n), *dm_ = DEV(dm, n * d);
     float *dxe_ = DEV(dxe, n * d);

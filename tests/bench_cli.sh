@@ -63,6 +63,15 @@ grep -qw adamw "$tmp/peer-args" && grep -qF "optimizer update: AdamW everywhere"
   || { echo "FAIL: --optimizer adamw: peer args '$(cat "$tmp/peer-args" 2>/dev/null)'"; echo "$out" | head -3; fail=$((fail+1)); }
 expect 0 "$tmp/none-python not found: reporting zaya only" -- \
   "$zaya" bench model --batch 1 --seq 8 -n 1 --dtype f32 --torch-python "$tmp/none-python" -o "$tmp/m2" --threads 1
+# the engine: --engine on the CPU backend runs and is named; the peer on the same GPU only with --device cuda
+out=$("$zaya" bench train --engine --batch 1 --seq 8 -n 1 --threads 1 --dtype f32 --torch-python "$tmp/argpy" \
+      --torch-script "$tmp/argpy" -o "$tmp/te" 2>/dev/null)
+grep -qF "the engine on backend cpu" <<<"$out" && grep -q '"backend":	"cpu"' "$tmp/te/train.json" \
+  && ! grep -q "device=" "$tmp/peer-args" && echo "ok: bench train --engine (the CPU backend, the peer on the CPU)" \
+  || { echo "FAIL: bench train --engine"; echo "$out" | head -5; fail=$((fail+1)); }
+expect 2 "--device must be cpu, cuda or cuda:N, got 'tpu'" -- "$zaya" bench train --device tpu
+expect 2 "--engine selects the engine on the CPU" -- "$zaya" bench train --device cuda --engine
+expect 1 "zaya bench train: error:" -- "$zaya" bench train --device cuda:3 --batch 1 --seq 8 -n 1 --no-torch -o "$tmp/tc"
 expect 0 "--quick" -- "$zaya" bench all --help
 expect 2 "--mpi takes 0 or 1 (got 3)" -- "$zaya" bench all --mpi 3
 expect 1 "zaya bench all: error: --mpirun $tmp/no-mpirun is not an executable" -- "$zaya" bench all --mpirun "$tmp/no-mpirun"

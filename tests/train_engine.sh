@@ -76,5 +76,11 @@ fi
 # bad input
 out=$("$zaya" train "${C[@]}" --device tpu -o "$dir/bad" --max-steps 1 2>&1); rc=$?
 check "a bad --device is a usage error naming it" '[ $rc = 2 ] && grep -q "tpu" <<<"$out"'
+out=$("$zaya" train "${C[@]}" --device cuda --engine -o "$dir/bad" --max-steps 1 2>&1); rc=$?
+check "--engine with a CUDA device is a usage error" '[ $rc = 2 ] && grep -q "implied" <<<"$out"'
+if [ "$mode" = engine ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  out=$("$zaya" train "${C[@]}" --device cuda:1 -o "$dir/nodev" --max-steps 1 2>&1); rc=$?
+  check "no CUDA device: exit 1 with a message naming the device" '[ $rc = 1 ] && grep -q "cuda:1\|built without CUDA" <<<"$out"'
+fi
 echo "train_engine ($mode): $fail failed"
 [ $fail = 0 ]

@@ -9,6 +9,19 @@
 #include "zaya/gpu.h"
 #include "zaya/log.h"
 
+zaya_status zaya_train_engine_probe(const zaya_train_opts *o) {
+    zaya_device d = {ZAYA_DEVICE_CPU, 0};
+    if (o->device) ZAYA_TRY(zaya_device_parse(o->device, &d));
+    if (d.kind == ZAYA_DEVICE_CPU) return ZAYA_OK;
+    if (!zaya_gpu_built())
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: zaya was built without CUDA", o->device);
+    const int n = zaya_gpu_device_count();
+    if (d.index >= n && strchr(o->device, ':'))
+        return zaya_error_set(ZAYA_EBACKEND, "device cuda:%d: %d CUDA devices visible", d.index, n);
+    if (n < 1) return zaya_error_set(ZAYA_EBACKEND, "--device %s: 0 CUDA devices visible", o->device);
+    return ZAYA_OK;
+}
+
 zaya_status zaya_train_engine_start(zaya_trainer *t) {
     const zaya_train_opts *o = t->opts;
     zaya_device d = {ZAYA_DEVICE_CPU, 0};

@@ -121,6 +121,8 @@ typedef struct zaya_trainer {
 /* device.c: the engine and its backend when the options ask for them (after a resume), the device's
  * matmul peak in GFLOP/s for MFU (0: the caller measures the CPU's). */
 zaya_status zaya_train_engine_start(zaya_trainer *t);
+/* Before anything else is prepared: the device the options name exists (cheap, no allocation). */
+zaya_status zaya_train_engine_probe(const zaya_train_opts *o);
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
 /* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);

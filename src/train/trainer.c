@@ -622,7 +622,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     if (o->ckpt_dir) snprintf(t->ckpt_dir, sizeof t->ckpt_dir, "%s", o->ckpt_dir);
     else zaya_path_join(t->ckpt_dir, sizeof t->ckpt_dir, o->out_dir, "ckpt");
     zaya_hb_open(t->rank, t->world);
-    s = t->rank == 0 ? zaya_mkdir_p(o->out_dir) : ZAYA_OK;
+    s = zaya_train_engine_probe(o); /* a missing device fails before anything is written */
+    if (s == ZAYA_OK) s = t->rank == 0 ? zaya_mkdir_p(o->out_dir) : ZAYA_OK;
     if (s == ZAYA_OK) s = zaya_train_lock_outputs(t); /* before anything is written there */
     if (s == ZAYA_OK) s = open_data(t);
     if (s == ZAYA_OK) s = setup_model(t);

@@ -253,11 +253,16 @@ static void test_kernel_wrappers(void) {
         same("conv_dw_backward dx", dx1, dx2, 4 * (size_t)(B * T * C));
         same("conv_dw_backward dw", dw1, dw2, 4 * (size_t)(C * k));
         same("conv_dw_backward dbias", db1, db2, 4 * (size_t)C);
+        /* the backend runs the GEMM form on its scratch when the 3 MiB reserved above hold the workspace
+         * (as the CPU model does), else the tiled kernels: the reference takes the same path */
+        const int64_t wsf = zaya_conv1d_grouped_ws_floats(B, T, C, groups, k, pad);
+        float *ws = (size_t)wsf * sizeof(float) <= (size_t)(3 << 20) ? th_alloc(wsf) : NULL;
         be->conv_grouped_forward(be, y1, x, wg, bias, B, T, C, groups, k, pad);
-        zaya_conv1d_grouped_forward(y2, x, wg, bias, B, T, C, groups, k, pad);
+        zaya_conv1d_grouped_forward_ws(y2, x, wg, bias, B, T, C, groups, k, pad, ws);
         same("conv_grouped_forward", y1, y2, 4 * (size_t)(B * tout * C));
         be->conv_grouped_backward(be, dx1, dw1, db1, dy, x, wg, B, T, C, groups, k, pad);
-        zaya_conv1d_grouped_backward(dx2, dw2, db2, dy, x, wg, B, T, C, groups, k, pad);
+        zaya_conv1d_grouped_backward_ws(dx2, dw2, db2, dy, x, wg, B, T, C, groups, k, pad, ws);
+        free(ws);
         same("conv_grouped_backward dx", dx1, dx2, 4 * (size_t)(B * T * C));
         same("conv_grouped_backward dw", dw1, dw2, 4 * (size_t)(C * cg * k));
         same("conv_grouped_backward dbias", db1, db2, 4 * (size_t)C);

@@ -1,6 +1,8 @@
 /* The optimizer on the backend: zaya_optim's units, ownership and state layout (the host optimizer
  * object stays the checkpoint's view), its AdamW and Muon math as backend operations. Newton-Schulz runs
- * each shape group of the owned Muon matrices in the pool schedule's batches (gr->batch matrices), the
+ * each shape group of the owned Muon matrices in batches (the CPU backend: the CPU pool schedule's
+ * gr->batch matrices; a device: as many of the group's matrices as ENGINE_NS_FLOATS iterate floats
+ * hold, so that each GEMM fills the device; a matrix's result does not depend on its batch), the
  * three products of an iteration as batched GEMMs, as src/optim/muon.c does. */
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +15,16 @@
 #define NS_C 2.0315f
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Most iterate floats of one Newton-Schulz batch on a device (1 GiB per iterate buffer). */
+#define ENGINE_NS_FLOATS ((int64_t)1 << 28)
+
+/* Matrices per Newton-Schulz batch of group gr. */
+static int ns_batch(const zaya_engine *e, const zaya_ns_group *gr) {
+    if (e->be->is_host) return gr->batch;
+    const int64_t fit = max64(1, ENGINE_NS_FLOATS / (gr->m * gr->n));
+    return (int)(fit < gr->count ? fit : gr->count);
+}
 
 void zaya_engine_optim_free(zaya_engine *e) {
     zaya_backend *be = e->be;
@@ -48,7 +60,15 @@ zaya_status zaya_engine_optim_init(zaya_engine *e, zaya_optim *opt) {
         if (opt->plan.units[i].owner == opt->rank && opt->plan.units[i].kind == ZAYA_UNIT_MUON)
             widest = max64(widest, opt->plan.units[i].numel);
     const size_t f = sizeof(float), h = sizeof(uint16_t);
-    const size_t mn = (size_t)opt->ns.cap_mn, mm = (size_t)opt->ns.cap_mm;
+    size_t mn = (size_t)opt->ns.cap_mn, mm = (size_t)opt->ns.cap_mm;
+    e->opt = opt; /* ns_batch reads the backend only */
+    for (int g = 0; g < opt->nns_groups; g++) {
+        const zaya_ns_group *gr = &opt->ns_groups[g];
+        const int64_t b = ns_batch(e, gr);
+        if ((size_t)(b * gr->m * gr->n) > mn) mn = (size_t)(b * gr->m * gr->n);
+        if ((size_t)(b * gr->m * gr->m) > mm) mm = (size_t)(b * gr->m * gr->m);
+    }
+    e->opt = NULL;
     zaya_status s = be->alloc(be, (void **)&e->state, (size_t)opt->state_floats * f);
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->unit_sums, (size_t)(n > 0 ? n : 1) * sizeof(double));
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_x, mn * f);
@@ -178,8 +198,9 @@ static void step_muon(zaya_engine *e, double lr, double grad_scale) {
         const zaya_ns_group *gr = &o->ns_groups[g];
         const int64_t m = gr->m, n = gr->n, mn = m * n;
         const float neg = (float)(-mlr * 0.2 * sqrt((double)n));
-        for (int j0 = 0; j0 < gr->count; j0 += gr->batch) {
-            const int mats = gr->count - j0 < gr->batch ? gr->count - j0 : gr->batch;
+        const int batch = ns_batch(e, gr);
+        for (int j0 = 0; j0 < gr->count; j0 += batch) {
+            const int mats = gr->count - j0 < batch ? gr->count - j0 : batch;
             for (int j = 0; j < mats; j++) { /* momentum, packed into the wide orientation */
                 const int ui = gr->units[j0 + j];
                 const zaya_optim_unit *u = &o->plan.units[ui];

@@ -61,14 +61,12 @@ zaya_status zaya_engine_optim_init(zaya_engine *e, zaya_optim *opt) {
             widest = max64(widest, opt->plan.units[i].numel);
     const size_t f = sizeof(float), h = sizeof(uint16_t);
     size_t mn = (size_t)opt->ns.cap_mn, mm = (size_t)opt->ns.cap_mm;
-    e->opt = opt; /* ns_batch reads the backend only */
     for (int g = 0; g < opt->nns_groups; g++) {
         const zaya_ns_group *gr = &opt->ns_groups[g];
         const int64_t b = ns_batch(e, gr);
         if ((size_t)(b * gr->m * gr->n) > mn) mn = (size_t)(b * gr->m * gr->n);
         if ((size_t)(b * gr->m * gr->m) > mm) mm = (size_t)(b * gr->m * gr->m);
     }
-    e->opt = NULL;
     zaya_status s = be->alloc(be, (void **)&e->state, (size_t)opt->state_floats * f);
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->unit_sums, (size_t)(n > 0 ? n : 1) * sizeof(double));
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_x, mn * f);

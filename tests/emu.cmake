@@ -7,14 +7,20 @@
 enable_language(CXX)
 set(ZAYA_EMU_DIR ${CMAKE_CURRENT_SOURCE_DIR}/emu)
 set(ZAYA_EMU_GEN "")
-foreach(f core optim ops cca attention)
+foreach(f core optim ops cca attention planted)
   set(out ${CMAKE_CURRENT_BINARY_DIR}/emu/be_${f}.cpp)
+  set(in ${PROJECT_SOURCE_DIR}/src/gpu/be_${f}.cu)
+  if(f STREQUAL "planted")
+    set(in ${ZAYA_EMU_DIR}/planted.cu)
+  endif()
   add_custom_command(OUTPUT ${out}
                      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/emu
-                     COMMAND python3 ${ZAYA_EMU_DIR}/rewrite.py ${PROJECT_SOURCE_DIR}/src/gpu/be_${f}.cu ${out}
-                     DEPENDS ${PROJECT_SOURCE_DIR}/src/gpu/be_${f}.cu ${ZAYA_EMU_DIR}/rewrite.py
+                     COMMAND python3 ${ZAYA_EMU_DIR}/rewrite.py ${in} ${out}
+                     DEPENDS ${in} ${ZAYA_EMU_DIR}/rewrite.py
                      COMMENT "emulated CUDA: rewriting be_${f}.cu" VERBATIM)
-  list(APPEND ZAYA_EMU_GEN ${out})
+  if(NOT f STREQUAL "planted")
+    list(APPEND ZAYA_EMU_GEN ${out})
+  endif()
 endforeach()
 set(ZAYA_EMU_RENAMES zaya_gpu_backend_init=zaya_emu_gpu_backend_init zaya_gpu_select=zaya_emu_gpu_select
     zaya_gpu_check=zaya_emu_gpu_check zaya_cuda_be_fail=zaya_emu_cuda_be_fail
@@ -38,3 +44,12 @@ target_link_libraries(test_cuda_emulated PRIVATE zaya_emu_backend zaya_backend_c
 set_target_properties(test_cuda_emulated PROPERTIES LINKER_LANGUAGE CXX)
 add_test(NAME cuda_emulated COMMAND test_cuda_emulated)
 set_tests_properties(cuda_emulated PROPERTIES LABELS unit TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+# The emulator itself against planted kernel bugs (a race, unwritten shared memory, a divergent
+# barrier, a shared-memory limit, a copy in the wrong direction): each must be caught.
+add_executable(test_emu_planted ${ZAYA_EMU_DIR}/test_emu_planted.c ${CMAKE_CURRENT_BINARY_DIR}/emu/be_planted.cpp)
+target_include_directories(test_emu_planted BEFORE PRIVATE ${ZAYA_EMU_DIR})
+target_compile_options(test_emu_planted PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-include ${ZAYA_EMU_DIR}/emu.h>)
+set_target_properties(test_emu_planted PROPERTIES LINKER_LANGUAGE CXX CXX_STANDARD 17)
+target_link_libraries(test_emu_planted PRIVATE zaya_emu_backend zaya_testutil)
+add_test(NAME cuda_emulated_planted COMMAND test_emu_planted)
+set_tests_properties(cuda_emulated_planted PROPERTIES LABELS unit TIMEOUT 60)

@@ -49,6 +49,57 @@ static void batch(int32_t *ids, int32_t *tg, int64_t N, int64_t V, uint64_t seed
     }
 }
 
+/* be_core.cu keeps GEMM descriptors in a table of 256 entries (LRU): 300 shapes, twice over, so entries
+ * are evicted and made again, and vary_m entries re-dimensioned; each result against the CPU GEMM. */
+static void gemm_cache(void) {
+    zaya_backend *emu = NULL, *cpu = NULL;
+    CHECK(zaya_emu_backend_init(&emu) == ZAYA_OK && zaya_backend_cpu_init(&cpu) == ZAYA_OK, "backends: %s",
+          zaya_error_message());
+    if (!emu || !cpu) return;
+    const int64_t MAXD = 24, SH = 300;
+    float *a = malloc(sizeof(float) * MAXD * MAXD), *b = malloc(sizeof(float) * MAXD * MAXD);
+    float *ce = malloc(sizeof(float) * MAXD * MAXD), *cc = malloc(sizeof(float) * MAXD * MAXD);
+    for (int64_t i = 0; i < MAXD * MAXD; i++) {
+        a[i] = (float)((i * 37 % 101) - 50) / 50.0f;
+        b[i] = (float)((i * 53 % 97) - 48) / 48.0f;
+    }
+    void *da = NULL, *db = NULL, *dc = NULL;
+    CHECK(emu->alloc(emu, &da, sizeof(float) * MAXD * MAXD) == ZAYA_OK &&
+          emu->alloc(emu, &db, sizeof(float) * MAXD * MAXD) == ZAYA_OK &&
+          emu->alloc(emu, &dc, sizeof(float) * MAXD * MAXD) == ZAYA_OK, "alloc");
+    CHECK(emu->reserve(emu, 1 << 20) == ZAYA_OK && cpu->reserve(cpu, 1 << 20) == ZAYA_OK, "reserve");
+    emu->upload(emu, da, a, sizeof(float) * MAXD * MAXD);
+    emu->upload(emu, db, b, sizeof(float) * MAXD * MAXD);
+    double worst = 0;
+    for (int round = 0; round < 2; round++)
+        for (int64_t s = 0; s < SH; s++) {
+            const int64_t M = 1 + (s * 7 + round * 5) % MAXD, N = 1 + s % 20, K = 1 + s / 20 + (s & 3);
+            const int ta = (int)(s >> 1 & 1), tb = (int)(s >> 2 & 1), vary = (int)(s % 5 == 0);
+            memset(cc, 0, sizeof(float) * (size_t)(M * N));
+            CHECK(emu->zero(emu, dc, sizeof(float) * (size_t)(M * N)) == ZAYA_OK, "zero");
+            emu->gemm(emu, ZAYA_DTYPE_F32, ta, tb, M, N, K, da, db, dc, 0.0f, vary);
+            cpu->gemm(cpu, ZAYA_DTYPE_F32, ta, tb, M, N, K, a, b, cc, 0.0f, vary);
+            const zaya_status st = emu->download(emu, ce, dc, sizeof(float) * (size_t)(M * N));
+            CHECK(st == ZAYA_OK, "gemm %lldx%lldx%lld: %s", (long long)M, (long long)N, (long long)K,
+                  zaya_error_message());
+            if (st != ZAYA_OK) break;
+            const double err = tensor_err(ce, cc, M * N);
+            if (err > worst) worst = err;
+            CHECK(err <= 1e-5, "gemm %lldx%lldx%lld ta %d tb %d: rel err %.2e", (long long)M, (long long)N,
+                  (long long)K, ta, tb, err);
+        }
+    printf("gemm cache: %lld shapes twice over a 256-entry table, worst rel err %.2e\n", (long long)SH, worst);
+    emu->free(emu, da);
+    emu->free(emu, db);
+    emu->free(emu, dc);
+    free(a);
+    free(b);
+    free(ce);
+    free(cc);
+    zaya_backend_free(emu);
+    zaya_backend_free(cpu);
+}
+
 static void compare_engine(zaya_dtype dt, double tol, double step_tol) {
     const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
     zaya_config c;
@@ -184,6 +235,7 @@ int main(void) {
     zaya_backend_free(cpu);
     zaya_emu_set_grid_cap(0);
     zaya_emu_set_warp_size(32);
+    gemm_cache();
     /* After two steps the bound is 10x the gradients': AdamW divides by sqrt(v), so an element whose
      * gradient is near zero turns the gradients' rounding differences (of the tensor's largest value)
      * into differences of its step. The optimizer kernels themselves are exact (the table above, and

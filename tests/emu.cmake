@@ -36,7 +36,7 @@ target_include_directories(zaya_emu_backend BEFORE PRIVATE ${ZAYA_EMU_DIR} ${PRO
                            ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(zaya_emu_backend PRIVATE ${ZAYA_EMU_RENAMES})
 target_compile_options(zaya_emu_backend PRIVATE -include ${ZAYA_EMU_DIR}/emu.h -ffp-contract=off -Wno-unknown-pragmas
-                       -Wno-unused-function -Wno-unused-variable -Wno-sign-compare)
+                       -Wno-unused-function -Wno-unused-variable -Wno-sign-compare -Wno-clobbered)
 target_link_libraries(zaya_emu_backend PUBLIC zaya_lib)
 add_executable(test_cuda_emulated ${ZAYA_EMU_DIR}/test_cuda_emulated.c)
 target_include_directories(test_cuda_emulated PRIVATE ${ZAYA_EMU_DIR})

@@ -46,7 +46,14 @@ static void fiber_entry() {
     swapcontext(&fibers[cur].ctx, &sched_ctx);
 }
 
+static bool direct; /* the current thread runs as a plain call, not on a fiber (see emu_launch) */
+
 void emu_syncthreads(int line) {
+    if (direct) {
+        fprintf(stderr, "emu: %s: block (%u,%u,%u): thread %d reaches __syncthreads (line %d), another thread of "
+                "the block returned without one\n", cur_kernel, blockIdx.x, blockIdx.y, blockIdx.z, cur, line);
+        abort();
+    }
     fibers[cur].state = AT_BARRIER;
     fibers[cur].line = line;
     swapcontext(&fibers[cur].ctx, &sched_ctx);
@@ -118,8 +125,18 @@ void emu_launch(dim3 g, dim3 b, size_t smem_bytes, const void *fn, const char *c
                         fibers[t].state = RUNNABLE;
                         cur = t;
                         threadIdx = {(unsigned)(t % b.x), (unsigned)(t / b.x % b.y), (unsigned)(t / ((long)b.x * b.y))};
+                        if (direct) {
+                            (*cur_body)();
+                            fibers[t].state = DONE;
+                            continue;
+                        }
                         swapcontext(&sched_ctx, &fibers[t].ctx);
+                        /* The first thread returned without a barrier, so in a correct kernel no thread of
+                         * the block has one: the others run as plain calls (no context switches), and one
+                         * that reaches a barrier aborts. */
+                        if (pass == 0 && i == 0 && fibers[t].state == DONE) direct = true;
                     }
+                    direct = false;
                     long done = 0, waiting = 0, line = -1, lines_differ = 0;
                     for (long t = 0; t < n; t++) {
                         if (fibers[t].state == DONE) {
@@ -352,7 +369,7 @@ gpublasStatus_t gpublasLtMatmulAlgoGetHeuristic(gpublasLtHandle_t h, gpublasLtMa
                                                 gpublasLtMatrixLayout_t b, gpublasLtMatrixLayout_t c,
                                                 gpublasLtMatrixLayout_t dd, gpublasLtMatmulPreference_t p, int requested,
                                                 gpublasLtMatmulHeuristicResult_t *results, int *found) {
-    uint64_t m, n, k;
+    uint64_t m = 0, n = 0, k = 0;
     const char *why = lt_check(d, a, b, c, dd, &m, &n, &k);
     *found = 0;
     if (why) {
@@ -375,7 +392,7 @@ gpublasStatus_t gpublasLtMatmul(gpublasLtHandle_t h, gpublasLtMatmulDesc_t d, co
                                 gpublasLtMatrixLayout_t la, const void *b, gpublasLtMatrixLayout_t lb, const void *beta,
                                 const void *c, gpublasLtMatrixLayout_t lc, void *dd, gpublasLtMatrixLayout_t ld,
                                 const gpublasLtMatmulAlgo_t *algo, void *ws, size_t ws_bytes, gpuStream_t s) {
-    uint64_t m, n, k;
+    uint64_t m = 0, n = 0, k = 0;
     const char *why = lt_check(d, la, lb, lc, ld, &m, &n, &k);
     const size_t ea = la->type == GPU_R_32F ? 4 : 2;
     if (!why && (!h || !h->live || !algo || !stream_ok(s))) why = "handle, algorithm or stream";

@@ -3,7 +3,7 @@
  *  1. every operation of the table (tests/backend_check.c, each check's own bound; the table goes
  *     to stdout), then again with grid-stride grids cut to 3 blocks and a 64-lane warp;
  *  2. the training engine on the emulated backend against the CPU model and optimizer on the small
- *     config of tests/test_engine.c, f32 and bf16: loss, routing, every parameter gradient (largest
+ *     config of tests/test_engine.c and a larger one, f32 and bf16: loss, routing, every parameter gradient (largest
  *     error over the tensor's largest value: f32 <= 1e-4, bf16 <= 2e-2), two optimizer steps
  *     (AdamW and Muon) from the engine's gradients on both sides (parameters and state within
  *     1e-5), and a second forward / backward giving the same gradient bits (the
@@ -17,6 +17,22 @@
 #include "testutil.h"
 #include "zaya/engine.h"
 #include "zaya/rng.h"
+
+/* A larger one for the paths the small config does not reach: more than one attention tile (T > 64)
+ * at head_dim 64, rows wider than a 256-thread block (hidden 272), a vocabulary above 256 (xent). */
+static void medium_config(zaya_config *c) {
+    zaya_config_preset("zaya1-tiny", c);
+    c->hidden_size = 272;
+    c->num_hidden_layers = 2;
+    c->num_attention_heads = 4;
+    c->num_key_value_heads = 2;
+    c->head_dim = 64;
+    c->num_experts = 4;
+    c->moe_intermediate_size = 40;
+    c->router_hidden_size = 16;
+    c->vocab_size = 300;
+    c->max_position_embeddings = 128;
+}
 
 static void small_config(zaya_config *c) { /* tests/test_engine.c's */
     zaya_config_preset("zaya1-tiny", c);
@@ -100,10 +116,11 @@ static void gemm_cache(void) {
     zaya_backend_free(cpu);
 }
 
-static void compare_engine(zaya_dtype dt, double tol, double step_tol) {
-    const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
+static void compare_engine(int medium, zaya_dtype dt, double tol, double step_tol) {
+    const char *name = medium ? (dt == ZAYA_DTYPE_F32 ? "medium f32" : "medium bf16") : dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
     zaya_config c;
-    small_config(&c);
+    if (medium) medium_config(&c);
+    else small_config(&c);
     zaya_model ref, mod;
     CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
     zaya_model_init_weights(&ref, 7);
@@ -114,7 +131,7 @@ static void compare_engine(zaya_dtype dt, double tol, double step_tol) {
     }
     zaya_model_sync_weights(&ref);
     zaya_model_sync_weights(&mod);
-    const int64_t B = 2, T = 13, N = B * T;
+    const int64_t B = 2, T = medium ? 70 : 13, N = B * T;
     CHECK(zaya_model_plan(&ref, B, T) == ZAYA_OK, "plan");
     zaya_backend *be = NULL;
     CHECK(zaya_emu_backend_init(&be) == ZAYA_OK, "emulated backend: %s", zaya_error_message());
@@ -238,8 +255,10 @@ int main(void) {
     zaya_emu_set_grid_cap(0);
     zaya_emu_set_warp_size(32);
     gemm_cache();
-    compare_engine(ZAYA_DTYPE_F32, 1e-4, 1e-5);
-    compare_engine(ZAYA_DTYPE_BF16, 2e-2, 1e-5);
+    for (int medium = 0; medium < 2; medium++) {
+        compare_engine(medium, ZAYA_DTYPE_F32, 1e-4, 1e-5);
+        compare_engine(medium, ZAYA_DTYPE_BF16, 2e-2, 1e-5);
+    }
     printf("cuda_emulated: %ld kernel launches\n", zaya_emu_launch_count());
     return th_finish("cuda_emulated");
 }

@@ -10,6 +10,9 @@
  * pass and launch to launch (forward, backward, strided), so a result that depends on the order of
  * threads between two barriers (a race) differs between two runs. Shared memory (static and dynamic)
  * is filled with 0xff bytes (NaN, -1) before every block, global scratch from gpuMalloc likewise.
+ * When a block's first thread returns without reaching a barrier, the others run as plain calls (no
+ * context switches); one of them reaching a barrier then aborts. A test may cap the grids of
+ * grid-stride launches (zaya_emu_set_grid_cap) and set the reported warp size (64 as on MI300X).
  *
  * What it catches: wrong indexing and bounds (with the bounds of the launch: a block above 1024
  * threads, a grid above 65535 in y / z, dynamic shared memory above 48 KiB without

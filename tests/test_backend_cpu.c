@@ -411,7 +411,7 @@ static void test_elementwise(void) {
                         rg[3][j] += dy[i] * ((double)z[i] + bb[j]);         /* dbs */
                     }
                 }
-                char label[64];
+                char label[96];
                 snprintf(label, sizeof label, "merge_backward scaled=%d acc=%d da", scaled, acc);
                 rel(label, da, ref, nd, TOL);
                 snprintf(label, sizeof label, "merge_backward scaled=%d acc=%d db", scaled, acc);

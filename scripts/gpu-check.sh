@@ -44,6 +44,7 @@ if [ -n "${ZAYA_DEPS_PREFIX:-}" ]; then
   cmake_args+=(-DCMAKE_PREFIX_PATH="$p/usr" -DCMAKE_LIBRARY_PATH="$lib" -DCMAKE_INCLUDE_PATH="$p/usr/include"
                -DMPI_SKIP_COMPILER_WRAPPER=ON -DMPI_C_HEADER_DIR="$lib/openmpi/include" -DMPI_C_LIB_NAMES=mpi
                -DMPI_mpi_LIBRARY="$lib/openmpi/lib/libmpi.so" -DMPIEXEC_EXECUTABLE="$p/usr/bin/mpirun")
+  [ -d "$p/usr/share/games/fortunes" ] && export ZAYA_FORTUNES_DIR="$p/usr/share/games/fortunes" # tests' corpus
   echo "deps from $p" >>"$log"
 fi
 # NCCL: the toolkit's, the system's, or the one of the nvidia-nccl Python wheel (libnccl.so.2 only).

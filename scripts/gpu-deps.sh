@@ -13,7 +13,9 @@ dir="${1:-build/gpu-deps}"
 mkdir -p "$dir/debs" "$dir/prefix"
 dir="$(cd "$dir" && pwd)"
 
-top=(pkgconf-bin libpkgconf3 libdnnl-dev libopenmpi-dev openmpi-bin libcjson-dev libxxhash-dev libzstd-dev zlib1g-dev)
+# fortunes + fortunes-min: the text of the tests' tiny corpus (tests/tiny_corpus.sh; train_engine_cuda)
+top=(pkgconf-bin libpkgconf3 libdnnl-dev libopenmpi-dev openmpi-bin libcjson-dev libxxhash-dev libzstd-dev zlib1g-dev
+     fortunes fortunes-min)
 # Libraries every CUDA image has (the C/C++ runtime, compilers, base system): not downloaded.
 skip='^(libc6|libc6-dev|libc-dev-bin|libgcc|libstdc\+\+|libcrypt|libperl|libpython|libssl|libselinux|libpcre|zlib1g|libgomp1|libasan|libtsan|liblsan|libubsan|libhwasan|libitm|libquadmath|libatomic|libcc1|libisl|libmpc|libmpfr|libgmp|libdb5|libgdbm|libbz2|liblzma|libsqlite|libtinfo|libncurses|libreadline|libffi|libexpat|libuuid|libblkid|libmount|libudev|libsystemd|libcap|libgcrypt|libgpg|liblz4|libaudit|libpam|libsemanage|libsepol|libacl|libattr|libdebconf|libkrb|libk5|libgssapi|libcom-err|libkeyutils|libtirpc|libnsl|libbsd|libmd0|libx|libice|libsm6|libjs-|libstd|libgfortran|libctf|libbinutils|libjansson|libzstd1|libseccomp|libgnutls|libnettle|libhogweed|libidn|libp11|libtasn1|libunistring|libelf|libdw|libdebuginfod|libcurl|libnghttp|libpsl|librtmp|libssh|libldap|libsasl|libbrotli|libllvm|libflang|libmlir|libclang|libicu|libz3|libgprofng|libslang|libedit|libxml2|libomp|libobjc|libgphobos|libgccjit|libhsa|libdrm|libpciaccess|libnuma1)'
 

@@ -3,7 +3,7 @@
 #   tiny_corpus.sh ZAYA DIR
 set -eu
 zaya="$1"; dir="$2"
-F=/usr/share/games/fortunes
+F="${ZAYA_FORTUNES_DIR:-/usr/share/games/fortunes}" # a private prefix's copy on a bare GPU machine
 mkdir -p "$dir"
 "$zaya" tokenizer train --vocab-size 512 --bos "<|bos|>" --eos "<|eos|>" --pad "<|pad|>" -o "$dir/data" \
   "$F/cookie" "$F/science" /usr/include/asm-generic > "$dir/tok.log" 2>&1

@@ -6,41 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_cases.h"
 #include "testutil.h"
 #include "zaya/engine.h"
 #include "zaya/rng.h"
-
-static void small_config(zaya_config *c) {
-    zaya_config_preset("zaya1-tiny", c);
-    c->hidden_size = 18; /* not a multiple of the vector width */
-    c->num_hidden_layers = 3;
-    c->num_attention_heads = 4;
-    c->num_key_value_heads = 2;
-    c->head_dim = 8;
-    c->num_experts = 3;
-    c->moe_intermediate_size = 10;
-    c->router_hidden_size = 8;
-    c->vocab_size = 29;
-    c->max_position_embeddings = 32;
-}
-
-/* Largest |a - b| over a tensor divided by its largest |b| (0 for an all-zero pair). */
-static double tensor_err(const float *a, const float *b, int64_t n) {
-    double d = 0, s = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = fabs((double)a[i] - (double)b[i]);
-        if (x > d) d = x;
-        if (fabs((double)b[i]) > s) s = fabs((double)b[i]);
-    }
-    return s > 0 ? d / s : d;
-}
-
-static void batch(int32_t *ids, int32_t *tg, int64_t N, int64_t V, uint64_t seed) {
-    for (int64_t i = 0; i < N; i++) {
-        ids[i] = (int32_t)(zaya_rng_u32_at(seed, 0, (uint64_t)i) % (uint32_t)V);
-        tg[i] = i % 7 == 3 ? -1 : (int32_t)(zaya_rng_u32_at(seed, 1, (uint64_t)i) % (uint32_t)V);
-    }
-}
 
 static int hook_calls;
 static void count_hook(void *ctx, zaya_engine *e, int layer) {
@@ -53,7 +22,7 @@ static void count_hook(void *ctx, zaya_engine *e, int layer) {
 static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
     zaya_config c;
-    small_config(&c);
+    engine_small_config(&c);
     zaya_model ref, mod;
     CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
     zaya_model_init_weights(&ref, 7);
@@ -74,7 +43,7 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     if (!e) return;
     CHECK(zaya_engine_plan(e, B, T) == ZAYA_OK, "engine plan: %s", zaya_error_message());
     int32_t ids[N], tg[N];
-    batch(ids, tg, N, c.vocab_size, 11);
+    engine_batch(ids, tg, N, c.vocab_size, 11);
 
     float lr_ = 0, le = 0;
     zaya_model_zero_grad(&ref);
@@ -110,7 +79,7 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     for (int i = 0; i < ref.ntensors; i++) {
         const zaya_tensor_info *t = &ref.tensors[i];
         if (t->opt == ZAYA_OPT_NONE) continue;
-        double err = tensor_err(g + t->offset, ref.grads + t->offset, t->numel);
+        double err = engine_tensor_err(g + t->offset, ref.grads + t->offset, t->numel);
         if (err > worst) {
             worst = err;
             worst_name = t->name;
@@ -152,11 +121,11 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     worst = 0;
     for (int i = 0; i < ref.ntensors; i++) {
         const zaya_tensor_info *t = &ref.tensors[i];
-        double err = tensor_err(mod.params + t->offset, ref.params + t->offset, t->numel);
+        double err = engine_tensor_err(mod.params + t->offset, ref.params + t->offset, t->numel);
         if (err > worst) worst = err;
         CHECK(err <= step_tol, "%s: %s after two steps: rel err %.3e > %.1e", name, t->name, err, step_tol);
     }
-    double serr = tensor_err(eo.state_block, ho.state_block, ho.state_floats);
+    double serr = engine_tensor_err(eo.state_block, ho.state_block, ho.state_floats);
     CHECK(serr <= step_tol, "%s: optimizer state after two steps: rel err %.3e", name, serr);
     printf("engine %s: after two optimizer steps, worst parameter rel err %.2e, state %.2e\n", name, worst, serr);
 
@@ -187,7 +156,7 @@ static void refusals(void) {
     zaya_backend *be = NULL;
     CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK, "cpu backend");
     zaya_config c;
-    small_config(&c);
+    engine_small_config(&c);
     c.attention = ZAYA_ATTENTION_GQA;
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
@@ -195,13 +164,13 @@ static void refusals(void) {
     CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && e == NULL && strstr(zaya_error_message(), "CCA"),
           "softmax attention refused: %s", zaya_error_message());
     zaya_model_free(&m);
-    small_config(&c);
+    engine_small_config(&c);
     c.router = ZAYA_ROUTER_LINEAR;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "linear"),
           "linear router refused: %s", zaya_error_message());
     zaya_model_free(&m);
-    small_config(&c);
+    engine_small_config(&c);
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     CHECK(zaya_engine_init(&e, be, &m) == ZAYA_OK, "init");
     float loss;
@@ -209,6 +178,13 @@ static void refusals(void) {
     CHECK(zaya_engine_forward(e, ids, tg, 1, &loss) == ZAYA_EINVAL, "forward before plan");
     CHECK(zaya_engine_plan(e, 1, 33) == ZAYA_EINVAL && strstr(zaya_error_message(), "max_position"), "too long");
     CHECK(zaya_engine_grad_sqnorm(e, &(double){0}) == ZAYA_EINVAL, "optimizer before init");
+    /* a backward needs a backward-ready forward: an evaluation forward leaves no head gradient */
+    CHECK(zaya_engine_plan(e, 1, 4) == ZAYA_OK, "plan");
+    CHECK(zaya_engine_forward(e, ids, tg, 0, &loss) == ZAYA_OK, "evaluation forward: %s", zaya_error_message());
+    CHECK(zaya_engine_backward(e) == ZAYA_EINVAL && strstr(zaya_error_message(), "backward-ready"),
+          "backward after an evaluation forward refused: %s", zaya_error_message());
+    CHECK(zaya_engine_forward(e, ids, tg, 1, &loss) == ZAYA_OK && zaya_engine_backward(e) == ZAYA_OK,
+          "forward + backward: %s", zaya_error_message());
     zaya_engine_free(e);
     zaya_model_free(&m);
     zaya_backend_free(be);

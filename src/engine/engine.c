@@ -147,8 +147,8 @@ static void free_plan(zaya_engine *e) {
         free(e->L);
     }
     e->L = NULL;
-    free(e->h_ids);
-    e->h_ids = NULL;
+    free(e->h_idx);
+    e->h_idx = NULL;
     e->B = e->T = 0;
 }
 
@@ -285,21 +285,18 @@ zaya_status zaya_engine_plan(zaya_engine *e, int64_t B, int64_t T) {
     e->B = B;
     e->T = T;
     e->L = calloc((size_t)L, sizeof(zaya_engine_layer));
-    /* host scratch: ids, targets, idx, perm, row_of, sorted [N] each, seg [N + 1], fill [max(N, E1)], losses */
-    const int64_t nfill = N > E1 ? N : E1;
-    e->h_ids = malloc(sizeof(int32_t) * (size_t)(7 * N + 1 + nfill + 65537) + sizeof(float) * (size_t)N);
-    if (!e->L || !e->h_ids) {
+    /* host scratch: idx, perm, row_of, sorted [N] each, seg [N + 1], fill [E1], radix counts, losses [N] */
+    e->h_idx = malloc(sizeof(int32_t) * (size_t)(5 * N + 1 + E1 + 65537) + sizeof(float) * (size_t)N);
+    if (!e->L || !e->h_idx) {
         free_plan(e);
         return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the engine's plan tables");
     }
-    e->h_targets = e->h_ids + N;
-    e->h_idx = e->h_targets + N;
     e->h_perm = e->h_idx + N;
     e->h_row_of = e->h_perm + N;
     e->h_sorted = e->h_row_of + N;
     e->h_seg = e->h_sorted + N;
     e->h_fill = e->h_seg + N + 1;
-    e->h_cnt = e->h_fill + nfill;
+    e->h_cnt = e->h_fill + E1;
     e->h_losses = (float *)(e->h_cnt + 65537);
     for (int l = 0; l < L; l++) {
         e->L[l].off = calloc((size_t)(E1 + 1), sizeof(int64_t));

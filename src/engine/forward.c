@@ -34,22 +34,18 @@ void zaya_engine_lin_backward(zaya_engine *e, float *dx, float beta, float *dW, 
     be->gemm(be, ZAYA_DTYPE_BF16, 1, 0, out, in, n, e->bf_a, e->bf_b, dW, 1.0f, vary);
 }
 
-/* Validates and uploads ids and targets; the embedding gradient's token order (ids grouped by value,
- * token order within a value: a counting sort on the host) goes up with them. */
-static zaya_status load_batch(zaya_engine *e, const int32_t *ids, const int32_t *targets) {
+/* Validates and uploads ids and targets; for a backward-ready forward the embedding gradient's token
+ * order (ids grouped by value, token order within a value: a radix sort on the host) goes up too. */
+static zaya_status load_batch(zaya_engine *e, const int32_t *ids, const int32_t *targets, int backward_ready) {
     const int64_t N = e->B * e->T;
     ZAYA_TRY(zaya_model_check_tokens(e->c, ids, targets, N));
-    memcpy(e->h_ids, ids, sizeof(int32_t) * (size_t)N);
     zaya_backend *be = e->be;
     ZAYA_TRY(be->upload(be, e->ids, ids, sizeof(int32_t) * (size_t)N));
-    e->has_targets = targets != NULL;
-    if (targets) {
-        memcpy(e->h_targets, targets, sizeof(int32_t) * (size_t)N);
-        ZAYA_TRY(be->upload(be, e->targets, targets, sizeof(int32_t) * (size_t)N));
-    }
+    if (targets) ZAYA_TRY(be->upload(be, e->targets, targets, sizeof(int32_t) * (size_t)N));
+    if (!backward_ready) return ZAYA_OK;
     /* sort tokens by id: sorted[], with seg[s] the start of the s-th distinct id's run */
-    int32_t *order = e->h_sorted, *seg = e->h_seg, *tmp = e->h_perm;
-    memcpy(tmp, ids, sizeof(int32_t) * (size_t)N);
+    int32_t *order = e->h_sorted, *seg = e->h_seg;
+    const int32_t *tmp = ids;
     /* LSD radix sort on 16-bit digits keeps token order within an id (stable) in O(N) without a
      * vocabulary-sized table */
     int32_t *src = e->h_idx, *dst = order;
@@ -103,7 +99,8 @@ zaya_status zaya_engine_forward(zaya_engine *e, const int32_t *ids, const int32_
     zaya_backend *be = e->be;
     const int64_t N = e->B * e->T, D = e->c->hidden_size, V = e->c->vocab_size;
     ZAYA_TRY(zaya_engine_sync_rope(e));
-    ZAYA_TRY(load_batch(e, ids, targets));
+    e->backward_ready = 0;
+    ZAYA_TRY(load_batch(e, ids, targets, backward_ready));
     be->embed_forward(be, e->L[0].x, e->p.embed, e->ids, e->p.in_bias, e->p.in_scale, N, D);
     ZAYA_TRY(blocks_forward(e));
     if (!targets) return be->sync(be);
@@ -125,12 +122,14 @@ zaya_status zaya_engine_forward(zaya_engine *e, const int32_t *ids, const int32_
     for (int64_t i = 0; i < N; i++) sum += e->h_losses[i];
     e->last_loss = (float)(sum / (double)ntok);
     e->last_tokens = ntok;
+    e->backward_ready = backward_ready;
     if (loss) *loss = e->last_loss;
     return ZAYA_OK;
 }
 
 zaya_status zaya_engine_backward(zaya_engine *e) {
-    if (!e->L || !e->has_targets) return zaya_error_set(ZAYA_EINVAL, "engine: backward needs a forward with targets");
+    if (!e->L || !e->backward_ready)
+        return zaya_error_set(ZAYA_EINVAL, "engine: backward needs a backward-ready forward (with targets) first");
     const zaya_config *c = e->c;
     zaya_backend *be = e->be;
     const int L = (int)c->num_hidden_layers;

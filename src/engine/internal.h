@@ -45,10 +45,10 @@ struct zaya_engine {
     double *stats;   /* [E + 1]: route_stats' psum and spread */
     int64_t *counts; /* [E + 1] */
     /* host scratch of the plan */
-    int32_t *h_ids, *h_targets, *h_idx, *h_perm, *h_row_of, *h_sorted, *h_seg, *h_fill;
+    int32_t *h_idx, *h_perm, *h_row_of, *h_sorted, *h_seg, *h_fill; /* one allocation at h_idx */
     int32_t *h_cnt; /* [65537] radix-sort digit counts */
     float *h_losses;
-    int has_targets;
+    int backward_ready; /* the last forward left what a backward needs */
     /* routing of the last forward (host) */
     int64_t *route_counts;
     double *route_spread, *route_psum;

@@ -14,6 +14,7 @@
 
 #include "backend_check.h"
 #include "emu_backend.h"
+#include "engine_cases.h"
 #include "testutil.h"
 #include "zaya/engine.h"
 #include "zaya/rng.h"
@@ -32,37 +33,6 @@ static void medium_config(zaya_config *c) {
     c->router_hidden_size = 16;
     c->vocab_size = 300;
     c->max_position_embeddings = 128;
-}
-
-static void small_config(zaya_config *c) { /* tests/test_engine.c's */
-    zaya_config_preset("zaya1-tiny", c);
-    c->hidden_size = 18;
-    c->num_hidden_layers = 3;
-    c->num_attention_heads = 4;
-    c->num_key_value_heads = 2;
-    c->head_dim = 8;
-    c->num_experts = 3;
-    c->moe_intermediate_size = 10;
-    c->router_hidden_size = 8;
-    c->vocab_size = 29;
-    c->max_position_embeddings = 32;
-}
-
-static double tensor_err(const float *a, const float *b, int64_t n) {
-    double d = 0, s = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double x = fabs((double)a[i] - (double)b[i]);
-        if (x > d || x != x) d = x != x ? INFINITY : x;
-        if (fabs((double)b[i]) > s) s = fabs((double)b[i]);
-    }
-    return s > 0 ? d / s : d;
-}
-
-static void batch(int32_t *ids, int32_t *tg, int64_t N, int64_t V, uint64_t seed) {
-    for (int64_t i = 0; i < N; i++) {
-        ids[i] = (int32_t)(zaya_rng_u32_at(seed, 0, (uint64_t)i) % (uint32_t)V);
-        tg[i] = i % 7 == 3 ? -1 : (int32_t)(zaya_rng_u32_at(seed, 1, (uint64_t)i) % (uint32_t)V);
-    }
 }
 
 /* be_core.cu keeps GEMM descriptors in a table of 256 entries (LRU): 300 shapes, twice over, so entries
@@ -99,7 +69,7 @@ static void gemm_cache(void) {
             CHECK(st == ZAYA_OK, "gemm %lldx%lldx%lld: %s", (long long)M, (long long)N, (long long)K,
                   zaya_error_message());
             if (st != ZAYA_OK) break;
-            const double err = tensor_err(ce, cc, M * N);
+            const double err = engine_tensor_err(ce, cc, M * N);
             if (err > worst) worst = err;
             CHECK(err <= 1e-5, "gemm %lldx%lldx%lld ta %d tb %d: rel err %.2e", (long long)M, (long long)N,
                   (long long)K, ta, tb, err);
@@ -120,7 +90,7 @@ static void compare_engine(int medium, zaya_dtype dt, double tol, double step_to
     const char *name = medium ? (dt == ZAYA_DTYPE_F32 ? "medium f32" : "medium bf16") : dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
     zaya_config c;
     if (medium) medium_config(&c);
-    else small_config(&c);
+    else engine_small_config(&c);
     zaya_model ref, mod;
     CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
     zaya_model_init_weights(&ref, 7);
@@ -140,7 +110,7 @@ static void compare_engine(int medium, zaya_dtype dt, double tol, double step_to
     if (!e) return;
     CHECK(zaya_engine_plan(e, B, T) == ZAYA_OK, "engine plan: %s", zaya_error_message());
     int32_t ids[N], tg[N];
-    batch(ids, tg, N, c.vocab_size, 11);
+    engine_batch(ids, tg, N, c.vocab_size, 11);
 
     float lr_ = 0, le = 0;
     zaya_model_zero_grad(&ref);
@@ -166,7 +136,7 @@ static void compare_engine(int medium, zaya_dtype dt, double tol, double step_to
     for (int i = 0; i < ref.ntensors; i++) {
         const zaya_tensor_info *t = &ref.tensors[i];
         if (t->opt == ZAYA_OPT_NONE) continue;
-        const double err = tensor_err(g + t->offset, ref.grads + t->offset, t->numel);
+        const double err = engine_tensor_err(g + t->offset, ref.grads + t->offset, t->numel);
         if (!(err <= worst)) {
             worst = err;
             worst_name = t->name;
@@ -209,14 +179,14 @@ static void compare_engine(int medium, zaya_dtype dt, double tol, double step_to
     worst = 0;
     for (int i = 0; i < ref.ntensors; i++) {
         const zaya_tensor_info *t = &ref.tensors[i];
-        const double err = tensor_err(mod.params + t->offset, ref.params + t->offset, t->numel);
+        const double err = engine_tensor_err(mod.params + t->offset, ref.params + t->offset, t->numel);
         if (!(err <= worst)) {
             worst = err;
             worst_name = t->name;
         }
         CHECK(err <= step_tol, "%s: %s after two steps: rel err %.3e > %.1e", name, t->name, err, step_tol);
     }
-    const double serr = tensor_err(eo.state_block, ho.state_block, ho.state_floats);
+    const double serr = engine_tensor_err(eo.state_block, ho.state_block, ho.state_floats);
     CHECK(serr <= step_tol, "%s: optimizer state after two steps: rel err %.3e", name, serr);
     printf("engine %s (emulated CUDA): sqnorm rel err %.2e; after two steps worst parameter rel err %.2e (%s), "
            "state %.2e\n", name, sq_worst, worst, worst_name, serr);

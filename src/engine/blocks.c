@@ -8,10 +8,9 @@
 
 #include "engine/internal.h"
 
-/* qk_mult = [1 (q heads) | temperature (k heads)] of block l */
+/* qk_mult = [1 (q heads, set at plan time) | temperature (k heads)] of block l */
 static void set_qk_mult(zaya_engine *e, const float *temp) {
     const int64_t Hq = e->c->num_attention_heads, Hkv = e->c->num_key_value_heads;
-    e->be->copy(e->be, e->qk_mult, e->ones, sizeof(float) * (size_t)Hq);
     e->be->copy(e->be, e->qk_mult + Hq, temp, sizeof(float) * (size_t)Hkv);
 }
 

@@ -235,7 +235,6 @@ static void layout(zaya_engine *e, carver *cv) {
     e->losses = FLOATS(N);
     e->qk_mult = FLOATS(Hq + Hkv);
     e->dqk_mult = FLOATS(Hq + Hkv);
-    e->ones = FLOATS(Hq + Hkv);
     e->dx = FLOATS(N * D);
     e->dh = FLOATS(N * D);
     e->dz = FLOATS(N * D);
@@ -336,14 +335,18 @@ zaya_status zaya_engine_plan(zaya_engine *e, int64_t B, int64_t T) {
     int32_t *pos = e->h_perm; /* scratch */
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++) pos[b * T + t] = (int32_t)t;
-    s = e->be->upload(e->be, e->pos, pos, sizeof(int32_t) * (size_t)N);
+    if (s == ZAYA_OK) s = e->be->upload(e->be, e->pos, pos, sizeof(int32_t) * (size_t)N);
     const int64_t H = e->c->num_attention_heads + e->c->num_key_value_heads;
     float ones[H];
-    for (int64_t i = 0; i < H; i++) ones[i] = 1.0f;
-    if (s == ZAYA_OK) s = e->be->upload(e->be, e->ones, ones, sizeof(float) * (size_t)H);
+    for (int64_t i = 0; i < H; i++) ones[i] = 1.0f; /* the q heads' multipliers (the k heads' follow each block) */
+    if (s == ZAYA_OK) s = e->be->upload(e->be, e->qk_mult, ones, sizeof(float) * (size_t)H);
+    if (s != ZAYA_OK) { /* no half-made plan: the next forward asks for one */
+        free_plan(e);
+        return s;
+    }
     ZAYA_DEBUG("engine plan B=%lld T=%lld on %s: %.1f MiB of activations and scratch", (long long)B, (long long)T,
                e->be->name, (double)e->arena_bytes / 1048576.0);
-    return s;
+    return ZAYA_OK;
 }
 
 zaya_status zaya_engine_zero_grad(zaya_engine *e) {

@@ -35,7 +35,7 @@ struct zaya_engine {
     int32_t *pos, *ids, *targets;
     float *x_final, *rstd_final, *y_final, *dy_final, *logits, *losses;
     int64_t chunk_rows;
-    float *qk_mult, *dqk_mult, *ones; /* [Hq + Hkv] */
+    float *qk_mult, *dqk_mult; /* [Hq + Hkv] */
     float *dx, *dh, *dz, *da, *dxn, *dqk, *dqk2, *dconv0, *dq, *dk, *dv, *dvv, *datt;
     float *dr, *dr_carry, *drn, *dg, *dg2, *dprobs, *dgate, *dye, *dxe, *dgu, *dact;
     uint16_t *bf_a, *bf_b; /* bf16 operand staging, bf_cap elements each */

@@ -457,22 +457,25 @@ static void ck_merge_qk(hc *c) {
     hc_cmp_exact(c, qk);
 }
 
-/* attention: B sequences of T tokens, Hq query heads over Hkv KV heads of D channels */
-enum { AB = 2, AT = 45, AHQ = 4, AHKV = 2, AD = 24, ANQ = AB * AT * AHQ * AD, ANK = AB * AT * AHKV * AD };
-static void ck_attention_forward(hc *c) {
+/* attention: B sequences of T tokens, Hq query heads over Hkv KV heads of D channels; f32 at a head_dim
+ * no tile kernel takes, bf16 at one the CPU's AMX kernel takes (where the host has it) */
+enum { AB = 2, AT = 45, AHQ = 4, AHKV = 2 };
+static void attention_forward_dt(hc *c, zaya_dtype dt, int64_t AD) {
+    const int64_t ANQ = AB * AT * AHQ * AD, ANK = AB * AT * AHKV * AD;
     dbuf q = hc_rand(c, ANQ, -1, 1), k = hc_rand(c, ANK, -1, 1), v = hc_rand(c, ANK, -1, 1), o = hc_zero(c, 4 * ANQ),
          lse = hc_zero(c, 4 * AB * AHQ * AT);
-    BOTH(attention_forward, F(o), F(lse), F(q), F(k), F(v), AB, AT, AHQ, AHKV, AD, 0.2f);
+    BOTH(attention_forward, dt, F(o), F(lse), F(q), F(k), F(v), AB, AT, AHQ, AHKV, AD, 0.2f);
     hc_cmp_f32(c, o, ANQ);
     hc_cmp_f32(c, lse, AB * AHQ * AT);
 }
-static void ck_attention_backward(hc *c) {
+static void attention_backward_dt(hc *c, zaya_dtype dt, int64_t AD) {
     /* out and lse from the reference's forward, uploaded to both, so that both differentiate the same point */
+    const int64_t ANQ = AB * AT * AHQ * AD, ANK = AB * AT * AHKV * AD;
     dbuf q = hc_rand(c, ANQ, -1, 1), k = hc_rand(c, ANK, -1, 1), v = hc_rand(c, ANK, -1, 1), o = hc_zero(c, 4 * ANQ),
          lse = hc_zero(c, 4 * AB * AHQ * AT), dout = hc_rand(c, ANQ, -1, 1);
     zaya_backend *r = c->be[1];
-    r->attention_forward(r, o.p[1], lse.p[1], q.p[1], k.p[1], v.p[1], AB, AT, AHQ, AHKV, AD, 0.2f);
-    float *ho = malloc(4 * ANQ), *hl = malloc(4 * AB * AHQ * AT);
+    r->attention_forward(r, dt, o.p[1], lse.p[1], q.p[1], k.p[1], v.p[1], AB, AT, AHQ, AHKV, AD, 0.2f);
+    float *ho = malloc((size_t)(4 * ANQ)), *hl = malloc(4 * AB * AHQ * AT);
     note(c, r->download(r, ho, o.p[1], 4 * ANQ));
     note(c, r->download(r, hl, lse.p[1], 4 * AB * AHQ * AT));
     note(c, c->be[0]->upload(c->be[0], o.p[0], ho, 4 * ANQ));
@@ -480,12 +483,16 @@ static void ck_attention_backward(hc *c) {
     free(ho);
     free(hl);
     dbuf dq = hc_zero(c, 4 * ANQ), dk = hc_zero(c, 4 * ANK), dv = hc_zero(c, 4 * ANK);
-    BOTH(attention_backward, F(dq), F(dk), F(dv), F(dout), F(q), F(k), F(v), F(o), F(lse), AB, AT, AHQ, AHKV, AD,
+    BOTH(attention_backward, dt, F(dq), F(dk), F(dv), F(dout), F(q), F(k), F(v), F(o), F(lse), AB, AT, AHQ, AHKV, AD,
          0.2f);
     hc_cmp_f32(c, dq, ANQ);
     hc_cmp_f32(c, dk, ANK);
     hc_cmp_f32(c, dv, ANK);
 }
+static void ck_attention_forward(hc *c) { attention_forward_dt(c, ZAYA_DTYPE_F32, 24); }
+static void ck_attention_backward(hc *c) { attention_backward_dt(c, ZAYA_DTYPE_F32, 24); }
+static void ck_attention_forward_bf16(hc *c) { attention_forward_dt(c, ZAYA_DTYPE_BF16, 32); }
+static void ck_attention_backward_bf16(hc *c) { attention_backward_dt(c, ZAYA_DTYPE_BF16, 32); }
 
 /* router and experts: n tokens, E experts and the skip class, rows of width d */
 enum { EN = 263, EE = 4, EE1 = EE + 1, ELD = 7 };
@@ -707,6 +714,10 @@ static const check g_checks[] = {
     {"merge_qk", ck_merge_qk, EXACT},
     {"attention_forward", ck_attention_forward, 1e-4},
     {"attention_backward", ck_attention_backward, 1e-4},
+    /* bf16 operands: P and dS rounded from f32 values that differ in their last bits can land one bf16
+     * ulp (2^-8 relative) apart */
+    {"attention_forward_bf16", ck_attention_forward_bf16, 5e-3},
+    {"attention_backward_bf16", ck_attention_backward_bf16, 5e-3},
     {"eda_forward", ck_eda_forward, F32},
     {"eda_backward", ck_eda_backward, F32},
     {"top1", ck_top1, EXACT},

@@ -297,19 +297,20 @@ static void test_kernel_wrappers(void) {
         zaya_rope_table_free(&t);
         free(x), free(mult), free(dy), free(y1), free(y2), free(i1), free(i2), free(dm1), free(dm2), free(pos);
     }
-    { /* attention */
-        const int64_t B = 2, T = 13, Hq = 4, Hkv = 2, D = 10;
+    for (int bf = 0; bf < 2; bf++) { /* attention, f32 and bf16 (D = 32: the AMX kernel where the host has it) */
+        const zaya_dtype dt = bf ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+        const int64_t B = 2, T = 13, Hq = 4, Hkv = 2, D = bf ? 32 : 10;
         const int64_t nq = B * T * Hq * D, nk = B * T * Hkv * D;
         float *q = rnd(nq, -1, 1), *k = rnd(nk, -1, 1), *v = rnd(nk, -1, 1), *dout = rnd(nq, -1, 1);
         float *o1 = th_alloc(nq), *o2 = th_alloc(nq), *l1 = th_alloc(B * Hq * T), *l2 = th_alloc(B * Hq * T);
-        be->attention_forward(be, o1, l1, q, k, v, B, T, Hq, Hkv, D, 0.3f);
-        zaya_attention_forward(o2, l2, q, k, v, B, T, Hq, Hkv, D, 0.3f);
+        be->attention_forward(be, dt, o1, l1, q, k, v, B, T, Hq, Hkv, D, 0.3f);
+        zaya_attention_forward_dtype(dt, o2, l2, q, k, v, B, T, T, 0, Hq, Hkv, D, 0.3f);
         same("attention_forward out", o1, o2, 4 * (size_t)nq);
         same("attention_forward lse", l1, l2, 4 * (size_t)(B * Hq * T));
         float *dq1 = th_alloc(nq), *dq2 = th_alloc(nq), *dk1 = th_alloc(nk), *dk2 = th_alloc(nk), *dv1 = th_alloc(nk),
               *dv2 = th_alloc(nk);
-        be->attention_backward(be, dq1, dk1, dv1, dout, q, k, v, o1, l1, B, T, Hq, Hkv, D, 0.3f);
-        zaya_attention_backward(dq2, dk2, dv2, dout, q, k, v, o2, l2, B, T, Hq, Hkv, D, 0.3f);
+        be->attention_backward(be, dt, dq1, dk1, dv1, dout, q, k, v, o1, l1, B, T, Hq, Hkv, D, 0.3f);
+        zaya_attention_backward_dtype(dt, dq2, dk2, dv2, dout, q, k, v, o2, l2, B, T, T, 0, Hq, Hkv, D, 0.3f);
         same("attention_backward dq", dq1, dq2, 4 * (size_t)nq);
         same("attention_backward dk", dk1, dk2, 4 * (size_t)nk);
         same("attention_backward dv", dv1, dv2, 4 * (size_t)nk);

@@ -18,6 +18,8 @@
 
 #include <stdint.h>
 
+#include "zaya/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,6 +45,27 @@ void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const 
 void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                                    const float *v, const float *out, const float *lse, int64_t B, int64_t Tq,
                                    int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale);
+
+/* The chunk calls in a dtype. ZAYA_DTYPE_F32 is the calls above. ZAYA_DTYPE_BF16 gives every product
+ * bf16 operands with f32 accumulation, as a bf16 GEMM does: q, k, v and the probabilities P forward
+ * (P is rounded after its row sums are taken); q, k, v, dout, P and dS = scale P (dP - Delta)
+ * backward, with Delta = dout . out in f32. The softmax statistics, lse and the outputs stay f32. On
+ * hosts with the AMX tile unit (and head_dim % 32 == 0) this runs there (attention_amx.c, which keeps
+ * a workspace of packed operands grown to the largest call); elsewhere the f32 kernel computes the
+ * same quantities with the same operands rounded. Both orders of accumulation are fixed, so results do
+ * not depend on the thread count. */
+void zaya_attention_forward_dtype(zaya_dtype dtype, float *out, float *lse, const float *q, const float *k,
+                                  const float *v, int64_t B, int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq,
+                                  int64_t Hkv, int64_t D, float scale);
+void zaya_attention_backward_dtype(zaya_dtype dtype, float *dq, float *dk, float *dv, const float *dout,
+                                   const float *q, const float *k, const float *v, const float *out, const float *lse,
+                                   int64_t B, int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D,
+                                   float scale);
+/* Which kernel the bf16 calls use for head_dim D: "amx" or "portable" (the f32 kernel with rounded
+ * operands). ZAYA_ATTENTION_BF16=portable in the environment selects the portable one for the process;
+ * zaya_attention_bf16_force_portable(1) does so until it is called with 0 (tests compare the two). */
+const char *zaya_attention_bf16_impl(int64_t D);
+void zaya_attention_bf16_force_portable(int on);
 
 /* Incremental attention against per-sequence KV caches (inference: prefill chunks and decode steps).
  *

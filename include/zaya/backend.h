@@ -141,12 +141,14 @@ struct zaya_backend {
     /* zaya_ops_split_qk / zaya_ops_merge_qk */
     void (*split_qk)(zaya_backend *be, float *q, float *k, const float *qk, int64_t N, int64_t qd, int64_t kvd);
     void (*merge_qk)(zaya_backend *be, float *qk, const float *q, const float *k, int64_t N, int64_t qd, int64_t kvd);
-    /* causal GQA attention (attention.h: zaya_attention_forward / _backward) */
-    void (*attention_forward)(zaya_backend *be, float *out, float *lse, const float *q, const float *k, const float *v,
-                              int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale);
-    void (*attention_backward)(zaya_backend *be, float *dq, float *dk, float *dv, const float *dout, const float *q,
-                               const float *k, const float *v, const float *out, const float *lse, int64_t B,
-                               int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale);
+    /* causal GQA attention in a dtype (attention.h: zaya_attention_forward_dtype / _backward_dtype over
+     * whole sequences, q0 = 0, Tq = Tkv = T; bf16: the products take bf16-rounded operands) */
+    void (*attention_forward)(zaya_backend *be, zaya_dtype dtype, float *out, float *lse, const float *q,
+                              const float *k, const float *v, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+                              float scale);
+    void (*attention_backward)(zaya_backend *be, zaya_dtype dtype, float *dq, float *dk, float *dv, const float *dout,
+                               const float *q, const float *k, const float *v, const float *out, const float *lse,
+                               int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale);
 
     /* ---- router and experts (src/model/moe.c) ---- */
     /* r += g * r_prev (EDA, g [R] broadcast over n rows) */

@@ -34,7 +34,7 @@ void zaya_engine_cca_forward(zaya_engine *e, int l) {
     be->l2norm_forward(be, A->qk, A->inv_norm, A->qk_raw, e->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);
     be->rope_forward(be, A->qk, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
     be->split_qk(be, A->q, A->k, A->qk, N, qd, kvd);
-    be->attention_forward(be, A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    be->attention_forward(be, e->dt, A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
     zaya_engine_lin_forward(e, A->a, A->att, P->wo, N, qd, D, 0.0f, 0);
 }
 
@@ -49,7 +49,7 @@ void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
     zaya_engine_lin_backward(e, e->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D, 0);
-    be->attention_backward(be, e->dq, e->dk, e->dv, e->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
+    be->attention_backward(be, e->dt, e->dq, e->dk, e->dv, e->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
                            1.0f / sqrtf((float)hd));
     be->value_shift_backward(be, e->dvv, e->dv, B, T, kvd);
     zaya_engine_lin_backward(e, dxn, 0.0f, G->wv, e->dvv, A->xn, P->wv, N, D, kvd, 0);

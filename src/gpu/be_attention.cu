@@ -14,6 +14,9 @@
 //             dk, dv per (key tile, kv head, batch) looping over the group's query heads in order
 //             and, for each, over the query tiles from the diagonal on. P is recomputed from q, k
 //             and lse; delta = rowsum(dout * out) is recomputed per query tile.
+// bf16 (dtype ZAYA_DTYPE_BF16): the operands of every product are rounded to bf16 values as they are
+// staged (q, k, v, dout; P after its row sums are taken; dS), products accumulate in f32, delta uses the
+// f32 dout, as the CPU kernels' bf16 mode (zaya_attention_forward_dtype / _backward_dtype).
 // Instances: D <= 64 (NC 4, A 4), D <= 128 (NC 8, A 4), D <= 256 (NC 16, A 2); columns past D are
 // zero in the tiles and never stored. Dynamic shared memory above 48 KiB is opted into per launch.
 #include <math.h>
@@ -27,12 +30,22 @@
 
 static gpuStream_t att_stream(zaya_backend *be) { return zaya_cuda_be_of(be)->stream; }
 
-// rows [0, rows) of dst (row stride ld) from src rows `stride` floats apart; rows >= nvalid zero.
-// Consecutive threads read consecutive floats of a row.
-__device__ static void load_rows(float *dst, int ld, const float *src, int64_t stride, int rows, int nvalid, int D) {
+// x rounded to the nearest bf16 value, ties to even (zaya_f32_to_bf16 then back; NaN passes through).
+__device__ static float round_bf16(float x) {
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return __uint_as_float(u & 0xffff0000u);
+}
+
+// rows [0, rows) of dst (row stride ld) from src rows `stride` floats apart; rows >= nvalid zero;
+// rounded to bf16 values when rnd. Consecutive threads read consecutive floats of a row.
+__device__ static void load_rows(float *dst, int ld, const float *src, int64_t stride, int rows, int nvalid, int D,
+                                 int rnd) {
     for (int e = threadIdx.x; e < rows * D; e += ATT_THREADS) {
         const int r = e / D, d = e - r * D;
-        dst[r * ld + d] = r < nvalid ? src[(int64_t)r * stride + d] : 0.0f;
+        const float x = r < nvalid ? src[(int64_t)r * stride + d] : 0.0f;
+        dst[r * ld + d] = rnd ? round_bf16(x) : x;
     }
 }
 
@@ -72,7 +85,7 @@ static size_t fwd_smem_floats(int A, int D) {
 template <int NC, int A>
 __global__ static void __launch_bounds__(ATT_THREADS)
     attention_forward_kernel(float *out, float *lse, const float *q, const float *k, const float *v, int64_t T,
-                             int64_t Hq, int64_t Hkv, int D, float scale) {
+                             int64_t Hq, int64_t Hkv, int D, float scale, int rnd) {
     constexpr int BT = 16 * A, LS = BT + 1;
     extern __shared__ float smem[];
     const int ld = D + 1;
@@ -85,7 +98,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
     const int64_t ldq = Hq * D, ldkv = Hkv * D;
     const float *kb = k + (b * T * Hkv + hk) * D, *vb = v + (b * T * Hkv + hk) * D;
 
-    load_rows(Qs, ld, q + ((b * T + i0) * Hq + h) * D, ldq, BT, ni, D);
+    load_rows(Qs, ld, q + ((b * T + i0) * Hq + h) * D, ldq, BT, ni, D, rnd);
     if (t < BT) m_s[t] = -INFINITY, l_s[t] = 0.0f;
     float o[A][NC];
 #pragma unroll
@@ -97,7 +110,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
     for (int64_t j0 = 0; j0 < kend; j0 += BT) {
         const int nj = (int)(kend - j0 < BT ? kend - j0 : BT);
         __syncthreads(); // the previous tile's readers of KVs, Ss and red are done
-        load_rows(KVs, ld, kb + j0 * ldkv, ldkv, BT, nj, D);
+        load_rows(KVs, ld, kb + j0 * ldkv, ldkv, BT, nj, D, rnd);
         __syncthreads();
         float s[A][A];
         tile_dots<A>(s, Qs, KVs, ld, D, ty, tx);
@@ -112,7 +125,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
             red[(ty + 16 * a) * ATT_RED + tx] = mx;
         }
         __syncthreads(); // K is no longer read: V may take its place
-        load_rows(KVs, ld, vb + j0 * ldkv, ldkv, BT, nj, D);
+        load_rows(KVs, ld, vb + j0 * ldkv, ldkv, BT, nj, D, rnd);
         float mnew[A], alpha[A], psum[A];
 #pragma unroll
         for (int a = 0; a < A; a++) {
@@ -128,7 +141,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
             for (int bb = 0; bb < A; bb++) {
                 const int j = tx + 16 * bb;
                 const float p = (!none && j < valid[a]) ? expf(s[a][bb] * scale - mnew[a]) : 0.0f;
-                Ss[r * LS + j] = p;
+                Ss[r * LS + j] = rnd ? round_bf16(p) : p; // P rounded after its sum is taken
                 psum[a] += p;
             }
         }
@@ -186,11 +199,11 @@ __global__ static void __launch_bounds__(ATT_THREADS)
 // from out staged in Qs first). Every thread calls it; it ends with a barrier.
 __device__ static void load_query_tile(float *Qs, float *dOs, float *red, float *lse_s, float *delta_s, const float *q,
                                        const float *dout, const float *out, const float *lse, int64_t b, int64_t h,
-                                       int64_t i0, int ni, int BT, int64_t T, int64_t Hq, int D) {
+                                       int64_t i0, int ni, int BT, int64_t T, int64_t Hq, int D, int rnd) {
     const int ld = D + 1, t = threadIdx.x, tpr = ATT_THREADS / BT; // threads per row for delta
     const int64_t off = ((b * T + i0) * Hq + h) * D, ldq = Hq * D;
-    load_rows(Qs, ld, out + off, ldq, BT, ni, D);
-    load_rows(dOs, ld, dout + off, ldq, BT, ni, D);
+    load_rows(Qs, ld, out + off, ldq, BT, ni, D, 0);
+    load_rows(dOs, ld, dout + off, ldq, BT, ni, D, 0);
     if (t < BT) lse_s[t] = t < ni ? lse[(b * Hq + h) * T + i0 + t] : 0.0f;
     __syncthreads();
     {
@@ -205,7 +218,9 @@ __device__ static void load_query_tile(float *Qs, float *dOs, float *red, float 
         for (int u = 0; u < tpr; u++) delta += red[t * ATT_RED + u];
         delta_s[t] = delta;
     }
-    load_rows(Qs, ld, q + off, ldq, BT, ni, D);
+    load_rows(Qs, ld, q + off, ldq, BT, ni, D, rnd);
+    if (rnd) // delta has used the f32 dout: the products take it rounded
+        for (int e = t; e < BT * D; e += ATT_THREADS) dOs[(e / D) * ld + e % D] = round_bf16(dOs[(e / D) * ld + e % D]);
     __syncthreads();
 }
 
@@ -241,7 +256,7 @@ static size_t bwd_smem_floats(int A, int D, int with_p) {
 template <int NC, int A>
 __global__ static void __launch_bounds__(ATT_THREADS)
     attention_dq_kernel(float *dq, const float *dout, const float *q, const float *k, const float *v, const float *out,
-                        const float *lse, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale) {
+                        const float *lse, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale, int rnd) {
     constexpr int BT = 16 * A, LS = BT + 1;
     extern __shared__ float smem[];
     const int ld = D + 1;
@@ -254,7 +269,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
     const int64_t ldkv = Hkv * D;
     const float *kb = k + (b * T * Hkv + hk) * D, *vb = v + (b * T * Hkv + hk) * D;
 
-    load_query_tile(Qs, dOs, red, lse_s, delta_s, q, dout, out, lse, b, h, i0, ni, BT, T, Hq, D);
+    load_query_tile(Qs, dOs, red, lse_s, delta_s, q, dout, out, lse, b, h, i0, ni, BT, T, Hq, D, rnd);
     float acc[A][NC];
 #pragma unroll
     for (int a = 0; a < A; a++)
@@ -264,15 +279,15 @@ __global__ static void __launch_bounds__(ATT_THREADS)
     for (int64_t j0 = 0; j0 < kend; j0 += BT) {
         const int nj = (int)(kend - j0 < BT ? kend - j0 : BT);
         __syncthreads(); // the previous tile's readers of Ks, Vs and dSs are done
-        load_rows(Ks, ld, kb + j0 * ldkv, ldkv, BT, nj, D);
-        load_rows(Vs, ld, vb + j0 * ldkv, ldkv, BT, nj, D);
+        load_rows(Ks, ld, kb + j0 * ldkv, ldkv, BT, nj, D, rnd);
+        load_rows(Vs, ld, vb + j0 * ldkv, ldkv, BT, nj, D, rnd);
         __syncthreads();
         float p[A][A], ds[A][A];
         tile_p_ds<A>(p, ds, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, ni, j0, nj, D, scale, ty, tx);
 #pragma unroll
         for (int a = 0; a < A; a++)
 #pragma unroll
-            for (int bb = 0; bb < A; bb++) dSs[(ty + 16 * a) * LS + tx + 16 * bb] = ds[a][bb];
+            for (int bb = 0; bb < A; bb++) dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(ds[a][bb]) : ds[a][bb];
         __syncthreads();
         // dq[i] += sum_j dS[i, j] k[j]
         for (int j = 0; j < nj; j++) {
@@ -306,7 +321,8 @@ __global__ static void __launch_bounds__(ATT_THREADS)
 template <int NC, int A>
 __global__ static void __launch_bounds__(ATT_THREADS)
     attention_dkdv_kernel(float *dk, float *dv, const float *dout, const float *q, const float *k, const float *v,
-                          const float *out, const float *lse, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale) {
+                          const float *out, const float *lse, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale,
+                          int rnd) {
     constexpr int BT = 16 * A, LS = BT + 1;
     extern __shared__ float smem[];
     const int ld = D + 1;
@@ -316,8 +332,8 @@ __global__ static void __launch_bounds__(ATT_THREADS)
     const int64_t jt = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, G = Hq / Hkv, j0 = jt * BT;
     const int nj = (int)(T - j0 < BT ? T - j0 : BT);
     const int64_t ldkv = Hkv * D;
-    load_rows(Ks, ld, k + ((b * T + j0) * Hkv + hk) * D, ldkv, BT, nj, D);
-    load_rows(Vs, ld, v + ((b * T + j0) * Hkv + hk) * D, ldkv, BT, nj, D);
+    load_rows(Ks, ld, k + ((b * T + j0) * Hkv + hk) * D, ldkv, BT, nj, D, rnd);
+    load_rows(Vs, ld, v + ((b * T + j0) * Hkv + hk) * D, ldkv, BT, nj, D, rnd);
     // key rows ty + 16a, columns tx + 16c
     float adk[A][NC], adv[A][NC];
 #pragma unroll
@@ -330,15 +346,15 @@ __global__ static void __launch_bounds__(ATT_THREADS)
         for (int64_t i0 = j0; i0 < T; i0 += BT) {
             const int ni = (int)(T - i0 < BT ? T - i0 : BT);
             __syncthreads(); // the previous tile's readers of Qs, dOs, Ps and dSs are done
-            load_query_tile(Qs, dOs, red, lse_s, delta_s, q, dout, out, lse, b, h, i0, ni, BT, T, Hq, D);
+            load_query_tile(Qs, dOs, red, lse_s, delta_s, q, dout, out, lse, b, h, i0, ni, BT, T, Hq, D, rnd);
             float p[A][A], ds[A][A];
             tile_p_ds<A>(p, ds, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, ni, j0, nj, D, scale, ty, tx);
 #pragma unroll
             for (int a = 0; a < A; a++)
 #pragma unroll
                 for (int bb = 0; bb < A; bb++) {
-                    Ps[(ty + 16 * a) * LS + tx + 16 * bb] = p[a][bb];
-                    dSs[(ty + 16 * a) * LS + tx + 16 * bb] = ds[a][bb];
+                    Ps[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(p[a][bb]) : p[a][bb];
+                    dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(ds[a][bb]) : ds[a][bb];
                 }
             __syncthreads();
             // dv[j] += sum_i P[i, j] dout[i], dk[j] += sum_i dS[i, j] q[i], rows i in order
@@ -399,19 +415,19 @@ static int att_smem(zaya_backend *be, const char *op, const void *kernel, size_t
 
 template <int NC, int A>
 static void att_forward(zaya_backend *be, float *out, float *lse, const float *q, const float *k, const float *v,
-                        int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale) {
+                        int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int D, float scale, int rnd) {
     const int BT = 16 * A;
     const size_t smem = fwd_smem_floats(A, D) * sizeof(float);
     if (!att_smem(be, "attention_forward", (const void *)attention_forward_kernel<NC, A>, smem)) return;
     const dim3 grid((unsigned)((T + BT - 1) / BT), (unsigned)Hq, (unsigned)B);
     attention_forward_kernel<NC, A><<<grid, ATT_THREADS, smem, att_stream(be)>>>(out, lse, q, k, v, T, Hq, Hkv, D,
-                                                                                 scale);
+                                                                                 scale, rnd);
 }
 
 template <int NC, int A>
 static void att_backward(zaya_backend *be, float *dq, float *dk, float *dv, const float *dout, const float *q,
                          const float *k, const float *v, const float *out, const float *lse, int64_t B, int64_t T,
-                         int64_t Hq, int64_t Hkv, int D, float scale) {
+                         int64_t Hq, int64_t Hkv, int D, float scale, int rnd) {
     const int BT = 16 * A;
     const unsigned tiles = (unsigned)((T + BT - 1) / BT);
     const size_t smem_q = bwd_smem_floats(A, D, 0) * sizeof(float), smem_kv = bwd_smem_floats(A, D, 1) * sizeof(float);
@@ -419,31 +435,33 @@ static void att_backward(zaya_backend *be, float *dq, float *dk, float *dv, cons
         !att_smem(be, "attention_backward", (const void *)attention_dkdv_kernel<NC, A>, smem_kv))
         return;
     attention_dq_kernel<NC, A><<<dim3(tiles, (unsigned)Hq, (unsigned)B), ATT_THREADS, smem_q, att_stream(be)>>>(
-        dq, dout, q, k, v, out, lse, T, Hq, Hkv, D, scale);
+        dq, dout, q, k, v, out, lse, T, Hq, Hkv, D, scale, rnd);
     attention_dkdv_kernel<NC, A><<<dim3(tiles, (unsigned)Hkv, (unsigned)B), ATT_THREADS, smem_kv, att_stream(be)>>>(
-        dk, dv, dout, q, k, v, out, lse, T, Hq, Hkv, D, scale);
+        dk, dv, dout, q, k, v, out, lse, T, Hq, Hkv, D, scale, rnd);
 }
 
-static void cuda_attention_forward(zaya_backend *be, float *out, float *lse, const float *q, const float *k,
-                                   const float *v, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
-                                   float scale) {
+static void cuda_attention_forward(zaya_backend *be, zaya_dtype dtype, float *out, float *lse, const float *q,
+                                   const float *k, const float *v, int64_t B, int64_t T, int64_t Hq, int64_t Hkv,
+                                   int64_t D, float scale) {
+    const int rnd = dtype == ZAYA_DTYPE_BF16;
     if (!att_args_ok(be, "attention_forward", B, T, Hq, Hkv, D, scale)) return;
     if (B <= 0 || T <= 0) return;
-    if (D <= 64) att_forward<4, 4>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale);
-    else if (D <= 128) att_forward<8, 4>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale);
-    else att_forward<16, 2>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale);
+    if (D <= 64) att_forward<4, 4>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale, rnd);
+    else if (D <= 128) att_forward<8, 4>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale, rnd);
+    else att_forward<16, 2>(be, out, lse, q, k, v, B, T, Hq, Hkv, (int)D, scale, rnd);
     zaya_cuda_be_check_launch(be, "attention_forward");
 }
 
-static void cuda_attention_backward(zaya_backend *be, float *dq, float *dk, float *dv, const float *dout,
-                                    const float *q, const float *k, const float *v, const float *out,
-                                    const float *lse, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
-                                    float scale) {
+static void cuda_attention_backward(zaya_backend *be, zaya_dtype dtype, float *dq, float *dk, float *dv,
+                                    const float *dout, const float *q, const float *k, const float *v,
+                                    const float *out, const float *lse, int64_t B, int64_t T, int64_t Hq, int64_t Hkv,
+                                    int64_t D, float scale) {
+    const int rnd = dtype == ZAYA_DTYPE_BF16;
     if (!att_args_ok(be, "attention_backward", B, T, Hq, Hkv, D, scale)) return;
     if (B <= 0 || T <= 0) return;
-    if (D <= 64) att_backward<4, 4>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale);
-    else if (D <= 128) att_backward<8, 4>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale);
-    else att_backward<16, 2>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale);
+    if (D <= 64) att_backward<4, 4>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale, rnd);
+    else if (D <= 128) att_backward<8, 4>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale, rnd);
+    else att_backward<16, 2>(be, dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, (int)D, scale, rnd);
     zaya_cuda_be_check_launch(be, "attention_backward");
 }
 

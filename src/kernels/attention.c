@@ -10,10 +10,13 @@
 #include "zaya/attention.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <omp.h>
 
+#include "attention_amx.h"
+#include "zaya/bf16.h"
 #include "zaya/status.h"
 
 /* Tile sizes: a forward query tile (32 x D) plus a packed key tile (D x 64) fit L1/L2 for D = 128. */
@@ -246,6 +249,12 @@ static void copy_rows(float *restrict dst, const float *restrict src, int64_t ld
     for (int i = 0; i < n; i++) memcpy(dst + (int64_t)i * D, src + i * ld, sizeof(float) * (size_t)D);
 }
 
+/* bf16 operands (dtype ZAYA_DTYPE_BF16): rows of an f32 tile rounded to bf16 values in place. */
+static void round_rows(float *x, int64_t ld, int n, int m) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++) x[i * ld + j] = zaya_bf16_to_f32(zaya_f32_to_bf16(x[i * ld + j]));
+}
+
 /* Number of keys (from the tile start j0) that query position p may see within a tile of nj keys. */
 static inline int causal_valid(int64_t p, int64_t j0, int nj) {
     int64_t v = p - j0 + 1;
@@ -262,6 +271,7 @@ typedef struct fwd_task {
     int64_t lse_row, lse_head;
     int64_t pos0;         /* absolute position of the first row */
     int ni, nh, D;        /* rows, heads, head_dim */
+    int rnd;              /* bf16 operands: q, k, v and P rounded before their products */
     float scale;
 } fwd_task;
 
@@ -276,12 +286,13 @@ static void forward_task(const fwd_task *t) {
     const float scale = t->scale;
     for (int g = 0; g < t->nh; g++) {
         copy_rows(qc[g], t->q + g * D, t->ldq, ni, D);
+        if (t->rnd) round_rows(qc[g], D, ni, D);
         memset(o[g], 0, sizeof(float) * (size_t)ni * (size_t)D);
         for (int i = 0; i < ni; i++) m[g][i] = -INFINITY, l[g][i] = 0.0f;
     }
     /* A decode step has a row or two per head: packing the key tile would cost more than the products,
      * so scores come from dot products against the key rows in place. */
-    const int direct = ni <= FWD_DIRECT_ROWS;
+    const int direct = ni <= FWD_DIRECT_ROWS && !t->rnd;
     const int64_t kend = t->pos0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += FWD_KT) {
         const int nj = (int)(kend - j0 < FWD_KT ? kend - j0 : FWD_KT);
@@ -294,6 +305,7 @@ static void forward_task(const fwd_task *t) {
         } else {
             pack_transposed(kt, FWD_KT, kj0, t->ldkv, nj, D);
             copy_rows(vc, vj0, t->ldkv, nj, D);
+            if (t->rnd) round_rows(kt, FWD_KT, D, nj), round_rows(vc, D, nj, D);
         }
         for (int g = 0; g < t->nh; g++) {
             float *const sg = direct ? s + g * ni * FWD_KT : s;
@@ -316,6 +328,7 @@ static void forward_task(const fwd_task *t) {
                 if (alpha != 1.0f)
                     for (int d = 0; d < D; d++) o[g][i * D + d] *= alpha;
             }
+            if (t->rnd) round_rows(sg, FWD_KT, ni, nj); /* P rounded after its row sums are taken */
             gemm_tile(o[g], D, sg, FWD_KT, 1, direct ? vj0 : vc, direct ? t->ldkv : D, ni, D, nj, 1);
         }
     }
@@ -334,8 +347,8 @@ static void check_args(int64_t Hq, int64_t Hkv, int64_t D, float scale) {
     ZAYA_ASSERT(scale > 0.0f); /* the row max is taken before scaling */
 }
 
-void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
-                                  int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+static void forward_chunk(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B, int64_t Tq,
+                          int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale, int rnd) {
     check_args(Hq, Hkv, D, scale);
     ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
     if (B <= 0 || Tq <= 0) return;
@@ -353,9 +366,69 @@ void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const 
                             .k = k + kvoff, .v = v + kvoff, .ldq = Hq * D, .ldkv = Hkv * D, .lse_row = 1,
                             .lse_head = Tq, .pos0 = q0 + i0, .ni = (int)(Tq - i0 < FWD_QT ? Tq - i0 : FWD_QT),
                             .nh = (int)(group - chunk * FWD_HEADS < FWD_HEADS ? group - chunk * FWD_HEADS : FWD_HEADS),
-                            .D = (int)D, .scale = scale};
+                            .D = (int)D, .rnd = rnd, .scale = scale};
         forward_task(&t);
     }
+}
+
+/* ---- which kernel the bf16 calls run ---- */
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+static int amx_host(void) {
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+    if (!zaya_attention_amx_built()) return 0;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    const int avx512 = (b >> 16 & 1) && (b >> 30 & 1), amx = (d >> 22 & 1) && (d >> 24 & 1);
+    if (!avx512 || !amx || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a >> 5 & 1)) return 0; /* AVX512-BF16 */
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return 0;                              /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 0xe6u) != 0xe6u) return 0; /* SSE, AVX and AVX-512 state enabled */
+    /* Linux hands out the tile data state on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). */
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return 0;
+#endif
+}
+
+static int amx_state = -1; /* -1 not probed yet; written once, by the first caller */
+static int force_portable;
+
+static int use_amx(int64_t D) {
+    int st = __atomic_load_n(&amx_state, __ATOMIC_ACQUIRE);
+    if (st < 0) {
+        const char *e = getenv("ZAYA_ATTENTION_BF16");
+        st = e && strcmp(e, "portable") == 0 ? 0 : amx_host();
+        __atomic_store_n(&amx_state, st, __ATOMIC_RELEASE);
+    }
+    return st && !__atomic_load_n(&force_portable, __ATOMIC_RELAXED) && D % 32 == 0;
+}
+
+const char *zaya_attention_bf16_impl(int64_t D) { return use_amx(D) ? "amx" : "portable"; }
+
+void zaya_attention_bf16_force_portable(int on) { __atomic_store_n(&force_portable, on != 0, __ATOMIC_RELAXED); }
+
+void zaya_attention_forward_chunk(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                                  int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+    forward_chunk(out, lse, q, k, v, B, Tq, Tkv, q0, Hq, Hkv, D, scale, 0);
+}
+
+void zaya_attention_forward_dtype(zaya_dtype dtype, float *out, float *lse, const float *q, const float *k,
+                                  const float *v, int64_t B, int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq,
+                                  int64_t Hkv, int64_t D, float scale) {
+    const int bf16 = dtype == ZAYA_DTYPE_BF16;
+    if (bf16) {
+        check_args(Hq, Hkv, D, scale);
+        ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
+        if (use_amx(D) && zaya_attention_amx_forward(out, lse, q, k, v, B, Tq, Tkv, q0, Hq, Hkv, D, scale)) return;
+    }
+    forward_chunk(out, lse, q, k, v, B, Tq, Tkv, q0, Hq, Hkv, D, scale, bf16);
 }
 
 void zaya_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
@@ -406,6 +479,7 @@ typedef struct bwd_view {
     int64_t ldq, ldkv, T; /* T: query rows */
     int64_t q0;           /* position of query row 0 (keys are indexed by position) */
     int D;
+    int rnd; /* bf16 operands: q, k, v, dout, P and dS rounded before their products */
     float scale;
 } bwd_view;
 
@@ -419,13 +493,14 @@ static void bwd_scores(float *restrict p, float *restrict ds, const bwd_view *w,
     gemm_tile(ds, BWD_KT, dc, D, 1, vt, BWD_KT, ni, nj, D, 0);
     for (int i = 0; i < ni; i++) {
         /* Delta_i = dout_i . out_i = sum_j P_ij dP_ij, recomputed per tile: O(D) next to O(KT*D). */
-        const float delta = row_dot(dc + i * D, out + i * w->ldq, D);
+        const float delta = row_dot(w->rnd ? w->dout + (i0 + i) * w->ldq : dc + i * D, out + i * w->ldq, D);
         const int valid = causal_valid(w->q0 + i0 + i, j0, nj);
         float *pi = p + i * BWD_KT, *dsi = ds + i * BWD_KT;
         row_exp_sum(pi, valid, w->scale, w->lse[i0 + i]);
         for (int j = 0; j < valid; j++) dsi[j] = w->scale * pi[j] * (dsi[j] - delta);
         for (int j = valid; j < nj; j++) pi[j] = 0.0f, dsi[j] = 0.0f;
     }
+    if (w->rnd) round_rows(p, BWD_KT, ni, nj), round_rows(ds, BWD_KT, ni, nj);
 }
 
 /* The view of query head g of a group, given the view of the group's first head: query heads of a
@@ -448,6 +523,7 @@ static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group,
     pack_transposed(kt, BWD_KT, w0->k + j0 * ldkv, ldkv, nj, D);
     pack_transposed(vt, BWD_KT, w0->v + j0 * ldkv, ldkv, nj, D);
     if (fuse_dq) copy_rows(kc, w0->k + j0 * ldkv, ldkv, nj, D);
+    if (w0->rnd) round_rows(kt, BWD_KT, D, nj), round_rows(vt, BWD_KT, D, nj), round_rows(kc, D, fuse_dq ? nj : 0, D);
     memset(dk_acc, 0, sizeof(float) * (size_t)nj * (size_t)D);
     memset(dv_acc, 0, sizeof(float) * (size_t)nj * (size_t)D);
     for (int64_t g = 0; g < group; g++) {
@@ -457,6 +533,7 @@ static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group,
             const int ni = (int)(T - i0 < BWD_QT ? T - i0 : BWD_QT);
             copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
             copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
+            if (w->rnd) round_rows(qc, D, ni, D), round_rows(dc, D, ni, D);
             bwd_scores(p, ds, w, qc, dc, kt, vt, i0, ni, j0, nj);
             /* P^T and dS^T are read in place through the strides of A. */
             gemm_tile(dv_acc, D, p, 1, BWD_KT, dc, D, nj, D, ni, 1);
@@ -479,12 +556,14 @@ static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
     memset(dq_acc, 0, sizeof(float) * (size_t)ni * (size_t)D);
     copy_rows(qc, w->q + i0 * w->ldq, w->ldq, ni, D);
     copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
+    if (w->rnd) round_rows(qc, D, ni, D), round_rows(dc, D, ni, D);
     const int64_t kend = w->q0 + i0 + ni;
     for (int64_t j0 = 0; j0 < kend; j0 += BWD_KT) {
         const int nj = (int)(kend - j0 < BWD_KT ? kend - j0 : BWD_KT);
         pack_transposed(kt, BWD_KT, w->k + j0 * w->ldkv, w->ldkv, nj, D);
         pack_transposed(vt, BWD_KT, w->v + j0 * w->ldkv, w->ldkv, nj, D);
         copy_rows(kc, w->k + j0 * w->ldkv, w->ldkv, nj, D);
+        if (w->rnd) round_rows(kt, BWD_KT, D, nj), round_rows(vt, BWD_KT, D, nj), round_rows(kc, D, nj, D);
         bwd_scores(p, ds, w, qc, dc, kt, vt, i0, ni, j0, nj);
         gemm_tile(dq_acc, D, ds, BWD_KT, 1, kc, D, ni, D, nj, 1);
     }
@@ -493,16 +572,16 @@ static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
 
 static bwd_view make_view(float *dq, const float *dout, const float *q, const float *k, const float *v,
                           const float *out, const float *lse, int64_t b, int64_t h, int64_t Tq, int64_t Tkv,
-                          int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+                          int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale, int rnd) {
     const int64_t hk = h / (Hq / Hkv), qoff = (b * Tq * Hq + h) * D, kvoff = (b * Tkv * Hkv + hk) * D;
     return (bwd_view){.q = q + qoff, .dout = dout + qoff, .out = out + qoff, .lse = lse + (b * Hq + h) * Tq,
                       .k = k + kvoff, .v = v + kvoff, .dq = dq + qoff, .ldq = Hq * D, .ldkv = Hkv * D, .T = Tq,
-                      .q0 = q0, .D = (int)D, .scale = scale};
+                      .q0 = q0, .D = (int)D, .rnd = rnd, .scale = scale};
 }
 
-void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                                   const float *v, const float *out, const float *lse, int64_t B, int64_t Tq,
-                                   int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+static void backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                           const float *v, const float *out, const float *lse, int64_t B, int64_t Tq, int64_t Tkv,
+                           int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale, int rnd) {
     check_args(Hq, Hkv, D, scale);
     ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
     if (B <= 0 || Tq <= 0) return;
@@ -522,7 +601,7 @@ void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float 
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t bk = 0; bk < B * Hkv; bk++) {
             const int64_t b = bk / Hkv, hk = bk % Hkv;
-            const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale);
+            const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale, rnd);
             for (int64_t t = 0; t < Tq; t++) memset(w0.dq + t * Hq * D, 0, sizeof(float) * (size_t)(group * D));
             const int64_t kvoff = (b * Tkv * Hkv + hk) * D;
             for (int64_t jt = nkt - 1; jt >= 0; jt--) {
@@ -536,7 +615,7 @@ void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float 
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hkv * nkt; task++) {
         const int64_t jt = task / (B * Hkv), bk = task % (B * Hkv), b = bk / Hkv, hk = bk % Hkv;
-        const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale);
+        const bwd_view w0 = make_view(dq, dout, q, k, v, out, lse, b, hk * group, Tq, Tkv, q0, Hq, Hkv, D, scale, rnd);
         const int64_t j0 = jt * BWD_KT, kvoff = (b * Tkv * Hkv + hk) * D;
         bwd_kv_tile(dk + kvoff, dv + kvoff, &w0, group, j0, (int)(Tk - j0 < BWD_KT ? Tk - j0 : BWD_KT), 0);
     }
@@ -544,10 +623,31 @@ void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float 
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < B * Hq * nqt; task++) {
         const int64_t it = nqt - 1 - task / (B * Hq), bh = task % (B * Hq), b = bh / Hq, h = bh % Hq;
-        const bwd_view w = make_view(dq, dout, q, k, v, out, lse, b, h, Tq, Tkv, q0, Hq, Hkv, D, scale);
+        const bwd_view w = make_view(dq, dout, q, k, v, out, lse, b, h, Tq, Tkv, q0, Hq, Hkv, D, scale, rnd);
         const int64_t i0 = it * BWD_QT;
         bwd_q_tile(&w, i0, (int)(Tq - i0 < BWD_QT ? Tq - i0 : BWD_QT));
     }
+}
+
+void zaya_attention_backward_chunk(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                                   const float *v, const float *out, const float *lse, int64_t B, int64_t Tq,
+                                   int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+    backward_chunk(dq, dk, dv, dout, q, k, v, out, lse, B, Tq, Tkv, q0, Hq, Hkv, D, scale, 0);
+}
+
+void zaya_attention_backward_dtype(zaya_dtype dtype, float *dq, float *dk, float *dv, const float *dout,
+                                   const float *q, const float *k, const float *v, const float *out, const float *lse,
+                                   int64_t B, int64_t Tq, int64_t Tkv, int64_t q0, int64_t Hq, int64_t Hkv, int64_t D,
+                                   float scale) {
+    const int bf16 = dtype == ZAYA_DTYPE_BF16;
+    if (bf16) {
+        check_args(Hq, Hkv, D, scale);
+        ZAYA_ASSERT(q0 >= 0 && q0 + Tq <= Tkv);
+        if (use_amx(D) &&
+            zaya_attention_amx_backward(dq, dk, dv, dout, q, k, v, out, lse, B, Tq, Tkv, q0, Hq, Hkv, D, scale))
+            return;
+    }
+    backward_chunk(dq, dk, dv, dout, q, k, v, out, lse, B, Tq, Tkv, q0, Hq, Hkv, D, scale, bf16);
 }
 
 void zaya_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,

@@ -339,17 +339,18 @@ static void cpu_merge_qk(zaya_backend *be, float *qk, const float *q, const floa
     (void)be;
     zaya_qk_merge(qk, q, k, N, qd, kvd);
 }
-static void cpu_attention_forward(zaya_backend *be, float *out, float *lse, const float *q, const float *k,
-                                  const float *v, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
-                                  float scale) {
+static void cpu_attention_forward(zaya_backend *be, zaya_dtype dtype, float *out, float *lse, const float *q,
+                                  const float *k, const float *v, int64_t B, int64_t T, int64_t Hq, int64_t Hkv,
+                                  int64_t D, float scale) {
     (void)be;
-    zaya_attention_forward(out, lse, q, k, v, B, T, Hq, Hkv, D, scale);
+    zaya_attention_forward_dtype(dtype, out, lse, q, k, v, B, T, T, 0, Hq, Hkv, D, scale);
 }
-static void cpu_attention_backward(zaya_backend *be, float *dq, float *dk, float *dv, const float *dout,
-                                   const float *q, const float *k, const float *v, const float *out, const float *lse,
-                                   int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, float scale) {
+static void cpu_attention_backward(zaya_backend *be, zaya_dtype dtype, float *dq, float *dk, float *dv,
+                                   const float *dout, const float *q, const float *k, const float *v, const float *out,
+                                   const float *lse, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D,
+                                   float scale) {
     (void)be;
-    zaya_attention_backward(dq, dk, dv, dout, q, k, v, out, lse, B, T, Hq, Hkv, D, scale);
+    zaya_attention_backward_dtype(dtype, dq, dk, dv, dout, q, k, v, out, lse, B, T, T, 0, Hq, Hkv, D, scale);
 }
 
 /* ---- router and experts ---- */

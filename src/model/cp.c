@@ -279,19 +279,19 @@ void zaya_attn_chunk_forward(zaya_model *m, zaya_layer_acts *A) {
     const int64_t B = m->B, T = m->T, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const float scale = 1.0f / sqrtf((float)hd);
     if (m->cp.size <= 1) {
-        zaya_attention_forward(A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, scale);
+        zaya_attention_forward_dtype(m->dtype, A->att, A->lse, A->q, A->k, A->v, B, T, T, 0, Hq, Hkv, hd, scale);
         return;
     }
     const int64_t P = zaya_cp_pieces(&m->cp), Tp = T / P, TT = m->cp.size * T, kvd = Hkv * hd, qd = Hq * hd;
     gather_kv(m, A->k, A->v);
     if (P == 1) { /* every sequence's chunk has the same offset: one call */
-        zaya_attention_forward_chunk(A->att, A->lse, A->q, m->work->cp_gk, m->work->cp_gv, B, T, TT,
+        zaya_attention_forward_dtype(m->dtype, A->att, A->lse, A->q, m->work->cp_gk, m->work->cp_gv, B, T, TT,
                                      m->cp.rank * T, Hq, Hkv, hd, scale);
         return;
     }
     for (int64_t q = 0; q < B * P; q++) {
         const int64_t b = q / P, q0 = zaya_cp_chunk(&m->cp, m->cp.rank, (int)(q % P)) * Tp;
-        zaya_attention_forward_chunk(A->att + q * Tp * qd, A->lse + q * Hq * Tp, A->q + q * Tp * qd,
+        zaya_attention_forward_dtype(m->dtype, A->att + q * Tp * qd, A->lse + q * Hq * Tp, A->q + q * Tp * qd,
                                      m->work->cp_gk + b * TT * kvd, m->work->cp_gv + b * TT * kvd, 1, Tp, TT, q0,
                                      Hq, Hkv, hd, scale);
     }
@@ -303,21 +303,21 @@ void zaya_attn_chunk_backward(zaya_model *m, zaya_layer_acts *A) {
     const int64_t B = m->B, T = m->T, hd = c->head_dim, Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const float scale = 1.0f / sqrtf((float)hd);
     if (m->cp.size <= 1) {
-        zaya_attention_backward(w->dq, w->dk, w->dv, w->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
-                                scale);
+        zaya_attention_backward_dtype(m->dtype, w->dq, w->dk, w->dv, w->datt, A->q, A->k, A->v, A->att, A->lse, B, T,
+                                      T, 0, Hq, Hkv, hd, scale);
         return;
     }
     const int64_t P = zaya_cp_pieces(&m->cp), Tp = T / P, TT = m->cp.size * T, kvd = Hkv * hd, qd = Hq * hd;
     gather_kv(m, A->k, A->v); /* gathered again: K/V of other chunks are not kept between passes */
     if (P == 1) {
-        zaya_attention_backward_chunk(w->dq, w->cp_dgk, w->cp_dgv, w->datt, A->q, w->cp_gk, w->cp_gv, A->att, A->lse,
+        zaya_attention_backward_dtype(m->dtype, w->dq, w->cp_dgk, w->cp_dgv, w->datt, A->q, w->cp_gk, w->cp_gv, A->att, A->lse,
                                       B, T, TT, m->cp.rank * T, Hq, Hkv, hd, scale);
     } else { /* both pieces of a sequence feed its dK/dV: each into scratch, then summed */
         for (int64_t b = 0; b < B; b++) {
             float *dgk = w->cp_dgk + b * TT * kvd, *dgv = w->cp_dgv + b * TT * kvd;
             for (int64_t p = 0; p < P; p++) {
                 const int64_t q = b * P + p, q0 = zaya_cp_chunk(&m->cp, m->cp.rank, (int)p) * Tp;
-                zaya_attention_backward_chunk(w->dq + q * Tp * qd, p ? w->cp_tk : dgk, p ? w->cp_tv : dgv,
+                zaya_attention_backward_dtype(m->dtype, w->dq + q * Tp * qd, p ? w->cp_tk : dgk, p ? w->cp_tv : dgv,
                                               w->datt + q * Tp * qd, A->q + q * Tp * qd, w->cp_gk + b * TT * kvd,
                                               w->cp_gv + b * TT * kvd, A->att + q * Tp * qd, A->lse + q * Hq * Tp, 1,
                                               Tp, TT, q0, Hq, Hkv, hd, scale);

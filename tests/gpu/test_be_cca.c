@@ -413,8 +413,9 @@ static void test_attention(int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_
             fill_nan(d_dk, nkv);
             fill_nan(d_dv, nkv);
         }
-        be->attention_forward(be, d_out, d_lse, d_q, d_k, d_v, B, T, Hq, Hkv, D, scale);
-        be->attention_backward(be, d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_oref, d_lref, B, T, Hq, Hkv, D, scale);
+        be->attention_forward(be, ZAYA_DTYPE_F32, d_out, d_lse, d_q, d_k, d_v, B, T, Hq, Hkv, D, scale);
+        be->attention_backward(be, ZAYA_DTYPE_F32, d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_oref, d_lref, B, T, Hq,
+                               Hkv, D, scale);
         res[run][0] = host_f(d_out, nq);
         res[run][1] = host_f(d_lse, nl);
         res[run][2] = host_f(d_dq, nq);
@@ -444,7 +445,7 @@ static void test_attention(int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_
 /* A bad argument is reported by the next sync, naming the operation; the sync after it is clean. */
 static void test_errors(void) {
     float *d = dev_nan(16);
-    be->attention_forward(be, d, d, d, d, d, 1, 1, 2, 2, ZAYA_ATTENTION_MAX_HEAD_DIM + 1, 1.0f);
+    be->attention_forward(be, ZAYA_DTYPE_F32, d, d, d, d, d, 1, 1, 2, 2, ZAYA_ATTENTION_MAX_HEAD_DIM + 1, 1.0f);
     zaya_status st = be->sync(be);
     CHECK(st != ZAYA_OK && strstr(zaya_error_message(), "attention_forward"), "bad head_dim: status %d, '%s'",
           (int)st, zaya_error_message());

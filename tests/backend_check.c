@@ -368,23 +368,27 @@ static void ck_conv_dw_backward(hc *c) {
     hc_cmp_f32(c, dw, CC * CK);
     hc_cmp_f32(c, db, CC);
 }
-static void ck_conv_grouped_forward(hc *c) {
+static void conv_grouped_forward_dt(hc *c, zaya_dtype dt) {
     const int64_t cg = CC / CG;
     dbuf x = hc_rand(c, CB * CT * CC, -1, 1), w = hc_rand(c, CC * cg * CK, -1, 1), b = hc_rand(c, CC, -1, 1),
          y = hc_zero(c, 4 * CB * CTOUT * CC);
-    BOTH(conv_grouped_forward, F(y), F(x), F(w), F(b), CB, CT, CC, CG, CK, CPAD);
+    BOTH(conv_grouped_forward, dt, F(y), F(x), F(w), F(b), CB, CT, CC, CG, CK, CPAD);
     hc_cmp_f32(c, y, CB * CTOUT * CC);
 }
-static void ck_conv_grouped_backward(hc *c) {
+static void conv_grouped_backward_dt(hc *c, zaya_dtype dt) {
     const int64_t cg = CC / CG;
     dbuf x = hc_rand(c, CB * CT * CC, -1, 1), w = hc_rand(c, CC * cg * CK, -1, 1),
          dy = hc_rand(c, CB * CTOUT * CC, -1, 1);
     dbuf dx = hc_zero(c, 4 * CB * CT * CC), dw = hc_rand(c, CC * cg * CK, -1, 1), db = hc_rand(c, CC, -1, 1);
-    BOTH(conv_grouped_backward, F(dx), F(dw), F(db), F(dy), F(x), F(w), CB, CT, CC, CG, CK, CPAD);
+    BOTH(conv_grouped_backward, dt, F(dx), F(dw), F(db), F(dy), F(x), F(w), CB, CT, CC, CG, CK, CPAD);
     hc_cmp_f32(c, dx, CB * CT * CC);
     hc_cmp_f32(c, dw, CC * cg * CK);
     hc_cmp_f32(c, db, CC);
 }
+static void ck_conv_grouped_forward(hc *c) { conv_grouped_forward_dt(c, ZAYA_DTYPE_F32); }
+static void ck_conv_grouped_backward(hc *c) { conv_grouped_backward_dt(c, ZAYA_DTYPE_F32); }
+static void ck_conv_grouped_forward_bf16(hc *c) { conv_grouped_forward_dt(c, ZAYA_DTYPE_BF16); }
+static void ck_conv_grouped_backward_bf16(hc *c) { conv_grouped_backward_dt(c, ZAYA_DTYPE_BF16); }
 
 /* CCA rows: N rows of (Hq + Hkv) heads of HD channels */
 enum { QN = 67, QHQ = 6, QHKV = 2, QHD = 13, QC = (QHQ + QHKV) * QHD };
@@ -702,6 +706,9 @@ static const check g_checks[] = {
     {"conv_dw_backward", ck_conv_dw_backward, F32},
     {"conv_grouped_forward", ck_conv_grouped_forward, F32},
     {"conv_grouped_backward", ck_conv_grouped_backward, F32},
+    /* bf16 operands on both sides: exact products of rounded values, f32 sums in two orders */
+    {"conv_grouped_forward_bf16", ck_conv_grouped_forward_bf16, F32},
+    {"conv_grouped_backward_bf16", ck_conv_grouped_backward_bf16, F32},
     {"qk_mean_skip_forward", ck_qk_mean_skip_forward, F32},
     {"qk_mean_skip_backward", ck_qk_mean_skip_backward, F32},
     {"value_shift_forward", ck_value_shift_forward, EXACT},

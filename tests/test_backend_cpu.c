@@ -257,15 +257,20 @@ static void test_kernel_wrappers(void) {
          * (as the CPU model does), else the tiled kernels: the reference takes the same path */
         const int64_t wsf = zaya_conv1d_grouped_ws_floats(B, T, C, groups, k, pad);
         float *ws = (size_t)wsf * sizeof(float) <= (size_t)(3 << 20) ? th_alloc(wsf) : NULL;
-        be->conv_grouped_forward(be, y1, x, wg, bias, B, T, C, groups, k, pad);
-        zaya_conv1d_grouped_forward_ws(y2, x, wg, bias, B, T, C, groups, k, pad, ws);
-        same("conv_grouped_forward", y1, y2, 4 * (size_t)(B * tout * C));
-        be->conv_grouped_backward(be, dx1, dw1, db1, dy, x, wg, B, T, C, groups, k, pad);
-        zaya_conv1d_grouped_backward_ws(dx2, dw2, db2, dy, x, wg, B, T, C, groups, k, pad, ws);
+        for (int bf = 0; bf < (ws ? 2 : 1); bf++) { /* bf16 runs on the workspace only */
+            const zaya_dtype dt = bf ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32;
+            be->conv_grouped_forward(be, dt, y1, x, wg, bias, B, T, C, groups, k, pad);
+            zaya_conv1d_grouped_forward_dt(dt, y2, x, wg, bias, B, T, C, groups, k, pad, ws);
+            same("conv_grouped_forward", y1, y2, 4 * (size_t)(B * tout * C));
+            memset(dw1, 0, 4 * (size_t)(C * cg * k)), memset(dw2, 0, 4 * (size_t)(C * cg * k));
+            memset(db1, 0, 4 * (size_t)C), memset(db2, 0, 4 * (size_t)C);
+            be->conv_grouped_backward(be, dt, dx1, dw1, db1, dy, x, wg, B, T, C, groups, k, pad);
+            zaya_conv1d_grouped_backward_dt(dt, dx2, dw2, db2, dy, x, wg, B, T, C, groups, k, pad, ws);
+            same("conv_grouped_backward dx", dx1, dx2, 4 * (size_t)(B * T * C));
+            same("conv_grouped_backward dw", dw1, dw2, 4 * (size_t)(C * cg * k));
+            same("conv_grouped_backward dbias", db1, db2, 4 * (size_t)C);
+        }
         free(ws);
-        same("conv_grouped_backward dx", dx1, dx2, 4 * (size_t)(B * T * C));
-        same("conv_grouped_backward dw", dw1, dw2, 4 * (size_t)(C * cg * k));
-        same("conv_grouped_backward dbias", db1, db2, 4 * (size_t)C);
         free(x), free(wd), free(wg), free(bias), free(dy), free(y1), free(y2), free(dx1), free(dx2), free(dw1),
             free(dw2), free(db1), free(db2);
     }

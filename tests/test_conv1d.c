@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kernel_check.h"
+#include "zaya/bf16.h"
 #include "zaya/kernels.h"
 
 /* groups == 0 selects the depthwise kernel (w [C, k]); otherwise grouped (w [C, C/groups, k]). */
@@ -13,13 +14,18 @@ typedef struct {
     float *x, *w, *bias, *y, *r;
     int64_t B, t_in, C, groups, k, pad, t_out;
     float *ws; /* grouped: the GEMM path's workspace, NULL for the tiled kernels */
+    int bf16;  /* grouped on the workspace with bf16 operands */
 } ctx_t;
+
+/* the bf16 path's operands: rounded to bf16 values */
+static double op(const ctx_t *c, float x) { return c->bf16 ? (double)zaya_bf16_to_f32(zaya_f32_to_bf16(x)) : (double)x; }
 
 static void fwd(ctx_t *c) {
     if (c->groups == 0)
         zaya_conv1d_depthwise_forward(c->y, c->x, c->w, c->bias, c->B, c->t_in, c->C, c->k, c->pad);
     else
-        zaya_conv1d_grouped_forward_ws(c->y, c->x, c->w, c->bias, c->B, c->t_in, c->C, c->groups, c->k, c->pad, c->ws);
+        zaya_conv1d_grouped_forward_dt(c->bf16 ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, c->y, c->x, c->w, c->bias, c->B,
+                                       c->t_in, c->C, c->groups, c->k, c->pad, c->ws);
 }
 
 static double loss(void *p) {
@@ -35,14 +41,14 @@ static void ref_forward(double *y, const ctx_t *c) {
     double *xp = th_alloc_d(B * tp * C);
     for (int64_t b = 0; b < B; b++)
         for (int64_t s = 0; s < T; s++)
-            for (int64_t ch = 0; ch < C; ch++) xp[(b * tp + s + pad) * C + ch] = c->x[(b * T + s) * C + ch];
+            for (int64_t ch = 0; ch < C; ch++) xp[(b * tp + s + pad) * C + ch] = op(c, c->x[(b * T + s) * C + ch]);
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < c->t_out; t++)
             for (int64_t o = 0; o < C; o++) {
                 double acc = c->bias ? c->bias[o] : 0.0;
                 int64_t in0 = c->groups ? (o / cg) * cg : o;
                 for (int64_t i = 0; i < cg; i++)
-                    for (int64_t j = 0; j < k; j++) acc += (double)c->w[(o * cg + i) * k + j] * xp[(b * tp + t + j) * C + in0 + i];
+                    for (int64_t j = 0; j < k; j++) acc += op(c, c->w[(o * cg + i) * k + j]) * xp[(b * tp + t + j) * C + in0 + i];
                 y[(b * c->t_out + t) * C + o] = acc;
             }
     free(xp);
@@ -56,15 +62,15 @@ static void ref_backward(double *dx, double *dw, double *db, const ctx_t *c) {
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < c->t_out; t++)
             for (int64_t o = 0; o < C; o++) {
-                double g = c->r[(b * c->t_out + t) * C + o];
-                db[o] += g;
+                double g = op(c, c->r[(b * c->t_out + t) * C + o]);
+                db[o] += c->r[(b * c->t_out + t) * C + o];
                 int64_t in0 = c->groups ? (o / cg) * cg : o;
                 for (int64_t i = 0; i < cg; i++)
                     for (int64_t j = 0; j < k; j++) {
                         int64_t s = t + j - pad;
                         if (s < 0 || s >= T) continue;
-                        dx[(b * T + s) * C + in0 + i] += g * c->w[(o * cg + i) * k + j];
-                        dw[(o * cg + i) * k + j] += g * c->x[(b * T + s) * C + in0 + i];
+                        dx[(b * T + s) * C + in0 + i] += g * op(c, c->w[(o * cg + i) * k + j]);
+                        dw[(o * cg + i) * k + j] += g * op(c, c->x[(b * T + s) * C + in0 + i]);
                     }
             }
 }
@@ -73,12 +79,12 @@ static void run_path(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t
                      uint64_t seed, int gemm) {
     char label[128];
     snprintf(label, sizeof label, "conv %s%s B=%lld T=%lld C=%lld groups=%lld k=%lld pad=%lld bias=%d",
-             groups ? "grouped" : "depthwise", gemm ? " (gemm)" : "", (long long)B, (long long)t_in, (long long)C,
+             groups ? "grouped" : "depthwise", gemm == 2 ? " (gemm, bf16)" : gemm ? " (gemm)" : "", (long long)B, (long long)t_in, (long long)C,
              (long long)groups, (long long)k, (long long)pad, with_bias);
     int64_t t_out = t_in + pad - k + 1, cg = groups ? C / groups : 1;
     int64_t nx = B * t_in * C, ny = B * t_out * C, nw = C * cg * k;
     ctx_t c = {th_alloc(nx), th_alloc(nw), with_bias ? th_alloc(C) : NULL, th_alloc(ny), th_alloc(ny),
-               B, t_in, C, groups, k, pad, t_out, NULL};
+               B, t_in, C, groups, k, pad, t_out, NULL, gemm == 2};
     if (gemm) { /* NaN-filled: the kernel must write before it reads */
         const int64_t nws = zaya_conv1d_grouped_ws_floats(B, t_in, C, groups, k, pad);
         c.ws = th_alloc(nws);
@@ -103,7 +109,8 @@ static void run_path(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t
     if (groups == 0)
         zaya_conv1d_depthwise_backward(dx, dw, with_bias ? db : NULL, c.r, c.x, c.w, B, t_in, C, k, pad);
     else
-        zaya_conv1d_grouped_backward_ws(dx, dw, with_bias ? db : NULL, c.r, c.x, c.w, B, t_in, C, groups, k, pad, c.ws);
+        zaya_conv1d_grouped_backward_dt(c.bf16 ? ZAYA_DTYPE_BF16 : ZAYA_DTYPE_F32, dx, dw, with_bias ? db : NULL, c.r, c.x,
+                                        c.w, B, t_in, C, groups, k, pad, c.ws);
     double *dxref = th_alloc_d(nx), *dwref = th_alloc_d(nw), *dbref = th_alloc_d(C);
     for (int64_t i = 0; i < nw; i++) dwref[i] = dw0[i];
     for (int64_t i = 0; i < C; i++) dbref[i] = db0[i];
@@ -115,22 +122,26 @@ static void run_path(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t
     else
         CHECK(memcmp(db, db0, (size_t)C * sizeof(float)) == 0, "%s: dbias NULL leaves buffer alone", label);
 
-    /* Finite differences (the loss is linear in each input, so h can be large). */
+    /* Finite differences (the loss is linear in each input, so h can be large); not of the bf16 path,
+     * whose rounded operands make the loss a step function at this scale. */
     float *gw = th_alloc(nw), *gb = th_alloc(C);
+    if (c.bf16) goto done;
     for (int64_t i = 0; i < nw; i++) gw[i] = dw[i] - dw0[i];
     for (int64_t i = 0; i < C; i++) gb[i] = db[i] - db0[i];
     kc_fd_check(label, loss, &c, c.x, nx, dx, 16, 1e-2, 1e-3, seed);
     kc_fd_check(label, loss, &c, c.w, nw, gw, 16, 1e-2, 1e-3, seed + 1);
     if (c.bias) kc_fd_check(label, loss, &c, c.bias, C, gb, 8, 1e-2, 1e-3, seed + 2);
+done:
 
     free(c.x), free(c.w), free(c.bias), free(c.y), free(c.r), free(dx), free(dw), free(db), free(dw0), free(db0);
     free(gw), free(gb), free(yref), free(dxref), free(dwref), free(dbref), free(c.ws);
 }
 
-/* Depthwise once; grouped through the tiled kernels and the GEMM path. */
+/* Depthwise once; grouped through the tiled kernels and the GEMM path, in f32 and with bf16 operands. */
 static void run(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, int with_bias, uint64_t seed) {
     run_path(B, t_in, C, groups, k, pad, with_bias, seed, 0);
     if (groups) run_path(B, t_in, C, groups, k, pad, with_bias, seed, 1);
+    if (groups) run_path(B, t_in, C, groups, k, pad, with_bias, seed, 2);
 }
 
 /* CCA: depthwise k=2 with pad 2 gives T+1 rows whose first row is the bias alone, then grouped k=2

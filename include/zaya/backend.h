@@ -112,11 +112,14 @@ struct zaya_backend {
                             int64_t t_in, int64_t C, int64_t k, int64_t pad);
     void (*conv_dw_backward)(zaya_backend *be, float *dx, float *dw, float *dbias, const float *dy, const float *x,
                              const float *w, int64_t B, int64_t t_in, int64_t C, int64_t k, int64_t pad);
-    void (*conv_grouped_forward)(zaya_backend *be, float *y, const float *x, const float *w, const float *bias,
-                                 int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad);
-    void (*conv_grouped_backward)(zaya_backend *be, float *dx, float *dw, float *dbias, const float *dy,
-                                  const float *x, const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups,
-                                  int64_t k, int64_t pad);
+    /* (kernels.h: zaya_conv1d_grouped_forward_dt / _backward_dt; bf16: the products take bf16-rounded
+     * operands) */
+    void (*conv_grouped_forward)(zaya_backend *be, zaya_dtype dtype, float *y, const float *x, const float *w,
+                                 const float *bias, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                 int64_t pad);
+    void (*conv_grouped_backward)(zaya_backend *be, zaya_dtype dtype, float *dx, float *dw, float *dbias,
+                                  const float *dy, const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
+                                  int64_t groups, int64_t k, int64_t pad);
     /* qk rows [N, (Hq + Hkv) * hd]: qk_raw += skip terms of qk_pre (zaya_cca_qk_mean_skip_forward); the
      * backward adds the terms' gradient given g = d(qk_raw) into dpre (+=) */
     void (*qk_mean_skip_forward)(zaya_backend *be, float *qk_raw, const float *qk_pre, int64_t N, int64_t Hq,

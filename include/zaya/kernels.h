@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "zaya/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -74,6 +76,15 @@ void zaya_conv1d_grouped_forward_ws(float *y, const float *x, const float *w, co
 void zaya_conv1d_grouped_backward_ws(float *dx, float *dw, float *dbias, const float *dy, const float *x,
                                      const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
                                      int64_t pad, float *ws);
+/* The _ws calls in a dtype (the model's): ZAYA_DTYPE_BF16 gives the products bf16 operands with f32
+ * accumulation, as the linear layers (x and w forward; dy and w for dx; dy and x for dw); the bias
+ * and its gradient stay f32. bf16 needs the workspace (asserted). */
+void zaya_conv1d_grouped_forward_dt(zaya_dtype dtype, float *y, const float *x, const float *w, const float *bias,
+                                    int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad,
+                                    float *ws);
+void zaya_conv1d_grouped_backward_dt(zaya_dtype dtype, float *dx, float *dw, float *dbias, const float *dy,
+                                     const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
+                                     int64_t groups, int64_t k, int64_t pad, float *ws);
 
 /* ---- Pointwise activations over n elements ---- */
 void zaya_gelu_forward(float *y, const float *x, int64_t n); /* exact: x * Phi(x) (erf form) */

@@ -28,7 +28,7 @@ void zaya_engine_cca_forward(zaya_engine *e, int l) {
     zaya_engine_lin_forward(e, A->vv, A->xn, P->wv, N, D, kvd, 0.0f, 0);
     be->value_shift_forward(be, A->v, A->vv, B, T, kvd);
     be->conv_dw_forward(be, A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
-    be->conv_grouped_forward(be, A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
+    be->conv_grouped_forward(be, e->dt, A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
     be->qk_mean_skip_forward(be, A->qk_raw, A->qk_pre, N, Hq, Hkv, hd);
     set_qk_mult(e, P->temp);
     be->l2norm_forward(be, A->qk, A->inv_norm, A->qk_raw, e->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);
@@ -61,7 +61,7 @@ void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn
     be->l2norm_backward(be, e->dqk, e->dqk_mult, e->dqk2, A->qk_raw, A->inv_norm, e->qk_mult, sqrtf((float)hd), N,
                         Hq + Hkv, hd);
     be->add(be, G->temp, e->dqk_mult + Hq, Hkv);
-    be->conv_grouped_backward(be, e->dconv0, G->conv1_w, G->conv1_b, e->dqk, A->conv0, P->conv1_w, B, T + k1 - 1, C,
+    be->conv_grouped_backward(be, e->dt, e->dconv0, G->conv1_w, G->conv1_b, e->dqk, A->conv0, P->conv1_w, B, T + k1 - 1, C,
                               Hq + Hkv, k1, 0);
     be->conv_dw_backward(be, e->dqk2, G->conv0_w, G->conv0_b, e->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
                          (k0 - 1) + (k1 - 1));

@@ -138,6 +138,15 @@ static void cuda_conv_dw_backward(zaya_backend *be, float *dx, float *dw, float 
     zaya_cuda_be_check_launch(be, "conv_dw_backward");
 }
 
+// x rounded to the nearest bf16 value, ties to even (zaya_f32_to_bf16 then back; NaN passes through):
+// the bf16 mode of the grouped convolution rounds the products' operands as they are staged.
+__device__ static float round_bf16(float x) {
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return __uint_as_float(u & 0xffff0000u);
+}
+
 // ---- Grouped convolution ----
 // Both activation passes are one product per group, as group_product in conv1d.c:
 //   out[b, r, g cg + q] = init + sum_j sum_m in[b, r + off0 + j step, g cg + m] W(j, m, q)
@@ -152,7 +161,7 @@ static void cuda_conv_dw_backward(zaya_backend *be, float *dx, float *dw, float 
 template <bool TRANSPOSE_W>
 __global__ static void __launch_bounds__(GP_THREADS)
     grouped_product_kernel(float *out, int64_t out_rows, const float *in, int64_t in_rows, const float *w,
-                           const float *bias, int64_t C, int64_t cg, int64_t k, int64_t off0, int64_t step) {
+                           const float *bias, int64_t C, int64_t cg, int64_t k, int64_t off0, int64_t step, int rnd) {
     __shared__ float xs[GP_T][GP_T + 1]; // [row][m]
     __shared__ float ws[GP_T][GP_T + 1]; // [m][q]
     const int nthreads = GP_THREADS, tx = threadIdx.x % GP_T, ty = threadIdx.x / GP_T;
@@ -168,13 +177,14 @@ __global__ static void __launch_bounds__(GP_THREADS)
             for (int e = threadIdx.x; e < GP_T * GP_T; e += nthreads) {
                 const int rr = e / GP_T, mm = e % GP_T;
                 const int64_t s = r0 + rr + off0 + j * step, m = m0 + mm;
-                xs[rr][mm] = (s >= 0 && s < in_rows && m < cg) ? inb[s * C + m] : 0.0f;
+                const float xv = (s >= 0 && s < in_rows && m < cg) ? inb[s * C + m] : 0.0f;
+                xs[rr][mm] = rnd ? round_bf16(xv) : xv;
                 // the weight index that varies fastest in memory goes with the thread index
                 const int wm = TRANSPOSE_W ? e / GP_T : e % GP_T, wq = TRANSPOSE_W ? e % GP_T : e / GP_T;
                 const int64_t mg = m0 + wm, qg = q0 + wq;
                 float v = 0.0f;
                 if (mg < cg && qg < cg) v = TRANSPOSE_W ? wg[(mg * cg + qg) * k + j] : wg[(qg * cg + mg) * k + j];
-                ws[wm][wq] = v;
+                ws[wm][wq] = rnd ? round_bf16(v) : v;
             }
             __syncthreads();
             for (int mm = 0; mm < GP_T; mm++) {
@@ -191,7 +201,7 @@ __global__ static void __launch_bounds__(GP_THREADS)
 
 static void launch_grouped_product(zaya_backend *be, int transpose_w, float *out, int64_t out_rows, const float *in,
                                    int64_t in_rows, const float *w, const float *bias, int64_t B, int64_t C,
-                                   int64_t groups, int64_t k, int64_t off0, int64_t step) {
+                                   int64_t groups, int64_t k, int64_t off0, int64_t step, int rnd) {
     const int64_t cg = C / groups;
     if (B <= 0 || out_rows <= 0 || cg <= 0) return;
     const dim3 grid((unsigned)(groups * ((cg + GP_T - 1) / GP_T)), (unsigned)((out_rows + GP_T - 1) / GP_T),
@@ -199,10 +209,10 @@ static void launch_grouped_product(zaya_backend *be, int transpose_w, float *out
     const int threads = GP_THREADS;
     if (transpose_w)
         grouped_product_kernel<true><<<grid, threads, 0, cca_stream(be)>>>(out, out_rows, in, in_rows, w, bias, C, cg,
-                                                                           k, off0, step);
+                                                                           k, off0, step, rnd);
     else
         grouped_product_kernel<false><<<grid, threads, 0, cca_stream(be)>>>(out, out_rows, in, in_rows, w, bias, C,
-                                                                            cg, k, off0, step);
+                                                                            cg, k, off0, step, rnd);
 }
 
 // dw[g cg + o, i, j] += sum_{b,t} dy[b, t, g cg + o] x[b, t+j-pad, g cg + i]: one block per
@@ -210,7 +220,7 @@ static void launch_grouped_product(zaya_backend *be, int transpose_w, float *out
 // time through shared memory; thread (i, lane) keeps 4 o accumulators.
 __global__ static void __launch_bounds__(GP_THREADS)
     grouped_dw_kernel(float *dw, const float *dy, const float *x, int64_t B, int64_t t_in, int64_t t_out, int64_t C,
-                      int64_t cg, int64_t k, int64_t pad) {
+                      int64_t cg, int64_t k, int64_t pad, int rnd) {
     __shared__ float ys[GP_T][GP_T + 1]; // [row][o]
     __shared__ float xs[GP_T][GP_T + 1]; // [row][i]
     const int nthreads = GP_THREADS, tx = threadIdx.x % GP_T, ty = threadIdx.x / GP_T;
@@ -228,8 +238,8 @@ __global__ static void __launch_bounds__(GP_THREADS)
                 if (o0 + cc < cg) yv = dy[r * C + g * cg + o0 + cc];
                 if (i0 + cc < cg && s >= 0 && s < t_in) xv = x[(b * t_in + s) * C + g * cg + i0 + cc];
             }
-            ys[rr][cc] = yv;
-            xs[rr][cc] = xv;
+            ys[rr][cc] = rnd ? round_bf16(yv) : yv;
+            xs[rr][cc] = rnd ? round_bf16(xv) : xv;
         }
         __syncthreads();
         for (int rr = 0; rr < GP_T; rr++) {
@@ -251,29 +261,32 @@ static int grouped_args_ok(zaya_backend *be, const char *op, int64_t C, int64_t 
     return 0;
 }
 
-static void cuda_conv_grouped_forward(zaya_backend *be, float *y, const float *x, const float *w, const float *bias,
-                                      int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
+static void cuda_conv_grouped_forward(zaya_backend *be, zaya_dtype dtype, float *y, const float *x, const float *w,
+                                      const float *bias, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                      int64_t pad) {
+    const int rnd = dtype == ZAYA_DTYPE_BF16;
     if (!grouped_args_ok(be, "conv_grouped_forward", C, groups, k) || !conv_args_ok(be, "conv_grouped_forward", k, pad))
         return;
     const int64_t t_out = conv_t_out(t_in, k, pad);
-    launch_grouped_product(be, 0, y, t_out, x, t_in, w, bias, B, C, groups, k, -pad, 1);
+    launch_grouped_product(be, 0, y, t_out, x, t_in, w, bias, B, C, groups, k, -pad, 1, rnd);
     zaya_cuda_be_check_launch(be, "conv_grouped_forward");
 }
 
-static void cuda_conv_grouped_backward(zaya_backend *be, float *dx, float *dw, float *dbias, const float *dy,
-                                       const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
-                                       int64_t groups, int64_t k, int64_t pad) {
+static void cuda_conv_grouped_backward(zaya_backend *be, zaya_dtype dtype, float *dx, float *dw, float *dbias,
+                                       const float *dy, const float *x, const float *w, int64_t B, int64_t t_in,
+                                       int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    const int rnd = dtype == ZAYA_DTYPE_BF16;
     if (!grouped_args_ok(be, "conv_grouped_backward", C, groups, k) ||
         !conv_args_ok(be, "conv_grouped_backward", k, pad))
         return;
     const int64_t t_out = conv_t_out(t_in, k, pad), cg = C / groups;
     // dx[s] reads dy[s + pad - j]: the same product with the weight transposed within the group
     // (with t_out == 0 every input row is padding and dx is written as zeros)
-    launch_grouped_product(be, 1, dx, t_in, dy, t_out, w, NULL, B, C, groups, k, pad, -1);
+    launch_grouped_product(be, 1, dx, t_in, dy, t_out, w, NULL, B, C, groups, k, pad, -1, rnd);
     if (B * t_out > 0 && cg > 0) {
         const dim3 grid((unsigned)(groups * ((cg + GP_T - 1) / GP_T)), (unsigned)((cg + GP_T - 1) / GP_T),
                         (unsigned)k);
-        grouped_dw_kernel<<<grid, GP_THREADS, 0, cca_stream(be)>>>(dw, dy, x, B, t_in, t_out, C, cg, k, pad);
+        grouped_dw_kernel<<<grid, GP_THREADS, 0, cca_stream(be)>>>(dw, dy, x, B, t_in, t_out, C, cg, k, pad, rnd);
         if (dbias) launch_param_grad(be, NULL, dbias, dy, NULL, B, t_in, t_out, C, k, pad, k, 1);
     }
     zaya_cuda_be_check_launch(be, "conv_grouped_backward");

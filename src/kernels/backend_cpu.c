@@ -268,15 +268,26 @@ static float *conv_ws(zaya_backend *be, int64_t B, int64_t t_in, int64_t C, int6
     const int64_t need = zaya_conv1d_grouped_ws_floats(B, t_in, C, groups, k, pad);
     return c->scratch && (size_t)need * sizeof(float) <= c->scratch_bytes ? c->scratch : NULL;
 }
-static void cpu_conv_grouped_forward(zaya_backend *be, float *y, const float *x, const float *w, const float *bias,
-                                     int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
-    zaya_conv1d_grouped_forward_ws(y, x, w, bias, B, t_in, C, groups, k, pad, conv_ws(be, B, t_in, C, groups, k, pad));
+/* bf16 products need the workspace: without it the call is refused (the error names the scratch). */
+static int conv_bf16_ok(zaya_backend *be, const char *op, zaya_dtype dt, const float *ws) {
+    if (ws || dt == ZAYA_DTYPE_F32) return 1;
+    zaya_error_set(ZAYA_EINVAL, "bf16 needs the grouped convolution's workspace in the reserved scratch");
+    fail(be, op);
+    return 0;
 }
-static void cpu_conv_grouped_backward(zaya_backend *be, float *dx, float *dw, float *dbias, const float *dy,
-                                      const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
-                                      int64_t groups, int64_t k, int64_t pad) {
-    zaya_conv1d_grouped_backward_ws(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad,
-                                    conv_ws(be, B, t_in, C, groups, k, pad));
+static void cpu_conv_grouped_forward(zaya_backend *be, zaya_dtype dtype, float *y, const float *x, const float *w,
+                                     const float *bias, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                     int64_t pad) {
+    float *ws = conv_ws(be, B, t_in, C, groups, k, pad);
+    if (!conv_bf16_ok(be, "conv_grouped_forward", dtype, ws)) return;
+    zaya_conv1d_grouped_forward_dt(dtype, y, x, w, bias, B, t_in, C, groups, k, pad, ws);
+}
+static void cpu_conv_grouped_backward(zaya_backend *be, zaya_dtype dtype, float *dx, float *dw, float *dbias,
+                                      const float *dy, const float *x, const float *w, int64_t B, int64_t t_in,
+                                      int64_t C, int64_t groups, int64_t k, int64_t pad) {
+    float *ws = conv_ws(be, B, t_in, C, groups, k, pad);
+    if (!conv_bf16_ok(be, "conv_grouped_backward", dtype, ws)) return;
+    zaya_conv1d_grouped_backward_dt(dtype, dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, ws);
 }
 static void cpu_qk_mean_skip_forward(zaya_backend *be, float *qk_raw, const float *qk_pre, int64_t N, int64_t Hq,
                                      int64_t Hkv, int64_t hd) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kernel_util.h"
+#include "zaya/bf16.h"
 #include "zaya/matmul.h"
 #include "zaya/kernels.h"
 #include "zaya/status.h"
@@ -213,15 +214,20 @@ static void group_product(float *out, int64_t out_rows, const float *in, int64_t
  * gradient laid out on the same grid (k - 1 leading zero rows, each sequence's t_out rows followed by
  * k - 1 zero rows), so dX = sum_j dY[r - j] W_j^T and dW_j = sum_r dY[r]^T X[r + j] never mix
  * sequences. Workspace, in floats: two repacked weight blocks (k C cg each), the stacked grid
- * ((k - 1 + B tp) C) and, with pad > 0, the padded input and its gradient (B tp C each). */
+ * ((k - 1 + B tp) C) and, with pad > 0, the padded input and its gradient (B tp C each); then the
+ * bf16 copies of the repacked weights, the grid and the (padded) input, for the bf16 products. */
+static int64_t half_floats(int64_t n) { return (n + 31) / 32 * 16; } /* n bf16 values, 64-byte steps */
+
 int64_t zaya_conv1d_grouped_ws_floats(int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad) {
     ZAYA_ASSERT(groups >= 1 && C % groups == 0 && k >= 1 && pad >= 0);
     const int64_t cg = C / groups, tp = t_in + pad;
-    return 2 * k * C * cg + (k - 1 + B * tp) * C + (pad > 0 ? 2 * B * tp * C : 0);
+    return 2 * k * C * cg + (k - 1 + B * tp) * C + (pad > 0 ? 2 * B * tp * C : 0) + half_floats(k * C * cg) +
+           half_floats((k - 1 + B * tp) * C) + half_floats(B * tp * C);
 }
 
 typedef struct {
     float *wp, *dws, *grid, *xp, *dxp;
+    zaya_bf16 *wpb, *gridb, *xb; /* bf16 copies: repacked weights, grid, (padded) input */
 } grouped_ws;
 
 static grouped_ws ws_split(float *ws, int64_t B, int64_t tp, int64_t C, int64_t cg, int64_t k, int64_t pad) {
@@ -231,6 +237,12 @@ static grouped_ws ws_split(float *ws, int64_t B, int64_t tp, int64_t C, int64_t 
     w.grid = w.dws + k * C * cg;
     w.xp = pad > 0 ? w.grid + (k - 1 + B * tp) * C : NULL;
     w.dxp = pad > 0 ? w.xp + B * tp * C : NULL;
+    float *h = w.grid + (k - 1 + B * tp) * C + (pad > 0 ? 2 * B * tp * C : 0);
+    w.wpb = (zaya_bf16 *)h;
+    h += half_floats(k * C * cg);
+    w.gridb = (zaya_bf16 *)h;
+    h += half_floats((k - 1 + B * tp) * C);
+    w.xb = (zaya_bf16 *)h;
     return w;
 }
 
@@ -257,16 +269,21 @@ static void pad_input(float *xp, const float *x, int64_t B, int64_t t_in, int64_
     }
 }
 
-static void gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t kk, const float *a, int64_t lda, const float *b,
-                     int64_t ldb, float *c, int64_t ldc, float beta) {
-    zaya_matmul_desc d = {.dtype = ZAYA_DTYPE_F32, .trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = kk,
+static void gemm_dt(zaya_dtype dt, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, float *c, int64_t ldc, float beta) {
+    zaya_matmul_desc d = {.dtype = dt, .trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = kk,
                           .lda = lda, .ldb = ldb, .ldc = ldc, .beta = beta};
     zaya_status st = zaya_matmul(&d, a, b, c);
     ZAYA_ASSERT(st == ZAYA_OK);
 }
 
-static void grouped_forward_gemm(float *y, const float *x, const float *w, const float *bias, int64_t B, int64_t t_in,
-                                 int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
+/* An operand of the (group, tap) products: the f32 matrix, or its bf16 copy at the same offset. */
+static const void *operand(zaya_dtype dt, const float *f, const zaya_bf16 *h, int64_t off) {
+    return dt == ZAYA_DTYPE_BF16 ? (const void *)(h + off) : (const void *)(f + off);
+}
+
+static void grouped_forward_gemm(zaya_dtype dt, float *y, const float *x, const float *w, const float *bias, int64_t B,
+                                 int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
     const int64_t cg = C / groups, tp = t_in + pad, t_out = conv_t_out(t_in, k, pad), rows = B * tp - (k - 1);
     if (B * t_out == 0) return;
     grouped_ws W = ws_split(ws, B, tp, C, cg, k, pad);
@@ -276,10 +293,14 @@ static void grouped_forward_gemm(float *y, const float *x, const float *w, const
         pad_input(W.xp, x, B, t_in, C, pad);
         X = W.xp;
     }
+    if (dt == ZAYA_DTYPE_BF16) {
+        zaya_f32_to_bf16_n(W.wpb, W.wp, (size_t)(k * C * cg));
+        zaya_f32_to_bf16_n(W.xb, X, (size_t)(B * tp * C));
+    }
     for (int64_t g = 0; g < groups; g++)
         for (int64_t j = 0; j < k; j++)
-            gemm_f32(0, 0, rows, cg, cg, X + j * C + g * cg, C, W.wp + (j * groups + g) * cg * cg, cg, W.grid + g * cg, C,
-                     j > 0 ? 1.0f : 0.0f);
+            gemm_dt(dt, 0, 0, rows, cg, cg, operand(dt, X, W.xb, j * C + g * cg), C,
+                    operand(dt, W.wp, W.wpb, (j * groups + g) * cg * cg), cg, W.grid + g * cg, C, j > 0 ? 1.0f : 0.0f);
 #pragma omp parallel for schedule(static) if (B * t_out * C >= ZAYA_PAR_MIN_WORK)
     for (int64_t r = 0; r < B * t_out; r++) {
         const float *src = W.grid + ((r / t_out) * tp + r % t_out) * C;
@@ -293,8 +314,9 @@ static void grouped_forward_gemm(float *y, const float *x, const float *w, const
     }
 }
 
-static void grouped_backward_gemm(float *dx, float *dw, float *dbias, const float *dy, const float *x, const float *w,
-                                  int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
+static void grouped_backward_gemm(zaya_dtype dt, float *dx, float *dw, float *dbias, const float *dy, const float *x,
+                                  const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
+                                  int64_t pad, float *ws) {
     const int64_t cg = C / groups, tp = t_in + pad, t_out = conv_t_out(t_in, k, pad), h = k - 1;
     grouped_ws W = ws_split(ws, B, tp, C, cg, k, pad);
     repack_taps(W.wp, w, C, cg, k);
@@ -314,15 +336,21 @@ static void grouped_backward_gemm(float *dx, float *dw, float *dbias, const floa
         X = W.xp;
     }
     float *DX = pad > 0 ? W.dxp : dx;
+    if (dt == ZAYA_DTYPE_BF16) {
+        zaya_f32_to_bf16_n(W.wpb, W.wp, (size_t)(k * C * cg));
+        zaya_f32_to_bf16_n(W.gridb, grid, (size_t)((h + B * tp) * C));
+        zaya_f32_to_bf16_n(W.xb, X, (size_t)(B * tp * C));
+    }
     for (int64_t g = 0; g < groups; g++)
         for (int64_t j = 0; j < k; j++) {
-            const float *wj = W.wp + (j * groups + g) * cg * cg;
+            const void *wj = operand(dt, W.wp, W.wpb, (j * groups + g) * cg * cg);
             /* dX[u] += dY[u - j] W_j^T over the B tp padded-input rows */
-            gemm_f32(0, 1, B * tp, cg, cg, grid + (h - j) * C + g * cg, C, wj, cg, DX + g * cg, C, j > 0 ? 1.0f : 0.0f);
+            gemm_dt(dt, 0, 1, B * tp, cg, cg, operand(dt, grid, W.gridb, (h - j) * C + g * cg), C, wj, cg, DX + g * cg,
+                    C, j > 0 ? 1.0f : 0.0f);
             /* dW_j (as [o][i]) = sum_r dY[r]^T X[r + j] over rows whose taps stay in the grid */
             if (B * tp - h > 0)
-                gemm_f32(1, 0, cg, cg, B * tp - h, grid + h * C + g * cg, C, X + j * C + g * cg, C,
-                         W.dws + (j * groups + g) * cg * cg, cg, 0.0f);
+                gemm_dt(dt, 1, 0, cg, cg, B * tp - h, operand(dt, grid, W.gridb, h * C + g * cg), C,
+                        operand(dt, X, W.xb, j * C + g * cg), C, W.dws + (j * groups + g) * cg * cg, cg, 0.0f);
             else
                 memset(W.dws + (j * groups + g) * cg * cg, 0, (size_t)(cg * cg) * sizeof(float));
         }
@@ -360,9 +388,16 @@ void zaya_conv1d_grouped_forward(float *y, const float *x, const float *w, const
 
 void zaya_conv1d_grouped_forward_ws(float *y, const float *x, const float *w, const float *bias, int64_t B,
                                     int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad, float *ws) {
+    zaya_conv1d_grouped_forward_dt(ZAYA_DTYPE_F32, y, x, w, bias, B, t_in, C, groups, k, pad, ws);
+}
+
+void zaya_conv1d_grouped_forward_dt(zaya_dtype dtype, float *y, const float *x, const float *w, const float *bias,
+                                    int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k, int64_t pad,
+                                    float *ws) {
     ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    ZAYA_ASSERT(ws || dtype == ZAYA_DTYPE_F32); /* bf16 products run on the workspace's GEMMs */
     if (ws) {
-        grouped_forward_gemm(y, x, w, bias, B, t_in, C, groups, k, pad, ws);
+        grouped_forward_gemm(dtype, y, x, w, bias, B, t_in, C, groups, k, pad, ws);
         return;
     }
     const int64_t t_out = conv_t_out(t_in, k, pad);
@@ -422,9 +457,16 @@ void zaya_conv1d_grouped_backward(float *dx, float *dw, float *dbias, const floa
 void zaya_conv1d_grouped_backward_ws(float *dx, float *dw, float *dbias, const float *dy, const float *x,
                                      const float *w, int64_t B, int64_t t_in, int64_t C, int64_t groups, int64_t k,
                                      int64_t pad, float *ws) {
+    zaya_conv1d_grouped_backward_dt(ZAYA_DTYPE_F32, dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, ws);
+}
+
+void zaya_conv1d_grouped_backward_dt(zaya_dtype dtype, float *dx, float *dw, float *dbias, const float *dy,
+                                     const float *x, const float *w, int64_t B, int64_t t_in, int64_t C,
+                                     int64_t groups, int64_t k, int64_t pad, float *ws) {
     ZAYA_ASSERT(groups >= 1 && C % groups == 0);
+    ZAYA_ASSERT(ws || dtype == ZAYA_DTYPE_F32);
     if (ws) {
-        grouped_backward_gemm(dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, ws);
+        grouped_backward_gemm(dtype, dx, dw, dbias, dy, x, w, B, t_in, C, groups, k, pad, ws);
         return;
     }
     const int64_t t_out = conv_t_out(t_in, k, pad);

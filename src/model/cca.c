@@ -39,8 +39,8 @@ void zaya_cca_forward(zaya_model *m, int l, const float *xn, float *a_out) {
     } else {
         zaya_conv1d_depthwise_forward(A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
     }
-    zaya_conv1d_grouped_forward_ws(A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, Bp, Tp + k1 - 1, C, Hq + Hkv, k1, 0,
-                                   m->work->conv_ws);
+    zaya_conv1d_grouped_forward_dt(m->dtype, A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, Bp, Tp + k1 - 1, C, Hq + Hkv,
+                                   k1, 0, m->work->conv_ws);
     zaya_qk_mean_skip_forward(A->qk_raw, A->qk_pre, N, Hq, Hkv, hd);
 
     zaya_prof_mark(m, ZAYA_PROF_QKNORM_ROPE);
@@ -89,8 +89,8 @@ void zaya_cca_backward(zaya_model *m, int l, const float *da, float *dxn) {
     for (int64_t j = 0; j < Hkv; j++) G->temp[j] += w->dqk_mult[Hq + j];
     zaya_prof_mark(m, ZAYA_PROF_CONV);
 
-    zaya_conv1d_grouped_backward_ws(w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, Bp, Tp + k1 - 1,
-                                    C, Hq + Hkv, k1, 0, w->conv_ws);
+    zaya_conv1d_grouped_backward_dt(m->dtype, w->dconv0, G->conv1_w, G->conv1_b, w->dqk, A->conv0, P->conv1_w, Bp,
+                                    Tp + k1 - 1, C, Hq + Hkv, k1, 0, w->conv_ws);
     if (cp) {
         /* the halo rows' gradients and each piece's first delayed value belong to the previous chunk;
          * the value projection's backward waits for the next chunk's share of dvv */

@@ -143,9 +143,9 @@ static void compare_engine(int medium, zaya_dtype dt, double tol, double step_to
         }
         /* A temperature's gradient is one sum, with heavy cancellation, over every attention logit of its
          * heads; with bf16 attention each P or dS operand that rounds the other way (the two sides' f32
-         * values differ in their last bits) moves it by 2^-8 of one term. Measured: 1.5e-2 to 2.7e-2
-         * on the medium config, against the portable and the AMX CPU kernels. */
-        const double ttol = dt == ZAYA_DTYPE_BF16 && strstr(t->name, "qk_norm.temp") ? 5e-2 : tol;
+         * values differ in their last bits) moves it by 2^-8 of one term. Measured on the medium config:
+         * 1.5e-2 to 5.5e-2 (portable and AMX CPU attention, f32 and bf16 grouped convolution). */
+        const double ttol = dt == ZAYA_DTYPE_BF16 && strstr(t->name, "qk_norm.temp") ? 1e-1 : tol;
         CHECK(err <= ttol, "%s: gradient of %s: rel err %.3e > %.1e", name, t->name, err, ttol);
         if (getenv("ZAYA_EMU_VERBOSE")) printf("  gradient %-60s %.2e\n", t->name, err);
     }

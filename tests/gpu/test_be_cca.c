@@ -150,8 +150,9 @@ static void test_conv(int grouped, int64_t B, int64_t t_in, int64_t C, int64_t g
             dev_put(d_db, db0, (size_t)C * sizeof(float));
         }
         if (grouped) {
-            be->conv_grouped_forward(be, d_y, d_x, d_w, d_bias, B, t_in, C, groups, k, pad);
-            be->conv_grouped_backward(be, d_dx, d_dw, d_db, d_dy, d_x, d_w, B, t_in, C, groups, k, pad);
+            be->conv_grouped_forward(be, ZAYA_DTYPE_F32, d_y, d_x, d_w, d_bias, B, t_in, C, groups, k, pad);
+            be->conv_grouped_backward(be, ZAYA_DTYPE_F32, d_dx, d_dw, d_db, d_dy, d_x, d_w, B, t_in, C, groups, k,
+                                      pad);
         } else {
             be->conv_dw_forward(be, d_y, d_x, d_w, d_bias, B, t_in, C, k, pad);
             be->conv_dw_backward(be, d_dx, d_dw, d_db, d_dy, d_x, d_w, B, t_in, C, k, pad);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zaya/attention.h"
 #include "zaya/bench.h"
 #include "zaya/bench_model.h"
 #include "zaya/config.h"
@@ -382,8 +383,9 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     for (int i = 0; i < nres; i++) print_res(&mb, &res[i]);
     for (int i = 0; i < nres; i++)
         if (!strcmp(res[i].who, "zaya"))
-            fprintf(out, "# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)\n",
-                   res[i].dtype, 100 * res[i].skip);
+            fprintf(out, "# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)%s%s\n",
+                   res[i].dtype, 100 * res[i].skip, strcmp(res[i].dtype, "bf16") || mb.be ? "" : "; attention kernel: ",
+                   strcmp(res[i].dtype, "bf16") || mb.be ? "" : zaya_attention_bf16_impl(mb.cfg.head_dim));
     if (tr->ok) {
         fprintf(out, "# peer: PyTorch %s (%s), %s; its torch.mm at 2048^3: f32 %.1f, bf16 %.1f GFLOP/s (zaya's oneDNN "
                      "peak above)%s\n",

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Causal GQA attention: zaya's tiled kernel vs PyTorch eager, measured in the same run.
+"""Causal GQA attention: zaya's tiled kernels vs PyTorch, measured in the same run, f32 and bf16.
 
-PyTorch eager is the textbook formulation: K/V repeated to the query heads, softmax(mask(Q K^T * s)) V
-with torch.matmul, fp32, backward by autograd. Both run on the same thread count. Causal FLOPs:
-forward 4*T*T*D*Hq/2 per sequence, backward 2.5x forward. Prints a table; writes JSON and CSV to -o.
+Two PyTorch peers: the textbook formulation (K/V repeated to the query heads, softmax(mask(Q K^T * s)) V
+with torch.matmul, backward by autograd) and, where the PyTorch has it, its fused
+scaled_dot_product_attention(is_causal=True). The bf16 rows give PyTorch bf16 tensors and zaya its bf16
+mode (bf16 operands, f32 accumulation; the AMX tile kernel where the host has one). Both sides run on the
+same thread count. Causal FLOPs: forward 4*T*T*D*Hq/2 per sequence, backward 2.5x forward. Prints a table;
+writes JSON and CSV to -o.
 
-usage: /usr/bin/python3 bench/attention_vs_torch.py --bin build/tests/bench_attention [-o DIR]
+usage: python3 bench/attention_vs_torch.py --bin build/tests/bench_attention [--dtype f32|bf16|both] [-o DIR]
 """
 import argparse
 import csv
@@ -22,18 +25,25 @@ except ImportError:
     sys.exit(77)
 
 
-def torch_times(B, T, Hq, Hkv, D, reps):
+def torch_times(B, T, Hq, Hkv, D, reps, dtype="f32", fused=False):
+    """Best forward and forward+backward seconds; fused: scaled_dot_product_attention (None if absent)."""
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    if fused and sdpa is None:
+        return None, None
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float32
     g = torch.Generator().manual_seed(0)
-    q = (torch.rand(B, Hq, T, D, generator=g) * 2 - 1).requires_grad_()
-    k = (torch.rand(B, Hkv, T, D, generator=g) * 2 - 1).requires_grad_()
-    v = (torch.rand(B, Hkv, T, D, generator=g) * 2 - 1).requires_grad_()
-    dout = torch.rand(B, Hq, T, D, generator=g) * 2 - 1
+    q = (torch.rand(B, Hq, T, D, generator=g) * 2 - 1).to(tdt).requires_grad_()
+    k = (torch.rand(B, Hkv, T, D, generator=g) * 2 - 1).to(tdt).requires_grad_()
+    v = (torch.rand(B, Hkv, T, D, generator=g) * 2 - 1).to(tdt).requires_grad_()
+    dout = (torch.rand(B, Hq, T, D, generator=g) * 2 - 1).to(tdt)
     mask = torch.ones(T, T, dtype=torch.bool).triu(1)
     scale = D ** -0.5
 
     def fwd():
         kk = k.repeat_interleave(Hq // Hkv, dim=1)
         vv = v.repeat_interleave(Hq // Hkv, dim=1)
+        if fused:
+            return sdpa(q, kk, vv, is_causal=True)
         s = torch.matmul(q, kk.transpose(-1, -2)) * scale
         p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
         return torch.matmul(p, vv)
@@ -60,6 +70,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="B=1, T=256 and 512, 2 repetitions (the ctest run)")
+    ap.add_argument("--dtype", choices=["f32", "bf16", "both"], default="both")
     ap.add_argument("-o", "--out", default="bench_attention_out")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -68,28 +79,43 @@ def main():
     if a.quick:
         a.reps = min(a.reps, 2)
     rows = []
-    hdr = (f"{'B':>2} {'T':>5} | {'zaya fwd':>9} {'torch fwd':>9} {'x':>5} | {'zaya f+b':>9} {'torch f+b':>9} {'x':>5}"
-           f" | {'oneDNN QK^T':>11}")
-    print(f"causal GQA attention, Hq={Hq} Hkv={Hkv} D={D}, {a.threads} threads, GFLOP/s (best of {a.reps})")
+    hdr = (f"{'dtype':>5} {'B':>2} {'T':>5} | {'zaya fwd':>9} {'torch fwd':>9} {'sdpa fwd':>9} {'x best':>6} | "
+           f"{'zaya f+b':>9} {'torch f+b':>9} {'sdpa f+b':>9} {'x best':>6} | {'oneDNN QK^T':>11}")
+    print(f"causal GQA attention, Hq={Hq} Hkv={Hkv} D={D}, {a.threads} threads, GFLOP/s (best of {a.reps}); "
+          f"PyTorch {torch.__version__}; x best: zaya over the faster PyTorch peer")
+    if int(torch.__version__.split(".")[0]) < 2:
+        print(f"FALLBACK PEER: PyTorch {torch.__version__} ({sys.executable}) has no fused attention and, as Debian's "
+              "build, runs f32 matmul on OpenBLAS: not a fair peer; install PyTorch >= 2.6 with scripts/setup.sh --hf")
     print(hdr)
     print("-" * len(hdr))
-    for B in Bs:
-        for T in Ts:
-            res = subprocess.run([a.bin, str(B), str(T), str(Hq), str(Hkv), str(D), str(a.threads), str(a.reps)],
-                                 check=True, capture_output=True, text=True)
-            z = json.loads(res.stdout)
-            tf, tfb = torch_times(B, T, Hq, Hkv, D, a.reps)
-            flops = 4.0 * T * T * D * Hq / 2 * B
-            r = dict(B=B, T=T, Hq=Hq, Hkv=Hkv, D=D, threads=a.threads,
-                     zaya_fwd_gflops=z["fwd_gflops"], torch_fwd_gflops=flops / tf * 1e-9,
-                     zaya_fwdbwd_gflops=z["fwdbwd_gflops"], torch_fwdbwd_gflops=3.5 * flops / tfb * 1e-9,
-                     onednn_sgemm_gflops=z["onednn_sgemm_gflops"], zaya_fwd_s=z["fwd_s"], torch_fwd_s=tf, zaya_fwdbwd_s=z["fwdbwd_s"], torch_fwdbwd_s=tfb)
-            rows.append(r)
-            print(f"{B:>2} {T:>5} | {r['zaya_fwd_gflops']:>9.1f} {r['torch_fwd_gflops']:>9.1f} "
-                  f"{r['zaya_fwd_gflops'] / r['torch_fwd_gflops']:>5.2f} | {r['zaya_fwdbwd_gflops']:>9.1f} "
-                  f"{r['torch_fwdbwd_gflops']:>9.1f} {r['zaya_fwdbwd_gflops'] / r['torch_fwdbwd_gflops']:>5.2f} | "
-                  f"{r['onednn_sgemm_gflops']:>11.1f}",
-                  flush=True)
+    dtypes = ["f32", "bf16"] if a.dtype == "both" else [a.dtype]
+    gf = lambda flops, t: flops / t * 1e-9 if t else float("nan")
+    for dt in dtypes:
+        for B in Bs:
+            for T in Ts:
+                res = subprocess.run([a.bin, str(B), str(T), str(Hq), str(Hkv), str(D), str(a.threads), str(a.reps), dt],
+                                     check=True, capture_output=True, text=True)
+                z = json.loads(res.stdout)
+                tf, tfb = torch_times(B, T, Hq, Hkv, D, a.reps, dt)
+                sf, sfb = torch_times(B, T, Hq, Hkv, D, a.reps, dt, fused=True)
+                flops = 4.0 * T * T * D * Hq / 2 * B
+                r = dict(dtype=dt, kernel=z["kernel"], B=B, T=T, Hq=Hq, Hkv=Hkv, D=D, threads=a.threads,
+                         zaya_fwd_gflops=z["fwd_gflops"], torch_fwd_gflops=gf(flops, tf), sdpa_fwd_gflops=gf(flops, sf),
+                         zaya_fwdbwd_gflops=z["fwdbwd_gflops"], torch_fwdbwd_gflops=gf(3.5 * flops, tfb),
+                         sdpa_fwdbwd_gflops=gf(3.5 * flops, sfb), onednn_sgemm_gflops=z["onednn_sgemm_gflops"],
+                         zaya_fwd_s=z["fwd_s"], torch_fwd_s=tf, sdpa_fwd_s=sf, zaya_fwdbwd_s=z["fwdbwd_s"],
+                         torch_fwdbwd_s=tfb, sdpa_fwdbwd_s=sfb)
+                rows.append(r)
+                best_f = max(r["torch_fwd_gflops"], r["sdpa_fwd_gflops"] if sf else 0.0)
+                best_fb = max(r["torch_fwdbwd_gflops"], r["sdpa_fwdbwd_gflops"] if sfb else 0.0)
+                print(f"{dt:>5} {B:>2} {T:>5} | {r['zaya_fwd_gflops']:>9.1f} {r['torch_fwd_gflops']:>9.1f} "
+                      f"{r['sdpa_fwd_gflops']:>9.1f} {r['zaya_fwd_gflops'] / best_f:>6.2f} | "
+                      f"{r['zaya_fwdbwd_gflops']:>9.1f} {r['torch_fwdbwd_gflops']:>9.1f} {r['sdpa_fwdbwd_gflops']:>9.1f} "
+                      f"{r['zaya_fwdbwd_gflops'] / best_fb:>6.2f} | {r['onednn_sgemm_gflops']:>11.1f}",
+                      flush=True)
+    kernels = sorted({r["kernel"] for r in rows if r["dtype"] == "bf16"})
+    if kernels:
+        print("zaya bf16 attention kernel:", ", ".join(kernels))
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "attention_vs_torch.json"), "w") as f:
         json.dump({"torch_version": torch.__version__, "rows": rows}, f, indent=1)

@@ -110,6 +110,29 @@ static void acc_cols(float *c, int64_t ldc, const uint16_t *a, int64_t lda, cons
     }
 }
 
+/* C^T[D][32] += A[D][64] . Pv (VNNI pairs [32][32][2]): two key chunks per load of the accumulators.
+ * Tiles: C 0-1, A 4-5, B 6-7 (chunk 0) and 2-3 (chunk 1). */
+static void acc_cols2(float *c, int64_t ldc, const uint16_t *a, int64_t lda, const uint16_t *pv, int D) {
+    _tile_loadd(6, pv, BLK * 4);
+    _tile_loadd(7, pv + 32, BLK * 4);
+    _tile_loadd(2, pv + 16 * 2 * BLK, BLK * 4);
+    _tile_loadd(3, pv + 16 * 2 * BLK + 32, BLK * 4);
+    for (int n = 0; n < D / 16; n++) {
+        float *cn = c + (int64_t)n * 16 * ldc;
+        const uint16_t *an = a + (int64_t)n * 16 * lda;
+        _tile_loadd(0, cn, ldc * 4);
+        _tile_loadd(1, cn + 16, ldc * 4);
+        _tile_loadd(4, an, lda * 2);
+        _tile_loadd(5, an + BLK, lda * 2);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(0, 5, 2);
+        _tile_dpbf16ps(1, 5, 3);
+        _tile_stored(0, cn, ldc * 4);
+        _tile_stored(1, cn + 16, ldc * 4);
+    }
+}
+
 /* ---- conversions (round to nearest even, as zaya_f32_to_bf16 for every finite value) ---- */
 
 static inline __m256i bf16x16(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }
@@ -198,27 +221,48 @@ static void pack_rows(uint16_t *dst, const float *src, int64_t ld, int64_t n, in
     memset(dst + n * D, 0, sizeof(uint16_t) * (size_t)((np - n) * D));
 }
 
-/* dst[d][t] = bf16(src[t][d]) for t < n, zero up to np: the head transposed. */
+/* rows [t0, t0 + cnt) of one head as dense bf16 rows of D (zero past n) */
+static void stage_rows(uint16_t *rows, const float *src, int64_t ld, int64_t t0, int cnt, int64_t n, int D) {
+    for (int r = 0; r < cnt; r++) {
+        if (t0 + r < n) to_bf16(rows + r * D, src + (t0 + r) * ld, D);
+        else memset(rows + r * D, 0, sizeof(uint16_t) * (size_t)D);
+    }
+}
+
+/* Word offsets of 16 consecutive dense rows of D bf16 values (D / 2 words apart). */
+static __m512i row_words(int D) {
+    return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                              _mm512_set1_epi32(D / 2));
+}
+
+/* dst[d][t] = bf16(src[t][d]) for t < n, zero up to np (a multiple of 32): the head transposed. 32 rows
+ * at a time: word p of each row (channels 2p, 2p + 1) gathered, then split into its two channels. */
 static void pack_transposed(uint16_t *dst, const float *src, int64_t ld, int64_t n, int64_t np, int D) {
-    uint16_t row[MAXD];
-    for (int64_t t = 0; t < np; t++) {
-        if (t < n) to_bf16(row, src + t * ld, D);
-        else memset(row, 0, sizeof(uint16_t) * (size_t)D);
-        for (int d = 0; d < D; d++) dst[(int64_t)d * np + t] = row[d];
+    _Alignas(64) uint16_t rows[32 * MAXD], ie[32], io[32];
+    for (int i = 0; i < 32; i++) ie[i] = (uint16_t)(i < 16 ? 2 * i : 32 + 2 * (i - 16)), io[i] = (uint16_t)(ie[i] + 1);
+    const __m512i even = _mm512_loadu_si512(ie), odd = _mm512_loadu_si512(io), idx = row_words(D);
+    for (int64_t t0 = 0; t0 < np; t0 += 32) {
+        stage_rows(rows, src, ld, t0, 32, n, D);
+        const int *w0 = (const int *)(const void *)rows, *w1 = (const int *)(const void *)(rows + 16 * D);
+        for (int p = 0; p < D / 2; p++) {
+            const __m512i a = _mm512_i32gather_epi32(idx, w0 + p, 4), b = _mm512_i32gather_epi32(idx, w1 + p, 4);
+            _mm512_storeu_si512(dst + (int64_t)(2 * p) * np + t0, _mm512_permutex2var_epi16(a, even, b));
+            _mm512_storeu_si512(dst + (int64_t)(2 * p + 1) * np + t0, _mm512_permutex2var_epi16(a, odd, b));
+        }
     }
 }
 
 /* VNNI pairs with the pair index along d: dst[p][t] = (bf16 src[t][2p], bf16 src[t][2p+1]), zero for
- * t in [n, np). This is the B operand of products that reduce over d (S^T, dP^T). */
+ * t in [n, np). This is the B operand of products that reduce over d (S^T, dP^T): the transpose of the
+ * rows' 32-bit words, 16 rows at a time by gathers. */
 static void pack_pairs_d(uint16_t *dst, const float *src, int64_t ld, int64_t n, int64_t np, int D) {
-    uint16_t row[MAXD];
-    for (int64_t t = 0; t < np; t++) {
-        if (t < n) to_bf16(row, src + t * ld, D);
-        else memset(row, 0, sizeof(uint16_t) * (size_t)D);
-        for (int p = 0; p < D / 2; p++) {
-            uint16_t *o = dst + 2 * ((int64_t)p * np + t);
-            o[0] = row[2 * p], o[1] = row[2 * p + 1];
-        }
+    _Alignas(64) uint16_t rows[16 * MAXD];
+    const __m512i idx = row_words(D);
+    for (int64_t t0 = 0; t0 < np; t0 += 16) {
+        stage_rows(rows, src, ld, t0, 16, n, D);
+        const int *w = (const int *)(const void *)rows;
+        for (int p = 0; p < D / 2; p++)
+            _mm512_storeu_si512(dst + 2 * ((int64_t)p * np + t0), _mm512_i32gather_epi32(idx, w + p, 4));
     }
 }
 
@@ -288,7 +332,8 @@ static void forward_block(const fwd_block *f) {
             }
         }
         for (int r = 0; r < nr; r += 2) pair_rows(pv + r * BLK, st + r * BLK, st + (r + 1) * BLK, BLK);
-        for (int r0 = 0; r0 < nr; r0 += BLK) acc_cols(ot, BLK, f->vt + j0 + r0, f->Tkp, pv + r0 * BLK, D);
+        if (nr == FKT) acc_cols2(ot, BLK, f->vt + j0, f->Tkp, pv, D);
+        else acc_cols(ot, BLK, f->vt + j0, f->Tkp, pv, D);
     }
     _Alignas(64) float mm[BLK], ll[BLK];
     _mm512_storeu_ps(mm, m[0]), _mm512_storeu_ps(mm + 16, m[1]);
@@ -444,9 +489,14 @@ int zaya_attention_amx_backward(float *dq, float *dk, float *dv, const float *do
             pack_pairs_t(dvv + bh * Tqp * D, dout + off, ld, Tq, Tqp, (int)D);
             for (int64_t t = 0; t < Tqp; t++) {
                 float dsum = 0.0f;
-                if (t < Tq) { /* Delta_t = dout_t . out_t, f32, in order */
+                if (t < Tq) { /* Delta_t = dout_t . out_t in f32: 16 lane sums, then the lanes in order */
                     const float *a = dout + off + t * ld, *o = out + off + t * ld;
-                    for (int64_t d = 0; d < D; d++) dsum += a[d] * o[d];
+                    __m512 acc = _mm512_setzero_ps();
+                    for (int64_t d = 0; d < D; d += 16)
+                        acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(o + d)));
+                    _Alignas(64) float lanes[16];
+                    _mm512_store_ps(lanes, acc);
+                    for (int u = 0; u < 16; u++) dsum += lanes[u];
                 }
                 delta[bh * Tqp + t] = dsum;
                 lsep[bh * Tqp + t] = t < Tq ? lse[bh * Tq + t] : 0.0f;

@@ -528,9 +528,11 @@ int zaya_attention_amx_backward(float *dq, float *dk, float *dv, const float *do
         for (int64_t bh = 0; bh < nq; bh++) {
             const int64_t b = bh / Hq, h = bh % Hq;
             const float *src = dqt + bh * Tqp * D;
+            const __m512i col = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                   _mm512_set1_epi32((int)Tqp)); /* 16 rows of dQ^T */
             for (int64_t t = 0; t < Tq; t++) {
                 float *dst = dq + ((b * Tq + t) * Hq + h) * D;
-                for (int64_t d = 0; d < D; d++) dst[d] = src[d * Tqp + t];
+                for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(dst + d, _mm512_i32gather_ps(col, src + d * Tqp + t, 4));
             }
         }
     }

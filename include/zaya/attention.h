@@ -1,4 +1,5 @@
-/* Causal grouped-query attention, flash-style (tiled, online softmax, fp32).
+/* Causal grouped-query attention, flash-style (tiled, online softmax; fp32, or bf16 operands through
+ * the _dtype calls below).
  *
  * q   [B, T, Hq, D]   token-major, as the projections produce it
  * k,v [B, T, Hkv, D]  query head h uses KV head h / (Hq / Hkv)

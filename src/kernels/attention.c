@@ -1,4 +1,6 @@
-/* Causal grouped-query attention: tiled forward and backward with an online softmax (fp32).
+/* Causal grouped-query attention: tiled forward and backward with an online softmax (fp32), and the
+ * portable bf16 mode (zaya_attention_*_dtype: the products' operands rounded to bf16 values; the AMX
+ * kernel of attention_amx.c serves bf16 where the host has the tile unit).
  *
  * All work is expressed through one register-blocked tile product (gemm_tile) on stack tiles:
  *   S  = Q K^T          (query tile x key tile, keys packed transposed so the key index is contiguous)

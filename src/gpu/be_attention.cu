@@ -30,14 +30,6 @@
 
 static gpuStream_t att_stream(zaya_backend *be) { return zaya_cuda_be_of(be)->stream; }
 
-// x rounded to the nearest bf16 value, ties to even (zaya_f32_to_bf16 then back; NaN passes through).
-__device__ static float round_bf16(float x) {
-    uint32_t u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return __uint_as_float(u & 0xffff0000u);
-}
-
 // rows [0, rows) of dst (row stride ld) from src rows `stride` floats apart; rows >= nvalid zero;
 // rounded to bf16 values when rnd. Consecutive threads read consecutive floats of a row.
 __device__ static void load_rows(float *dst, int ld, const float *src, int64_t stride, int rows, int nvalid, int D,
@@ -45,7 +37,7 @@ __device__ static void load_rows(float *dst, int ld, const float *src, int64_t s
     for (int e = threadIdx.x; e < rows * D; e += ATT_THREADS) {
         const int r = e / D, d = e - r * D;
         const float x = r < nvalid ? src[(int64_t)r * stride + d] : 0.0f;
-        dst[r * ld + d] = rnd ? round_bf16(x) : x;
+        dst[r * ld + d] = rnd ? zaya_cuda_round_bf16(x) : x;
     }
 }
 
@@ -141,7 +133,7 @@ __global__ static void __launch_bounds__(ATT_THREADS)
             for (int bb = 0; bb < A; bb++) {
                 const int j = tx + 16 * bb;
                 const float p = (!none && j < valid[a]) ? expf(s[a][bb] * scale - mnew[a]) : 0.0f;
-                Ss[r * LS + j] = rnd ? round_bf16(p) : p; // P rounded after its sum is taken
+                Ss[r * LS + j] = rnd ? zaya_cuda_round_bf16(p) : p; // P rounded after its sum is taken
                 psum[a] += p;
             }
         }
@@ -220,7 +212,10 @@ __device__ static void load_query_tile(float *Qs, float *dOs, float *red, float 
     }
     load_rows(Qs, ld, q + off, ldq, BT, ni, D, rnd);
     if (rnd) // delta has used the f32 dout: the products take it rounded
-        for (int e = t; e < BT * D; e += ATT_THREADS) dOs[(e / D) * ld + e % D] = round_bf16(dOs[(e / D) * ld + e % D]);
+        for (int e = t; e < BT * D; e += ATT_THREADS) {
+            float *x = dOs + (e / D) * ld + e % D;
+            *x = zaya_cuda_round_bf16(*x);
+        }
     __syncthreads();
 }
 
@@ -287,7 +282,8 @@ __global__ static void __launch_bounds__(ATT_THREADS)
 #pragma unroll
         for (int a = 0; a < A; a++)
 #pragma unroll
-            for (int bb = 0; bb < A; bb++) dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(ds[a][bb]) : ds[a][bb];
+            for (int bb = 0; bb < A; bb++)
+                dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? zaya_cuda_round_bf16(ds[a][bb]) : ds[a][bb];
         __syncthreads();
         // dq[i] += sum_j dS[i, j] k[j]
         for (int j = 0; j < nj; j++) {
@@ -353,8 +349,8 @@ __global__ static void __launch_bounds__(ATT_THREADS)
             for (int a = 0; a < A; a++)
 #pragma unroll
                 for (int bb = 0; bb < A; bb++) {
-                    Ps[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(p[a][bb]) : p[a][bb];
-                    dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? round_bf16(ds[a][bb]) : ds[a][bb];
+                    Ps[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? zaya_cuda_round_bf16(p[a][bb]) : p[a][bb];
+                    dSs[(ty + 16 * a) * LS + tx + 16 * bb] = rnd ? zaya_cuda_round_bf16(ds[a][bb]) : ds[a][bb];
                 }
             __syncthreads();
             // dv[j] += sum_i P[i, j] dout[i], dk[j] += sum_i dS[i, j] q[i], rows i in order

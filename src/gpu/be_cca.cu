@@ -138,15 +138,6 @@ static void cuda_conv_dw_backward(zaya_backend *be, float *dx, float *dw, float 
     zaya_cuda_be_check_launch(be, "conv_dw_backward");
 }
 
-// x rounded to the nearest bf16 value, ties to even (zaya_f32_to_bf16 then back; NaN passes through):
-// the bf16 mode of the grouped convolution rounds the products' operands as they are staged.
-__device__ static float round_bf16(float x) {
-    uint32_t u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return __uint_as_float(u & 0xffff0000u);
-}
-
 // ---- Grouped convolution ----
 // Both activation passes are one product per group, as group_product in conv1d.c:
 //   out[b, r, g cg + q] = init + sum_j sum_m in[b, r + off0 + j step, g cg + m] W(j, m, q)
@@ -178,13 +169,13 @@ __global__ static void __launch_bounds__(GP_THREADS)
                 const int rr = e / GP_T, mm = e % GP_T;
                 const int64_t s = r0 + rr + off0 + j * step, m = m0 + mm;
                 const float xv = (s >= 0 && s < in_rows && m < cg) ? inb[s * C + m] : 0.0f;
-                xs[rr][mm] = rnd ? round_bf16(xv) : xv;
+                xs[rr][mm] = rnd ? zaya_cuda_round_bf16(xv) : xv;
                 // the weight index that varies fastest in memory goes with the thread index
                 const int wm = TRANSPOSE_W ? e / GP_T : e % GP_T, wq = TRANSPOSE_W ? e % GP_T : e / GP_T;
                 const int64_t mg = m0 + wm, qg = q0 + wq;
                 float v = 0.0f;
                 if (mg < cg && qg < cg) v = TRANSPOSE_W ? wg[(mg * cg + qg) * k + j] : wg[(qg * cg + mg) * k + j];
-                ws[wm][wq] = rnd ? round_bf16(v) : v;
+                ws[wm][wq] = rnd ? zaya_cuda_round_bf16(v) : v;
             }
             __syncthreads();
             for (int mm = 0; mm < GP_T; mm++) {
@@ -238,8 +229,8 @@ __global__ static void __launch_bounds__(GP_THREADS)
                 if (o0 + cc < cg) yv = dy[r * C + g * cg + o0 + cc];
                 if (i0 + cc < cg && s >= 0 && s < t_in) xv = x[(b * t_in + s) * C + g * cg + i0 + cc];
             }
-            ys[rr][cc] = rnd ? round_bf16(yv) : yv;
-            xs[rr][cc] = rnd ? round_bf16(xv) : xv;
+            ys[rr][cc] = rnd ? zaya_cuda_round_bf16(yv) : yv;
+            xs[rr][cc] = rnd ? zaya_cuda_round_bf16(xv) : xv;
         }
         __syncthreads();
         for (int rr = 0; rr < GP_T; rr++) {

@@ -445,18 +445,10 @@ static void be_gemm_batched(zaya_backend *be, zaya_dtype dt, int ta, int tb, int
     gemm_run(be, "gemm_batched", dt, ta, tb, batch, M, N, K, a, sa, b, sb, c, sc, alpha, beta, 0);
 }
 
-/* bf16 rounding bit for bit as zaya_f32_to_bf16 (bf16.h): nearest, ties to even; a NaN keeps its
- * sign and high payload with the quiet bit forced (cvt.rn.bf16 would give the canonical NaN). */
+/* bf16 rounding bit for bit as zaya_f32_to_bf16 (zaya_cuda_bf16_bits, be_cuda.h). */
 __global__ static void to_bf16_kernel(uint16_t *dst, const float *src, int64_t n) {
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t u = __float_as_uint(src[i]);
-        if ((u & 0x7fffffffu) > 0x7f800000u) {
-            dst[i] = (uint16_t)((u >> 16) | 0x0040u);
-        } else {
-            u += 0x7fffu + ((u >> 16) & 1u);
-            dst[i] = (uint16_t)(u >> 16);
-        }
-    }
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = zaya_cuda_bf16_bits(src[i]);
 }
 
 static void be_to_bf16(zaya_backend *be, uint16_t *dst, const float *src, int64_t n) {

@@ -32,6 +32,19 @@ typedef struct zaya_cuda_be {
 
 static inline zaya_cuda_be *zaya_cuda_be_of(zaya_backend *be) { return (zaya_cuda_be *)be->ctx; }
 
+/* f32 -> bf16 bits bit for bit as zaya_f32_to_bf16 (bf16.h): nearest, ties to even; a NaN keeps its
+ * sign and high payload with the quiet bit forced (cvt.rn.bf16 would give the canonical NaN). */
+__device__ static inline uint16_t zaya_cuda_bf16_bits(float x) {
+    uint32_t u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+/* x rounded to the nearest bf16 value (zaya_f32_to_bf16 then back): the bf16 modes' operand staging. */
+__device__ static inline float zaya_cuda_round_bf16(float x) {
+    return __uint_as_float((uint32_t)zaya_cuda_bf16_bits(x) << 16);
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif

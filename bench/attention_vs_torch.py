@@ -64,6 +64,19 @@ def torch_times(B, T, Hq, Hkv, D, reps, dtype="f32", fused=False):
     return best_f, best_fb
 
 
+def peer_mm_gflops(dtype, reps=3, n=2048):
+    """The peer's own torch.mm rate at n^3 (best of reps), printed beside every ratio: a crippled BLAS shows."""
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float32
+    a, b = torch.rand(n, n).to(tdt), torch.rand(n, n).to(tdt)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best * 1e-9
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True, help="path to the bench_attention binary")
@@ -86,6 +99,9 @@ def main():
     if int(torch.__version__.split(".")[0]) < 2:
         print(f"FALLBACK PEER: PyTorch {torch.__version__} ({sys.executable}) has no fused attention and, as Debian's "
               "build, runs f32 matmul on OpenBLAS: not a fair peer; install PyTorch >= 2.6 with scripts/setup.sh --hf")
+    dtypes = ["f32", "bf16"] if a.dtype == "both" else [a.dtype]
+    mm = {dt: peer_mm_gflops(dt) for dt in dtypes}
+    print("peer's torch.mm at 2048^3: " + ", ".join(f"{dt} {mm[dt]:.1f} GFLOP/s" for dt in dtypes))
     print(hdr)
     print("-" * len(hdr))
     dtypes = ["f32", "bf16"] if a.dtype == "both" else [a.dtype]
@@ -118,7 +134,7 @@ def main():
         print("zaya bf16 attention kernel:", ", ".join(kernels))
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "attention_vs_torch.json"), "w") as f:
-        json.dump({"torch_version": torch.__version__, "rows": rows}, f, indent=1)
+        json.dump({"torch_version": torch.__version__, "peer_mm_gflops": mm, "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "attention_vs_torch.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

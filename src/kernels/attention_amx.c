@@ -133,7 +133,8 @@ static void acc_cols2(float *c, int64_t ldc, const uint16_t *a, int64_t lda, con
     }
 }
 
-/* ---- conversions (round to nearest even, as zaya_f32_to_bf16 for every finite value) ---- */
+/* ---- conversions (round to nearest even, as zaya_f32_to_bf16 for every normal value; the instruction
+ * reads f32 denormals as zero, and the tile unit does the same with bf16 denormal operands) ---- */
 
 static inline __m256i bf16x16(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }
 

@@ -30,3 +30,8 @@ foreach(t public_headers_c public_headers_cxx)
 endforeach()
 add_test(NAME public_headers_guard COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/public_headers_guard.sh ${PROJECT_SOURCE_DIR}/include)
 set_tests_properties(public_headers_guard PROPERTIES LABELS unit TIMEOUT 60)
+# ... and each header alone, twice (its guard), under -std=c17 -pedantic -Werror without the build's
+# -D_GNU_SOURCE: no public header needs a feature-test macro or another header from its includer.
+add_test(NAME public_headers_alone COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/headers_alone.sh ${CMAKE_C_COMPILER}
+         ${PROJECT_SOURCE_DIR}/include)
+set_tests_properties(public_headers_alone PROPERTIES LABELS unit TIMEOUT 120)

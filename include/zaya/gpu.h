@@ -139,7 +139,8 @@ zaya_status zaya_gpu_gemm_verify(zaya_gpu_gemm *g, int samples, double *max_rel,
 
 /* ---- the CUDA compute backend (zaya/backend.h; src/gpu/be_*.cu) ----
  * Selects d (a CUDA device), creates a stream, a cuBLASLt handle and the scratch tables; *out is then
- * freed with zaya_backend_free. Without CUDA: ZAYA_EUNSUPPORTED, "built without CUDA". */
+ * freed with zaya_backend_free. Without CUDA: ZAYA_EUNSUPPORTED, "built without CUDA"; without the
+ * module or a CUDA library: ZAYA_EBACKEND naming it (zaya_gpu_load). */
 zaya_status zaya_gpu_backend_init(zaya_device d, zaya_backend **out);
 
 /* ---- memory bandwidth (BabelStream kernels on f64 arrays of n elements) ---- */

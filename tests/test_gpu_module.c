@@ -63,6 +63,15 @@ int main(void) {
         CHECK(zaya_gpu_select((zaya_device){ZAYA_DEVICE_CUDA, n}) == ZAYA_EINVAL &&
                   strstr(zaya_error_message(), "CUDA device"),
               "select past the last device: %s", zaya_error_message());
+        /* The NCCL calls reach the module too: a device past the last is refused before any NCCL call. */
+        if (zaya_nccl_built()) {
+            zaya_nccl *nc = (zaya_nccl *)&nc;
+            char want[64];
+            snprintf(want, sizeof want, "NCCL: device cuda:%d: %d CUDA device", n, n);
+            CHECK(zaya_nccl_init(NULL, 1, &n, &nc) == ZAYA_EINVAL && nc == NULL && strstr(zaya_error_message(), want),
+                  "nccl init past the last device: %s", zaya_error_message());
+            CHECK(strcmp(zaya_nccl_version(), "none") != 0, "NCCL version from the module: %s", zaya_nccl_version());
+        }
     } else {
         /* CUDA built but the libraries absent here: the message names what is missing. */
         CHECK(st == ZAYA_EBACKEND && strstr(zaya_error_message(), "libzaya_cuda.so"), "load: %d %s", (int)st,

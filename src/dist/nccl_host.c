@@ -42,6 +42,12 @@ zaya_status zaya_nccl_init(const zaya_comm *c, int ndev, const int *devices, zay
     if (ndev < 1) return zaya_error_set(ZAYA_EINVAL, "NCCL: %d local devices", ndev);
     const zaya_gpu_module *m;
     ZAYA_TRY(nccl_module(&m));
+    /* The devices first: no NCCL call for a device that is not there. */
+    const int have = zaya_gpu_device_count();
+    for (int i = 0; i < ndev; i++)
+        if (devices[i] < 0 || devices[i] >= have)
+            return zaya_error_set(ZAYA_EINVAL, "NCCL: device cuda:%d: %d CUDA device%s visible", devices[i], have,
+                                  have == 1 ? "" : "s");
     int world = c ? c->size : 1, me = c ? c->rank : 0;
     unsigned char id[ZAYA_GPU_NCCL_ID_BYTES];
     memset(id, 0, sizeof id);

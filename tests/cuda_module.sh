@@ -78,8 +78,9 @@ fi
 # 5. Asked for a device, zaya opens the module beside it (on this machine the CUDA libraries may be
 #    present without a GPU: then the device count is 0, and the message says so, not "module").
 if [ "$built" = 1 ]; then
-  libs=$(LD_DEBUG=files "$zaya" bench gemm --device cuda -o "$dir/g3" 2>&1 >/dev/null | grep -o 'file=[^ ]*' | sort -u)
-  check "bench gemm --device cuda opens libzaya_cuda.so" 'grep -q "libzaya_cuda.so" <<<"$libs"'
+  libs=$(LD_DEBUG=files "$zaya" bench mem --device cuda --ntimes 2 --array-bytes 64M --copy-bytes 1M -o "$dir/m3" \
+         2>&1 >/dev/null | grep -o 'file=[^ ]*' | sort -u)
+  check "bench mem --device cuda opens libzaya_cuda.so" 'grep -q "libzaya_cuda.so" <<<"$libs"'
   check "... and through it libcudart" 'grep -q "libcudart" <<<"$libs"'
 fi
 

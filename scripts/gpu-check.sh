@@ -63,9 +63,12 @@ bdir="${ZAYA_GPU_BUILD_DIR:-build-gpu}"
 
 step configure 120 cmake -S . -B "$bdir" "${cmake_args[@]}" || { echo "configure failed: see $log"; exit 1; }
 grep -q "zaya: CUDA" "$log" || { status=1; say "nvcc not found: the CUDA layer was not built"; }
-step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu test_backend_cuda test_be_gemm test_be_ops test_be_cca || { echo "build failed: see $log"; exit 1; }
+step build 300 cmake --build "$bdir" -j "$(nproc)" --target zaya gpu_check test_gpu test_gpu_module test_backend_cuda test_be_gemm test_be_ops test_be_cca || { echo "build failed: see $log"; exit 1; }
 zaya="$bdir/zaya"
 step "unit test_gpu" 60 "$bdir/tests/test_gpu"
+# The CUDA module: opened only on a device request, its libraries mapped then (docs/gpu.md).
+step "unit test_gpu_module" 60 "$bdir/tests/test_gpu_module"
+step "cuda module" 120 tests/cuda_module.sh "$zaya" "${CC:-cc}" 1
 say "ctest -L gpu"
 (cd "$bdir" && timeout 300 ctest -L gpu --output-on-failure) >>"$log" 2>&1 || status=1
 if grep -q "(Skipped)" "$log"; then status=1; say "gpu tests were SKIPPED: no CUDA device visible"; fi

@@ -30,3 +30,12 @@ foreach(t public_headers_c public_headers_cxx)
 endforeach()
 add_test(NAME public_headers_guard COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/public_headers_guard.sh ${PROJECT_SOURCE_DIR}/include)
 set_tests_properties(public_headers_guard PROPERTIES LABELS unit TIMEOUT 60)
+# ... and each header alone, twice (its guard), under -std=c17 -pedantic -Werror without the build's
+# -D_GNU_SOURCE: no public header needs a feature-test macro or another header from its includer.
+add_test(NAME public_headers_alone COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/headers_alone.sh ${CMAKE_C_COMPILER}
+         ${PROJECT_SOURCE_DIR}/include)
+set_tests_properties(public_headers_alone PROPERTIES LABELS unit TIMEOUT 120)
+# Every zaya_X_init of a public header has its release (zaya_X_free, or the one named in the test's
+# table), or owns nothing, which the test checks in its definition.
+add_test(NAME init_free COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/init_free.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(init_free PROPERTIES LABELS unit TIMEOUT 60)

@@ -4,7 +4,7 @@ a layer it declares in CMakeLists.txt (ZAYA_USES_<layer>, the graph the link che
 headers are assigned to their layer below; a new header must be added here.
 
 The device backend boundary: CUDA lives in src/gpu (behind the opaque include/zaya/gpu.h) and NCCL in
-src/dist/nccl.c. No other source of src/, include/, bench/ or tests/ includes a CUDA, cuBLAS or NCCL
+src/dist/nccl.c, both built into the CUDA module (libzaya_cuda.so) that the zaya binary opens with dlopen. No other source of src/, include/, bench/ or tests/ includes a CUDA, cuBLAS or NCCL
 header, names a CUDA / cuBLAS / NCCL identifier (comments and string literals aside), or tests
 __CUDACC__, __CUDA_ARCH__, ZAYA_CUDA or ZAYA_HAVE_*CUDA* / ZAYA_HAVE_*NCCL* in a preprocessor
 conditional: a CPU file never changes with the build's device support (tests/layering_planted.py plants

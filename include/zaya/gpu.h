@@ -3,11 +3,15 @@
  * reference check, BabelStream kernels, host<->device copies).
  *
  * No CUDA type appears here: streams and events are opaque handles, device pointers are void *, so
- * CPU-only code includes this header. A build without CUDA (-DZAYA_CUDA=OFF, or no nvcc) links a
- * stub (src/gpu/stub.c) whose calls fail with ZAYA_EUNSUPPORTED and "built without CUDA";
- * zaya_gpu_device_count() is then 0. Errors name the runtime call that failed and its message
- * ("cudaMalloc(1073741824 bytes): out of memory"). One thread drives one device at a time: the
- * current device is per thread, as in the CUDA runtime. */
+ * CPU-only code includes this header. The CUDA code is a module (libzaya_cuda.so) that the zaya
+ * binary does not link: the functions below open it with dlopen the first time one of them needs the
+ * device (zaya_gpu_load), so a CPU command never maps the CUDA libraries and a binary built with CUDA
+ * runs on a machine without them. Where the module or a CUDA library is missing, a request fails
+ * with ZAYA_EBACKEND and the dynamic loader's message naming it, and zaya_gpu_device_count() is 0. A
+ * build without CUDA (-DZAYA_CUDA=OFF, or no nvcc) has no module: requests fail with
+ * ZAYA_EUNSUPPORTED and "built without CUDA". Errors name the runtime call that failed and its
+ * message ("cudaMalloc(1073741824 bytes): out of memory"). One thread drives one device at a time:
+ * the current device is per thread, as in the CUDA runtime. */
 #ifndef ZAYA_GPU_H
 #define ZAYA_GPU_H
 
@@ -35,8 +39,15 @@ zaya_status zaya_device_parse(const char *s, zaya_device *out);
 void zaya_device_format(zaya_device d, char *buf, size_t cap);
 
 /* ---- runtime ---- */
-int zaya_gpu_built(void);                /* 1 when this build has the CUDA backend */
+int zaya_gpu_built(void);                /* 1 when this build has the CUDA backend (module or not) */
 const char *zaya_gpu_backend_name(void); /* "cuda" or "none" */
+/* Opens the CUDA module unless it is open: ZAYA_OK, or why it cannot be (built without CUDA; the
+ * module not found: the paths searched; a CUDA library missing: the dynamic loader's message naming
+ * it). The path is $ZAYA_CUDA_MODULE when set, else libzaya_cuda.so next to the executable, in
+ * ../lib from it, or in its parent folder. Tried once per process; the outcome is kept. */
+zaya_status zaya_gpu_load(void);
+int zaya_gpu_loaded(void);              /* 1 once the module is open */
+const char *zaya_gpu_module_path(void); /* the open module's path; "" before */
 /* Visible devices: 0 when built without CUDA, without a driver, or with no device (never an error,
  * so tests can skip). */
 int zaya_gpu_device_count(void);
@@ -128,7 +139,8 @@ zaya_status zaya_gpu_gemm_verify(zaya_gpu_gemm *g, int samples, double *max_rel,
 
 /* ---- the CUDA compute backend (zaya/backend.h; src/gpu/be_*.cu) ----
  * Selects d (a CUDA device), creates a stream, a cuBLASLt handle and the scratch tables; *out is then
- * freed with zaya_backend_free. Without CUDA: ZAYA_EUNSUPPORTED, "built without CUDA". */
+ * freed with zaya_backend_free. Without CUDA: ZAYA_EUNSUPPORTED, "built without CUDA"; without the
+ * module or a CUDA library: ZAYA_EBACKEND naming it (zaya_gpu_load). */
 zaya_status zaya_gpu_backend_init(zaya_device d, zaya_backend **out);
 
 /* ---- memory bandwidth (BabelStream kernels on f64 arrays of n elements) ---- */

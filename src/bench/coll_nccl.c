@@ -225,6 +225,7 @@ static zaya_status setup(nccl_ctx *x, const zaya_coll_plan *p) {
         MPI_Comm_rank(node, &local);
         MPI_Comm_free(&node);
     }
+    ZAYA_TRY(zaya_gpu_load()); /* the CUDA module, or the library it cannot open, named */
     int have = zaya_gpu_device_count();
     if ((local + 1) * nd > have)
         return zaya_error_set(ZAYA_EINVAL, "bench coll --backend nccl: local rank %d needs GPUs %d..%d, %d CUDA device%s visible",

@@ -1,19 +1,18 @@
-/* NCCL communicator over device buffers (include/zaya/dist.h): one NCCL rank per local device, the
- * unique id from rank 0 over MPI. The CUDA names come through src/gpu/gpu_rt.h (RCCL keeps NCCL's
- * names: a HIP build swaps only that header). Without NCCL the functions fail with "built without
- * NCCL". */
+/* NCCL communicator over device buffers (include/zaya/dist.h): one NCCL rank per local device. Built
+ * into the CUDA module (libzaya_cuda.so, src/gpu/module.h) when NCCL is found, never into the zaya
+ * binary: the host side (src/dist/nccl_host.c) broadcasts rank 0's unique id over MPI and forwards
+ * every call here through the module's table. The CUDA names come through src/gpu/gpu_rt.h (RCCL
+ * keeps NCCL's names: a HIP build swaps only that header). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/dist_mpi.h"
-#include "zaya/dist.h"
-#include "zaya/gpu.h"
-
-#if defined(ZAYA_HAVE_NCCL)
 #include <nccl.h>
 
 #include "gpu/gpu_rt.h"
+#include "gpu/module.h"
+#include "zaya/dist.h"
+#include "zaya/gpu.h"
 
 struct zaya_nccl {
     int ndev, nranks, rank0;
@@ -27,9 +26,7 @@ static zaya_status nccl_check(ncclResult_t r, const char *call) {
     return zaya_error_set(ZAYA_EBACKEND, "%s: %s (%s)", call, ncclGetErrorString(r), ncclGetLastError(NULL));
 }
 
-int zaya_nccl_built(void) { return 1; }
-
-const char *zaya_nccl_version(void) {
+static const char *module_version(void) {
     static char buf[32];
     int v = 0;
     if (ncclGetVersion(&v) != ncclSuccess) return "?";
@@ -49,9 +46,23 @@ void zaya_nccl_free(zaya_nccl *n) {
     free(n);
 }
 
-zaya_status zaya_nccl_init(const zaya_comm *c, int ndev, const int *devices, zaya_nccl **out) {
+static zaya_status module_unique_id(void *id, size_t cap, size_t *len) {
+    *len = 0;
+    if (cap < sizeof(ncclUniqueId))
+        return zaya_error_set(ZAYA_EINVAL, "NCCL: a unique id needs %zu bytes, given %zu", sizeof(ncclUniqueId), cap);
+    ncclUniqueId u;
+    ZAYA_TRY(nccl_check(ncclGetUniqueId(&u), "ncclGetUniqueId"));
+    memcpy(id, &u, sizeof u);
+    *len = sizeof u;
+    return ZAYA_OK;
+}
+
+static zaya_status module_init(int ndev, const int *devices, int nranks, int rank0, const void *id_bytes, size_t len,
+                               zaya_nccl **out) {
     *out = NULL;
     if (ndev < 1) return zaya_error_set(ZAYA_EINVAL, "NCCL: %d local devices", ndev);
+    if (len < sizeof(ncclUniqueId))
+        return zaya_error_set(ZAYA_EINVAL, "NCCL: a unique id of %zu bytes (needs %zu)", len, sizeof(ncclUniqueId));
     int have = zaya_gpu_device_count();
     for (int i = 0; i < ndev; i++)
         if (devices[i] < 0 || devices[i] >= have)
@@ -68,20 +79,11 @@ zaya_status zaya_nccl_init(const zaya_comm *c, int ndev, const int *devices, zay
         return zaya_error_set(ZAYA_ENOMEM, "NCCL: out of memory");
     }
     memcpy(n->devices, devices, sizeof(int) * (size_t)ndev);
-    int world = c ? c->size : 1, me = c ? c->rank : 0;
-    n->nranks = world * ndev;
-    n->rank0 = me * ndev;
+    n->nranks = nranks;
+    n->rank0 = rank0;
     ncclUniqueId id;
+    memcpy(&id, id_bytes, sizeof id);
     zaya_status st = ZAYA_OK;
-    if (me == 0) st = nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    /* Every rank learns whether rank 0 got an id before anyone waits on it. */
-    int ok = st == ZAYA_OK;
-    if (c && world > 1) {
-        MPI_Bcast(&ok, 1, MPI_INT, 0, c->comm);
-        if (ok && MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->comm) != MPI_SUCCESS)
-            st = zaya_error_set(ZAYA_EMPI, "NCCL: broadcasting the unique id over MPI failed");
-        if (!ok && st == ZAYA_OK) st = zaya_error_set(ZAYA_EBACKEND, "NCCL: rank 0 could not create the unique id");
-    }
     for (int i = 0; st == ZAYA_OK && i < ndev; i++) {
         st = zaya_gpu_select((zaya_device){ZAYA_DEVICE_CUDA, devices[i]});
         if (st == ZAYA_OK) st = zaya_gpu_stream_init(&n->streams[i]);
@@ -114,8 +116,11 @@ zaya_gpu_stream *zaya_nccl_stream(const zaya_nccl *n, int local) { return n->str
 zaya_status zaya_nccl_group_start(void) { return nccl_check(ncclGroupStart(), "ncclGroupStart"); }
 zaya_status zaya_nccl_group_end(void) { return nccl_check(ncclGroupEnd(), "ncclGroupEnd"); }
 
-static ncclDataType_t nccl_dtype(zaya_dist_dtype t) { return t == ZAYA_DIST_BF16 ? ncclBfloat16 : ncclFloat32; }
-static ncclRedOp_t nccl_op(zaya_redop op) {
+/* zaya_dist_dtype and zaya_redop arrive as ints (the module's table, gpu/module.h). */
+static ncclDataType_t nccl_dtype(int t) { return t == ZAYA_DIST_BF16 ? ncclBfloat16 : ncclFloat32; }
+static const char *dtype_name(int t) { return t == ZAYA_DIST_BF16 ? "bf16" : "float"; }
+static size_t dtype_size(int t) { return t == ZAYA_DIST_BF16 ? 2 : 4; }
+static ncclRedOp_t nccl_op(int op) {
     switch (op) {
     case ZAYA_REDOP_PROD: return ncclProd;
     case ZAYA_REDOP_MIN: return ncclMin;
@@ -131,36 +136,36 @@ static gpuStream_t strm(const zaya_nccl *n, int local) {
 #define NCCL_CALL(name, expr)                                                                                   \
     do {                                                                                                        \
         char call_[96];                                                                                         \
-        snprintf(call_, sizeof call_, "%s(%lld x %s, rank %d)", name, (long long)count, zaya_dist_dtype_name(t), \
+        snprintf(call_, sizeof call_, "%s(%lld x %s, rank %d)", name, (long long)count, dtype_name(t), \
                  n->rank0 + local);                                                                             \
         return nccl_check((expr), call_);                                                                       \
     } while (0)
 
-zaya_status zaya_nccl_allreduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t, zaya_redop op) {
+static zaya_status n_allreduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
+                                int t, int op) {
     NCCL_CALL("ncclAllReduce", ncclAllReduce(sb, rb, (size_t)count, nccl_dtype(t), nccl_op(op), n->comms[local], strm(n, local)));
 }
-zaya_status zaya_nccl_reduce_scatter(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                     zaya_dist_dtype t, zaya_redop op) {
+static zaya_status n_reduce_scatter(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
+                                     int t, int op) {
     NCCL_CALL("ncclReduceScatter",
               ncclReduceScatter(sb, rb, (size_t)count, nccl_dtype(t), nccl_op(op), n->comms[local], strm(n, local)));
 }
-zaya_status zaya_nccl_allgather(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t) {
+static zaya_status n_allgather(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
+                                int t) {
     NCCL_CALL("ncclAllGather", ncclAllGather(sb, rb, (size_t)count, nccl_dtype(t), n->comms[local], strm(n, local)));
 }
-zaya_status zaya_nccl_broadcast(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t, int root) {
+static zaya_status n_broadcast(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
+                                int t, int root) {
     NCCL_CALL("ncclBroadcast", ncclBroadcast(sb, rb, (size_t)count, nccl_dtype(t), root, n->comms[local], strm(n, local)));
 }
-zaya_status zaya_nccl_reduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count, zaya_dist_dtype t,
-                             zaya_redop op, int root) {
+static zaya_status n_reduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count, int t,
+                             int op, int root) {
     NCCL_CALL("ncclReduce",
               ncclReduce(sb, rb, (size_t)count, nccl_dtype(t), nccl_op(op), root, n->comms[local], strm(n, local)));
 }
-zaya_status zaya_nccl_alltoall(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                               zaya_dist_dtype t) {
-    size_t bytes = (size_t)count * zaya_dist_dtype_size(t);
+static zaya_status n_alltoall(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
+                               int t) {
+    size_t bytes = (size_t)count * dtype_size(t);
     ZAYA_TRY(nccl_check(ncclGroupStart(), "ncclGroupStart (alltoall)"));
     zaya_status st = ZAYA_OK;
     for (int r = 0; st == ZAYA_OK && r < n->nranks; r++) {
@@ -175,8 +180,8 @@ zaya_status zaya_nccl_alltoall(const zaya_nccl *n, int local, const void *sb, vo
     zaya_status e = nccl_check(ncclGroupEnd(), "ncclGroupEnd (alltoall)");
     return st != ZAYA_OK ? st : e;
 }
-zaya_status zaya_nccl_sendrecv(const zaya_nccl *n, int local, const void *sb, int dst, void *rb, int src, int64_t count,
-                               zaya_dist_dtype t) {
+static zaya_status n_sendrecv(const zaya_nccl *n, int local, const void *sb, int dst, void *rb, int src, int64_t count,
+                               int t) {
     ZAYA_TRY(nccl_check(ncclGroupStart(), "ncclGroupStart (sendrecv)"));
     zaya_status st = nccl_check(ncclSend(sb, (size_t)count, nccl_dtype(t), dst, n->comms[local], strm(n, local)), "ncclSend");
     if (st == ZAYA_OK)
@@ -185,35 +190,24 @@ zaya_status zaya_nccl_sendrecv(const zaya_nccl *n, int local, const void *sb, in
     return st != ZAYA_OK ? st : e;
 }
 
-#else /* no NCCL */
-
-#define NO_NCCL zaya_error_set(ZAYA_EUNSUPPORTED, "NCCL: zaya was built without NCCL (needs CUDA and nccl.h at configure time)")
-int zaya_nccl_built(void) { return 0; }
-const char *zaya_nccl_version(void) { return "none"; }
-zaya_status zaya_nccl_init(const zaya_comm *c, int ndev, const int *devices, zaya_nccl **out) {
-    *out = NULL;
-    return NO_NCCL;
+void zaya_nccl_module_install(zaya_gpu_module *m);
+void zaya_nccl_module_install(zaya_gpu_module *m) {
+    m->nccl_version = module_version;
+    m->nccl_unique_id = module_unique_id;
+    m->nccl_init_ranks = module_init;
+    m->nccl_free = zaya_nccl_free;
+    m->nccl_size = zaya_nccl_size;
+    m->nccl_local_count = zaya_nccl_local_count;
+    m->nccl_rank = zaya_nccl_rank;
+    m->nccl_device = zaya_nccl_device;
+    m->nccl_stream = zaya_nccl_stream;
+    m->nccl_group_start = zaya_nccl_group_start;
+    m->nccl_group_end = zaya_nccl_group_end;
+    m->nccl_allreduce = n_allreduce;
+    m->nccl_reduce_scatter = n_reduce_scatter;
+    m->nccl_allgather = n_allgather;
+    m->nccl_broadcast = n_broadcast;
+    m->nccl_reduce = n_reduce;
+    m->nccl_alltoall = n_alltoall;
+    m->nccl_sendrecv = n_sendrecv;
 }
-void zaya_nccl_free(zaya_nccl *n) {}
-int zaya_nccl_size(const zaya_nccl *n) { return 0; }
-int zaya_nccl_local_count(const zaya_nccl *n) { return 0; }
-int zaya_nccl_rank(const zaya_nccl *n, int local) { return -1; }
-int zaya_nccl_device(const zaya_nccl *n, int local) { return -1; }
-zaya_gpu_stream *zaya_nccl_stream(const zaya_nccl *n, int local) { return NULL; }
-zaya_status zaya_nccl_group_start(void) { return NO_NCCL; }
-zaya_status zaya_nccl_group_end(void) { return NO_NCCL; }
-zaya_status zaya_nccl_allreduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t, zaya_redop op) { return NO_NCCL; }
-zaya_status zaya_nccl_reduce_scatter(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                     zaya_dist_dtype t, zaya_redop op) { return NO_NCCL; }
-zaya_status zaya_nccl_allgather(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t) { return NO_NCCL; }
-zaya_status zaya_nccl_broadcast(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                                zaya_dist_dtype t, int root) { return NO_NCCL; }
-zaya_status zaya_nccl_reduce(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count, zaya_dist_dtype t,
-                             zaya_redop op, int root) { return NO_NCCL; }
-zaya_status zaya_nccl_alltoall(const zaya_nccl *n, int local, const void *sb, void *rb, int64_t count,
-                               zaya_dist_dtype t) { return NO_NCCL; }
-zaya_status zaya_nccl_sendrecv(const zaya_nccl *n, int local, const void *sb, int dst, void *rb, int src, int64_t count,
-                               zaya_dist_dtype t) { return NO_NCCL; }
-#endif

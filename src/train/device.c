@@ -15,6 +15,8 @@ zaya_status zaya_train_engine_probe(const zaya_train_opts *o) {
     if (d.kind == ZAYA_DEVICE_CPU) return ZAYA_OK;
     if (!zaya_gpu_built())
         return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: zaya was built without CUDA", o->device);
+    /* The CUDA module and the libraries it links, opened now: a missing one ends the run before step 0. */
+    if (zaya_gpu_load() != ZAYA_OK) return zaya_error_context(ZAYA_EBACKEND, "--device %s", o->device);
     const int n = zaya_gpu_device_count();
     if (d.index >= n && strchr(o->device, ':'))
         return zaya_error_set(ZAYA_EBACKEND, "device cuda:%d: %d CUDA devices visible", d.index, n);

@@ -380,8 +380,7 @@ static zaya_status open_megatron(const char *path, const zaya_shard_open_opts *o
 static zaya_status open_llmc(const char *path, const zaya_shard_open_opts *o, zaya_shard *s) {
     ZAYA_TRY(map_file(path, &s->map, &s->map_size));
     zaya_llmc_header h;
-    ZAYA_TRY(zaya_error_context(zaya_llmc_header_parse(path, s->map, s->map_size, &h), "(and no '.idx' beside it "
-                                "for a Megatron dataset)"));
+    ZAYA_TRY(zaya_llmc_header_parse(path, s->map, s->map_size, &h));
     ZAYA_TRY(check_opts(path, o, 1, "llm.c"));
     char field[64];
     snprintf(field, sizeof field, "magic %u, version %u", h.magic, h.version);

@@ -5,6 +5,7 @@
 set -u
 zaya="$1"; src="$2"
 py=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1 # the script imports tests/foreign_tokens.py: no __pycache__ in the tree
 tmp=$(mktemp -d /tmp/zaya_data_foreign.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0

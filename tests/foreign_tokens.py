@@ -138,6 +138,14 @@ def main():
     b = MegatronBuilder(p, np.uint16)
     b.finalize()
     good(p, 1000, 999, [], "mg_empty")
+    # Zero-length sequences and documents (an empty .bin): every document reads back empty.
+    p = os.path.join(out, "mg_zero_len")
+    b = MegatronBuilder(p, np.int16)
+    for _ in range(3):
+        b.add_item([])
+        b.end_document()
+    b.finalize()
+    good(p, 1000, 999, [[], [], []], "mg_zero_len")
 
     # llm.c: gpt-2 (uint16) and llama-3 (uint32), EOT before every document.
     for model, vocab, eot in [("gpt-2", 50257, 50256), ("llama-3", 128256, 128000)]:

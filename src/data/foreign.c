@@ -277,6 +277,7 @@ static uint32_t token_at(const void *t, int dtype, uint64_t i) {
 uint32_t zaya_shard_token(const zaya_shard *s, uint64_t i) { return token_at(s->tokens, s->dtype, i); }
 
 void zaya_shard_read(const zaya_shard *s, uint64_t start, uint64_t n, int32_t *dst) {
+    if (n == 0) return; /* an empty foreign .bin is not mapped: no pointer arithmetic on NULL */
     switch (s->dtype) {
     case ZAYA_TOKEN_U16: {
         const uint16_t *t = (const uint16_t *)s->tokens + start;

@@ -89,6 +89,12 @@ grep -q '"bpb"' "$work/ev/eval.json" && grep -q '"acc_norm"' "$work/ev/eval.json
   { echo "FAIL: eval.json content"; fail=$((fail+1)); }
 # --task repeated (both forms): one result per file, in order
 expect 0 "mc2.jsonl" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/mc.jsonl" --task="$work/mc2.jsonl" -o "$work/ev2"
+# LAMBADA ({"text"} lines, lm-eval lambada_openai): detected, acc and perplexity reported
+printf '%s\n' '{"text": "the quick brown fox"}' '{"text": "the dog sleeps in the sun"}' > "$work/lambada.jsonl"
+expect 0 "lambada.jsonl .*lambada .* 2 .* ppl" -- "$zaya" eval "${cfg[@]}" -t "$tok" --task "$work/lambada.jsonl" -o "$work/evl"
+grep -q '"perplexity"' "$work/evl/eval.json" && grep -q '"format":[[:space:]]*"lambada"' "$work/evl/eval.json" && echo "ok: lambada eval.json" ||
+  { echo "FAIL: lambada eval.json content"; fail=$((fail+1)); }
+expect 1 "lambada2.jsonl:1: field 'text' has no space" -- bash -c "echo '{\"text\": \"word\"}' > '$work/lambada2.jsonl' && '$zaya' eval ${cfg[*]} -t '$tok' --task '$work/lambada2.jsonl' -o '$work/x'"
 # eval errors: line numbers, exit 1, no result printed or written
 printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '{"context": "a", "choices": [" b"' > "$work/bad1.jsonl"
 printf '%s\n' '{"context": "a", "choices": [" b", " c"], "label": 1}' '' '{"context": "a", "choices": [" b", " c"], "label": 2}' > "$work/bad2.jsonl"

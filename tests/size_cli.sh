@@ -28,6 +28,13 @@ expect 0 "nearest compliant: TP in {1,2,4,8,16,32}" -- "$zaya" size check "$fx/l
 expect 2 "--hw is required" -- "$zaya" size check "$fx/zaya1-8b.json"
 expect 1 "run \`zaya bench all -o DIR\`" -- "$zaya" size check "$fx/zaya1-8b.json" --hw host --profile "$tmp/none.json"
 expect 0 "tokens/s:" -- "$zaya" size predict "$fx/zaya1-8b.json" --hw mi300x --batch 4 --dp 64 --max-batch 8
+# inference weight formats: gpt-oss-120b as published (MXFP4 experts) fits one 80 GB H100, bf16 does not
+expect 0 "weights 60.8 GiB (114.66B params at 4.250 bits + 2.17B at 16 bits) + KV cache of 1 x 4096 tokens 0.15 GiB = 60.9 GiB of 74.5 GiB: fits one h100" -- "$zaya" size predict "$fx/gpt-oss-120b.json" --hw h100 --weights mxfp4 --max-batch 2
+expect 0 "= 217.8 GiB of 74.5 GiB: DOES NOT FIT on one h100" -- "$zaya" size predict "$fx/gpt-oss-120b.json" --hw h100 --max-batch 2
+expect 0 "int4 + one bf16 scale per 128 inputs (4.125 bits) on the linear weights" -- "$zaya" size check "$fx/llama-3-8b.json" --hw h100 --weights int4
+expect 0 "on the linear weights" -- "$zaya" size check "$fx/gpt-oss-20b.json" --hw h100 --weights mxfp4 --quantize linear
+expect 2 "weight format 'nf4' is not one of" -- "$zaya" size predict "$fx/gpt-oss-20b.json" --hw h100 --weights nf4
+expect 2 "quantization scope 'all' is not one of" -- "$zaya" size check "$fx/gpt-oss-20b.json" --hw h100 --weights int8 --quantize all
 expect 0 "fixture-host" -- "$zaya" size predict "$fx/olmoe-1b-7b.json" --hw host --profile "$fx/profile-host.json" --seq 512 --dp 2
 expect 0 "wrote $tmp/p/predict.json" -- "$zaya" size predict "$fx/mixtral-8x7b.json" --hw "$fx/profile-host.json" --seq 256 -o "$tmp/p"
 # context parallelism: per-rank activations, the exchanges per layer, the MHA comparison, refusals

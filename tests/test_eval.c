@@ -231,6 +231,129 @@ static void test_mc_partial(void) {
     zaya_infer_free(e);
 }
 
+/* Full-forward logits of encode(ctx + cont); *nctx = tokens of encode(ctx). Caller frees ids and logits. */
+static float *ref_logits(const char *ctx, const char *cont, int32_t **ids, size_t *n, size_t *nctx) {
+    char whole[512];
+    snprintf(whole, sizeof whole, "%s%s", ctx, cont);
+    int32_t *cids = NULL;
+    size_t cap = 0, ccap = 0;
+    *ids = NULL;
+    *n = *nctx = 0;
+    zaya_tokenizer_encode(tok, ctx, strlen(ctx), &cids, nctx, &ccap);
+    zaya_tokenizer_encode(tok, whole, strlen(whole), ids, n, &cap);
+    free(cids);
+    const int64_t V = model.cfg.vocab_size;
+    float *lg = th_alloc((int64_t)*n * V);
+    CHECK(zaya_model_plan(&model, 1, (int64_t)*n) == ZAYA_OK, "plan");
+    zaya_model_logits(&model, *ids, NULL, lg);
+    return lg;
+}
+
+/* lm-eval's is_greedy: every continuation token is the argmax (first on ties) of the logits before it. */
+static int ref_greedy(const char *ctx, const char *cont) {
+    int32_t *ids;
+    size_t n, nctx;
+    float *lg = ref_logits(ctx, cont, &ids, &n, &nctx);
+    const int64_t V = model.cfg.vocab_size;
+    int greedy = 1;
+    for (size_t t = nctx; t < n; t++) {
+        int64_t am = 0;
+        for (int64_t v = 1; v < V; v++) am = lg[(t - 1) * V + v] > lg[(t - 1) * V + am] ? v : am;
+        greedy = greedy && am == ids[t];
+    }
+    free(lg);
+    free(ids);
+    return greedy;
+}
+
+/* LAMBADA (lm-eval lambada_openai) on a hand-computed example: the context is the text up to its last
+ * space and the target " " + the last word (a double space leaves one space at the end of the
+ * context, which lm-eval's pair encoding moves into the continuation); acc counts items whose every
+ * target token is the argmax, perplexity = exp(-(ll_1 + ll_2 + ll_3) / 3). One item is made greedy by
+ * construction: its last word is the model's own argmax token after the context. */
+static void test_lambada(void) {
+    /* candidate contexts: pairs and triples of the corpus's words */
+    static const char *words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "sleeps", "in", "sun",
+                                  "and", "runs", "away", "a", "cat", "watches", "from", "garden", "wall", "then", "too"};
+    enum { NW = sizeof words / sizeof words[0] };
+    static char cands[NW * NW * 2][64];
+    int ncand = 0;
+    for (int i = 0; i < NW; i++)
+        for (int j = 0; j < NW; j++) {
+            snprintf(cands[ncand++], sizeof cands[0], "%s %s", words[i], words[j]);
+            snprintf(cands[ncand++], sizeof cands[0], "the %s %s", words[i], words[j]);
+        }
+    char greedy_text[300] = "", word[64] = "";
+    const char *greedy_ctx = NULL;
+    for (int c = 0; c < ncand && !greedy_ctx; c++) {
+        int32_t *ids = NULL;
+        size_t n = 0, nctx, cap = 0;
+        zaya_tokenizer_encode(tok, cands[c], strlen(cands[c]), &ids, &n, &cap);
+        free(ids);
+        if (n + 4 > 24) continue; /* the model's context */
+        float *lg = ref_logits(cands[c], "", &ids, &n, &nctx);
+        const int64_t V = model.cfg.vocab_size;
+        int64_t am = 0;
+        for (int64_t v = 1; v < V; v++) am = lg[(n - 1) * V + v] > lg[(n - 1) * V + am] ? v : am;
+        free(lg);
+        free(ids);
+        size_t bl = 0; /* the argmax token must be " word" (letters) */
+        const uint8_t *bytes = zaya_tokenizer_token_bytes(tok, (int32_t)am, &bl);
+        int ok = bytes && bl >= 2 && bl < sizeof word && bytes[0] == ' ';
+        for (size_t i = 1; ok && i < bl; i++) ok = bytes[i] >= 'a' && bytes[i] <= 'z';
+        if (!ok) continue;
+        snprintf(word, sizeof word, "%.*s", (int)bl, (const char *)bytes);
+        if (ref_greedy(cands[c], word)) greedy_ctx = cands[c]; /* context + word encodes as context, argmax */
+    }
+    CHECK(greedy_ctx != NULL, "no context whose argmax token is a word (test model)");
+    if (greedy_ctx) snprintf(greedy_text, sizeof greedy_text, "%s%s", greedy_ctx, word);
+    char path[256], body[1024];
+    snprintf(body, sizeof body,
+             "{\"text\": \"the dog sleeps in the sun\"}\n{\"text\": \"the fox runs  away\"}\n{\"text\": \"%s\"}\n",
+             greedy_ctx ? greedy_text : "the cat sleeps");
+    write_text("lambada.jsonl", body, path);
+    zaya_mc_docs docs;
+    CHECK(zaya_mc_read(path, ZAYA_MC_AUTO, &docs) == ZAYA_OK, "read: %s", zaya_error_message());
+    CHECK(docs.format == ZAYA_MC_LAMBADA && docs.n == 3, "detected %s, %lld items", zaya_mc_format_name(docs.format),
+          (long long)docs.n);
+    if (docs.n == 3) {
+        CHECK(!strcmp(docs.docs[0].ctx[0], "the dog sleeps in the") && !strcmp(docs.docs[0].cont[0], " sun") &&
+                  docs.docs[0].nchoices == 1 && docs.docs[0].label == 0 && docs.docs[0].norm_bytes[0] == 3,
+              "item 1: '%s' + '%s'", docs.docs[0].ctx[0], docs.docs[0].cont[0]);
+        CHECK(!strcmp(docs.docs[1].ctx[0], "the fox runs ") && !strcmp(docs.docs[1].cont[0], " away"),
+              "item 2: '%s' + '%s'", docs.docs[1].ctx[0], docs.docs[1].cont[0]);
+    }
+    zaya_mc_docs_free(&docs);
+    zaya_mc_set set;
+    CHECK(zaya_mc_load(path, ZAYA_MC_LAMBADA, tok, 24, &set, NULL) == ZAYA_OK, "load: %s", zaya_error_message());
+    zaya_infer *e = NULL;
+    zaya_infer_opts o = {.max_seqs = 2, .max_len = 24, .gemv = 1};
+    CHECK(zaya_infer_init(&e, &model, &o) == ZAYA_OK, "engine");
+    zaya_mc_result r;
+    CHECK(zaya_eval_mc(e, &set, NULL, &r) == ZAYA_OK, "eval: %s", zaya_error_message());
+    /* by hand: the pairs as lm-eval encodes them, their log-likelihoods and greedy flags */
+    const char *ctx[3] = {"the dog sleeps in the", "the fox runs", greedy_ctx ? greedy_ctx : "the cat"};
+    const char *cont[3] = {" sun", "  away", greedy_ctx ? word : " sleeps"};
+    double ll = 0;
+    int greedy = 0;
+    for (int i = 0; i < 3; i++) {
+        ll += ref_score(ctx[i], cont[i]);
+        greedy += ref_greedy(ctx[i], cont[i]);
+    }
+    CHECK(greedy_ctx == NULL || ref_greedy(ctx[2], cont[2]), "constructed item is greedy");
+    const double ppl = exp(-ll / 3), acc = greedy / 3.0;
+    CHECK(r.n == 3 && r.greedy == greedy && fabs(r.acc_greedy - acc) < 1e-12, "acc %lld/3, want %d/3",
+          (long long)r.greedy, greedy);
+    CHECK(fabs(r.ll_gold - ll) <= 1e-5 * fabs(ll) && fabs(r.ppl_gold - ppl) <= 1e-5 * ppl,
+          "perplexity %.9g (ll %.9g), want %.9g (ll %.9g)", r.ppl_gold, r.ll_gold, ppl, ll);
+    CHECK(fabs(r.acc_greedy_stderr - sqrt(acc * (1 - acc) / 2)) < 1e-12, "stderr %g", r.acc_greedy_stderr);
+    printf("lambada: acc %.3f (%d/3 greedy), perplexity %.4f (ll %.5f)\n", r.acc_greedy, greedy, r.ppl_gold, r.ll_gold);
+    zaya_mc_free(&set);
+    zaya_infer_free(e);
+    expect_error("lambada-nospace.jsonl", "{\"text\": \"the dog\"}\n{\"text\": \"dog\"}\n", 24,
+                 "lambada-nospace.jsonl:2: field 'text' has no space");
+}
+
 /* The released layouts in tests/fixtures/eval parse into lm-eval-harness's contexts and choices. */
 static zaya_mc_docs read_fixture(const char *name, zaya_mc_format want, int64_t n) {
     char path[512];
@@ -363,7 +486,7 @@ static void test_format_errors(void) {
     zaya_mc_format f;
     CHECK(zaya_mc_format_parse("arc", &f) == ZAYA_OK && f == ZAYA_MC_ARC, "format arc");
     CHECK(zaya_mc_format_parse("squad", &f) != ZAYA_OK &&
-              strstr(zaya_error_message(), "unknown task format 'squad' (known: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu)"),
+              strstr(zaya_error_message(), "unknown task format 'squad' (known: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu, lambada)"),
           "unknown format: %s", zaya_error_message());
 }
 
@@ -373,6 +496,7 @@ int main(void) {
     test_mc();
     test_mc_errors();
     test_mc_partial();
+    test_lambada();
     test_formats();
     test_format_errors();
     zaya_model_free(&model);

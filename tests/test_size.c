@@ -348,6 +348,84 @@ static void test_fit(void) {
 }
 
 /* The classic MoE calculator bugs, each provoked on purpose. */
+/* Inference weight formats: per-tensor bytes by hand, the tensors each rule quantizes, gpt-oss's
+ * published MXFP4 checkpoints (model card: 60.8 GiB and 12.8 GiB) and the one-80-GB-device fit. */
+static void test_quantized(void) {
+    zaya_size_arch a;
+    load("gpt-oss-120b.json", &a);
+    zaya_size_params p;
+    zaya_size_count_params(&a, &p);
+    zaya_size_weights w[6];
+    static const char *const names[6] = {NULL, "bf16", "fp8", "int8", "int4", "mxfp4"};
+    for (int i = 0; i < 6; i++)
+        CHECK(zaya_size_weights_parse(names[i], NULL, &w[i]) == ZAYA_OK && (int)w[i].format == i, "parse %s", names[i] ? names[i] : "NULL");
+    zaya_size_weights bad;
+    CHECK(zaya_size_weights_parse("nf4", NULL, &bad) != ZAYA_OK && strstr(zaya_error_message(), "'nf4'"), "nf4 refused");
+    CHECK(zaya_size_weights_parse("int4", "embeddings", &bad) != ZAYA_OK, "scope refused");
+    /* one [out 256, in 300] matrix by hand */
+    zaya_size_param_row r = {.name = "attn.q_proj", .each = 256 * 300, .instances = 1, .matrix = 1, .matmul = 1,
+                             .rows_ = 256, .cols_ = 300};
+    CHECK(zaya_size_weights_row_bytes(&w[1], &a, &r, 2) == 153600, "bf16");
+    CHECK(zaya_size_weights_row_bytes(&w[2], &a, &r, 2) == 76800 + 4, "fp8: 1 byte + one fp32 scale");
+    CHECK(zaya_size_weights_row_bytes(&w[3], &a, &r, 2) == 76800 + 2 * 256, "int8: + bf16 per output channel");
+    zaya_size_weights lin;
+    zaya_size_weights_parse("int4", "linear", &lin);
+    CHECK(zaya_size_weights_row_bytes(&lin, &a, &r, 2) == 38400 + 256 * 3 * 2, "int4: 3 groups of <= 128 per row");
+    zaya_size_weights_parse("mxfp4", "linear", &lin);
+    CHECK(zaya_size_weights_row_bytes(&lin, &a, &r, 2) == 38400 + 256 * 10, "mxfp4: 10 blocks of <= 32 per row");
+    /* auto mxfp4 on an MoE: experts only (attention stays bf16), as gpt-oss publishes it */
+    CHECK(zaya_size_weights_scope(&w[5], &a) == ZAYA_SIZE_WQ_EXPERTS && zaya_size_weights_row_bytes(&w[5], &a, &r, 2) == 153600,
+          "mxfp4 auto keeps attention bf16");
+    CHECK(zaya_size_weights_quantizes(&w[5], &a, row(&p, "experts.gate_up")) &&
+              !zaya_size_weights_quantizes(&w[5], &a, row(&p, "experts.gate_up.bias")) &&
+              !zaya_size_weights_quantizes(&w[4], &a, row(&p, "router.gate")) &&
+              !zaya_size_weights_quantizes(&w[4], &a, row(&p, "embed_tokens")) &&
+              !zaya_size_weights_quantizes(&w[4], &a, row(&p, "lm_head")) &&
+              zaya_size_weights_quantizes(&w[4], &a, row(&p, "attn.o_proj")),
+          "which tensors are quantized");
+    zaya_size_weight_bytes wb;
+    zaya_size_weights_bytes(&a, &w[5], 2, &wb);
+    const double gibf = 1024.0 * 1024 * 1024;
+    CHECK(fabs(wb.total / gibf - 60.8) < 0.1, "gpt-oss-120b mxfp4 checkpoint %.2f GiB, published 60.8", wb.total / gibf);
+    CHECK(fabs(wb.bits_per_quantized - 4.25) < 1e-9 && wb.quantized_params + wb.kept_params == (double)p.total,
+          "4.25 bits on %.4gB expert params", wb.quantized_params / 1e9);
+    zaya_size_weights_bytes(&a, &w[0], 2, &wb);
+    CHECK(wb.total == 2.0 * (double)p.total, "default = 2 bytes per parameter");
+    zaya_size_hw hw;
+    CHECK(zaya_size_hw_get("h100", NULL, &hw) == ZAYA_OK, "h100");
+    zaya_size_fit f;
+    zaya_size_infer_fit_weights(&a, 1, 4096, 2, &w[5], hw.mem_bytes, &f);
+    CHECK(f.fits && f.need < 80e9, "gpt-oss-120b in MXFP4 fits one 80 GB device: %.1f GB", f.need / 1e9);
+    zaya_size_infer_fit_weights(&a, 1, 4096, 2, &w[1], hw.mem_bytes, &f);
+    CHECK(!f.fits, "in bf16 it does not");
+    /* decode reads the dense tensors and the touched experts in their stored bytes */
+    zaya_size_infer_pred pb, pq;
+    zaya_size_predict_infer_weights(&a, &hw, 1, 4096, &w[1], &pb);
+    zaya_size_predict_infer_weights(&a, &hw, 1, 4096, &w[5], &pq);
+    const zaya_size_param_row *gu = row(&p, "experts.gate_up"), *dn = row(&p, "experts.down");
+    const double per_expert_bf16 = 2.0 * (double)(gu->each + dn->each);
+    const double per_expert_mx = zaya_size_weights_row_bytes(&w[5], &a, gu, 2) + zaya_size_weights_row_bytes(&w[5], &a, dn, 2);
+    const double touched = (double)a.top_k * (double)a.n_moe_layers; /* batch 1: top_k experts per MoE layer */
+    CHECK(fabs((pb.decode_weight_bytes - pq.decode_weight_bytes) - touched * (per_expert_bf16 - per_expert_mx)) <
+              1e-6 * pb.decode_weight_bytes,
+          "decode bytes differ by the touched experts' saving: %.6g vs %.6g", pb.decode_weight_bytes - pq.decode_weight_bytes,
+          touched * (per_expert_bf16 - per_expert_mx));
+    CHECK(pq.decode_s < pb.decode_s && pq.decode_kv_bytes == pb.decode_kv_bytes, "faster decode, same KV");
+    zaya_size_hw_free(&hw);
+    load("gpt-oss-20b.json", &a);
+    zaya_size_weights_bytes(&a, &w[5], 2, &wb);
+    CHECK(fabs(wb.total / gibf - 12.8) < 0.1, "gpt-oss-20b mxfp4 checkpoint %.2f GiB, published 12.8", wb.total / gibf);
+    /* a dense model: auto mxfp4 quantizes the linear weights */
+    load("llama-3-8b.json", &a);
+    zaya_size_count_params(&a, &p);
+    CHECK(zaya_size_weights_scope(&w[5], &a) == ZAYA_SIZE_WQ_LINEAR &&
+              zaya_size_weights_quantizes(&w[5], &a, row(&p, "mlp.down")), "dense mxfp4: linear");
+    zaya_size_weights_bytes(&a, &w[4], 2, &wb);
+    const double emb = 2.0 * 2 * (double)a.vocab * (double)a.hidden; /* untied: table + head, bf16 */
+    CHECK(wb.kept_bytes > emb && wb.kept_bytes < emb * 1.01, "int4 llama keeps embeddings + norms: %.4g vs %.4g",
+          wb.kept_bytes, emb);
+}
+
 static void test_moe_bugs(void) {
     cJSON *cfg = load_json("qwen3-30b-a3b.json");
     zaya_size_arch a, b;
@@ -937,6 +1015,7 @@ int main(void) {
     test_families();
     test_fit();
     test_moe_bugs();
+    test_quantized();
     test_memory();
     test_rules();
     test_predict();

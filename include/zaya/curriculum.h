@@ -55,6 +55,8 @@ typedef struct zaya_run_source {
     int ntrain, nval;
     char *train[ZAYA_RUN_MAX_PATTERNS];
     char *val[ZAYA_RUN_MAX_PATTERNS];
+    uint64_t vocab_size; /* for Megatron / llm.c token files (0: not given) */
+    uint32_t eos_id;     /* their document separator (ZAYA_SHARD_NO_EOS: not given) */
 } zaya_run_source;
 
 typedef struct zaya_run {

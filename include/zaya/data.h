@@ -43,6 +43,10 @@ void zaya_data_paths_free(char **paths, int npaths);
  * on vocab size and eos id, and must have an eos id (packing needs a separator). */
 zaya_status zaya_data_source_open(zaya_data_source *src, const char *name, const char *const *patterns,
                                   int npatterns, int verify_checksum);
+/* The same with zaya_shard_open_ext's options: sources may then name Megatron indexed datasets and
+ * llm.c token files (docs/data-format.md), which need opts->vocab_size and opts->eos_id. */
+zaya_status zaya_data_source_open_ext(zaya_data_source *src, const char *name, const char *const *patterns,
+                                      int npatterns, const zaya_shard_open_opts *opts);
 void zaya_data_source_free(zaya_data_source *src);
 
 /* Packing: documents are joined as doc0 eos doc1 eos ... (one stream of ntokens + ndocs ids);
@@ -59,6 +63,8 @@ typedef struct zaya_dataset {
 /* Adds a source; its vocab size and eos id must match the sources already present. */
 zaya_status zaya_dataset_add(zaya_dataset *ds, const char *name, const char *const *patterns, int npatterns,
                              int verify_checksum);
+zaya_status zaya_dataset_add_ext(zaya_dataset *ds, const char *name, const char *const *patterns, int npatterns,
+                                 const zaya_shard_open_opts *opts);
 int zaya_dataset_find(const zaya_dataset *ds, const char *name); /* index or -1 */
 void zaya_dataset_free(zaya_dataset *ds);
 

@@ -160,7 +160,8 @@ static inline double zaya_eval_bpb(const zaya_eval_lm *r) { return r->nll / log(
  *
  * Layouts (src/infer/mc_formats.c): zaya {context, choices, label} as given, and the released forms
  * of HellaSwag, ARC, PIQA, Winogrande (partial scoring: the option fills the blank in the context,
- * the rest of the sentence is the continuation) and MMLU (HF JSON and the original CSV), with
+ * the rest of the sentence is the continuation), MMLU (HF JSON and the original CSV) and LAMBADA
+ * ({text}: context = text up to its last space, the one continuation = " " + the last word), with
  * lm-eval-harness's prompts. */
 typedef enum zaya_mc_format {
     ZAYA_MC_AUTO = 0,
@@ -170,6 +171,7 @@ typedef enum zaya_mc_format {
     ZAYA_MC_PIQA,
     ZAYA_MC_WINOGRANDE,
     ZAYA_MC_MMLU,
+    ZAYA_MC_LAMBADA, /* {text}: last-word prediction, one continuation per item (lm-eval lambada_openai) */
 } zaya_mc_format;
 
 /* "hellaswag" -> ZAYA_MC_HELLASWAG ("auto" too); an unknown name is an error listing the known ones. */
@@ -227,6 +229,13 @@ typedef struct zaya_mc_result {
     int64_t n, correct, correct_norm;
     double acc, acc_norm;
     double acc_stderr, acc_norm_stderr; /* sqrt(p (1 - p) / (n - 1)) (lm-eval-harness); NAN for n < 2 */
+    /* The gold continuation (choice `label`) of every item, as lm-eval's loglikelihood requests give it:
+     * greedy = every one of its tokens is the argmax of its logits (first index on ties); ll_gold is
+     * the sum over items of its log-likelihood. LAMBADA reports acc = acc_greedy and
+     * perplexity = exp(-ll_gold / n) (lm-eval's `perplexity` aggregation: exp of minus the mean). */
+    int64_t greedy;
+    double acc_greedy, acc_greedy_stderr;
+    double ll_gold, ppl_gold;
     double seconds;
 } zaya_mc_result;
 /* scores (may be NULL): one double per choice of every item, in order. */

@@ -196,6 +196,53 @@ void zaya_size_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *o, d
 /* Inference: weights (bytes_per_value each, all experts resident) + KV cache of batch sequences. */
 void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap,
                          zaya_size_fit *f);
+/* The same with the weights in format w (NULL: as zaya_size_infer_fit); the KV cache stays at
+ * bytes_per_value. */
+struct zaya_size_weights;
+void zaya_size_infer_fit_weights(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value,
+                                 const struct zaya_size_weights *w, double cap, zaya_size_fit *f);
+
+/* ---------------------------------------------------------------- inference weight formats */
+
+/* How inference stores the weights (src/size/quant.c, docs/size.md). DEFAULT: every tensor in the
+ * compute dtype (bf16, or f32 with --dtype f32), as before. A chosen format keeps every tensor it does
+ * not quantize in bf16; quantized tensors are 2-D [out, in] weights:
+ *   fp8    E4M3 + one fp32 scale per tensor              (8 bits)
+ *   int8   + one bf16 scale per output channel           (8 + 16 / in bits)
+ *   int4   groups of 128 inputs, one bf16 scale each     (4.125 bits)
+ *   mxfp4  E2M1 in blocks of 32 inputs, one E8M0 scale   (4.25 bits)
+ * Scope: EXPERTS quantizes only the MoE expert weights (gpt-oss's published MXFP4 checkpoint), LINEAR
+ * every 2-D projection of the blocks (attention, dense MLP, experts, shared experts). The router, the
+ * embeddings and head, norms, biases, convolutions and scales are never quantized. AUTO = EXPERTS for
+ * MXFP4 on an MoE model, LINEAR otherwise. */
+typedef enum zaya_size_wformat {
+    ZAYA_SIZE_WF_DEFAULT = 0, ZAYA_SIZE_WF_BF16, ZAYA_SIZE_WF_FP8, ZAYA_SIZE_WF_INT8, ZAYA_SIZE_WF_INT4, ZAYA_SIZE_WF_MXFP4
+} zaya_size_wformat;
+typedef enum zaya_size_wscope { ZAYA_SIZE_WQ_AUTO = 0, ZAYA_SIZE_WQ_EXPERTS, ZAYA_SIZE_WQ_LINEAR } zaya_size_wscope;
+typedef struct zaya_size_weights {
+    zaya_size_wformat format;
+    zaya_size_wscope scope;
+} zaya_size_weights;
+
+/* format: bf16|fp8|int8|int4|mxfp4 (NULL: DEFAULT); scope: auto|experts|linear (NULL: auto). */
+zaya_status zaya_size_weights_parse(const char *format, const char *scope, zaya_size_weights *out);
+const char *zaya_size_weights_name(const zaya_size_weights *w); /* "mxfp4", "default" for NULL */
+zaya_size_wscope zaya_size_weights_scope(const zaya_size_weights *w, const zaya_size_arch *a); /* AUTO resolved */
+/* One line: the format, its scales and what it quantizes. */
+void zaya_size_weights_describe(const zaya_size_weights *w, const zaya_size_arch *a, char *buf, size_t cap);
+int zaya_size_weights_quantizes(const zaya_size_weights *w, const zaya_size_arch *a, const zaya_size_param_row *r);
+/* Bytes of one instance of row r (plain_bytes per parameter when it is not quantized). */
+double zaya_size_weights_row_bytes(const zaya_size_weights *w, const zaya_size_arch *a, const zaya_size_param_row *r,
+                                   double plain_bytes);
+typedef struct zaya_size_weight_bytes {
+    double total;                               /* every tensor inference loads (MTP modules excluded) */
+    double quantized_params, quantized_bytes;   /* the tensors the format quantizes, scales included */
+    double kept_params, kept_bytes;             /* the rest (bf16 under a chosen format) */
+    double bits_per_quantized;                  /* 8 * quantized_bytes / quantized_params */
+} zaya_size_weight_bytes;
+/* plain_bytes: bytes per parameter under DEFAULT (2 bf16, 4 f32). */
+void zaya_size_weights_bytes(const zaya_size_arch *a, const zaya_size_weights *w, double plain_bytes,
+                            zaya_size_weight_bytes *out);
 
 /* ---------------------------------------------------------------- hardware profiles */
 
@@ -358,6 +405,11 @@ typedef struct zaya_size_infer_pred {
 
 void zaya_size_predict_infer(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context,
                              zaya_size_infer_pred *p);
+/* The same with the weights in format w (NULL: the compute dtype): decode reads the head, the dense
+ * tensors and the experts the batch touches in their stored bytes, scales included. Prefill GEMMs and
+ * decode FLOPs are unchanged (dequantized to bf16 on the fly: no low-precision GEMM rate assumed). */
+void zaya_size_predict_infer_weights(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context,
+                                     const zaya_size_weights *w, zaya_size_infer_pred *p);
 
 /* ---------------------------------------------------------------- MoE shape search */
 
@@ -436,6 +488,7 @@ typedef struct zaya_size_check_opts {
     int64_t batch, seq;
     int tp;
     zaya_size_mem_opts mem;
+    zaya_size_weights weights; /* inference weight format of the inference memory line */
 } zaya_size_check_opts;
 /* `zaya size check`: the rules, their findings, every GEMM's efficiency and the training memory fit. */
 zaya_status zaya_size_check_report(const zaya_size_check_opts *o, FILE *f);
@@ -448,6 +501,7 @@ typedef struct zaya_size_predict_opts {
     int cp_contiguous; /* CP layout (zaya_size_step_opts) */
     double overlap;
     zaya_size_mem_opts mem;
+    zaya_size_weights weights; /* inference weight format (memory and decode bytes) */
 } zaya_size_predict_opts;
 /* `zaya size predict`: training step time by part and the inference latency table (batch 1, 2, 4 ...). */
 zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f);

@@ -12,6 +12,22 @@
 
 /* ---------------------------------------------------------------- inspect */
 
+static void print_foreign(const zaya_shard *s) {
+    const zaya_shard_header *h = &s->hdr;
+    if (s->format == ZAYA_SHARD_MEGATRON)
+        printf("  format       Megatron indexed dataset (.idx version %u), dtype %s (code %d), %" PRIu64
+               " sequences; .idx %zu bytes, .bin %" PRIu64 " bytes\n", s->file_version, zaya_token_dtype_name(s->dtype),
+               s->dtype, s->sequences, s->idx_size, h->file_size);
+    else
+        printf("  format       llm.c token file (version %u), %s ids after the %u-byte header, file %" PRIu64 " bytes\n",
+               s->file_version, zaya_token_dtype_name(s->dtype), ZAYA_LLMC_HEADER_BYTES, h->file_size);
+    printf("  separator    eos id %u: %s\n", h->eos_id,
+           s->format == ZAYA_SHARD_LLMC ? "before every document in the file (not counted in the documents)"
+           : s->sep_stride ? "ends every document in the file (not counted in the documents)"
+                           : "not stored in the file (packing inserts it between documents)");
+    printf("  file tokens  %" PRIu64 " (documents and stored separators)\n", s->file_tokens);
+}
+
 static void print_shard(const zaya_shard *s, int64_t ntok) {
     const zaya_shard_header *h = &s->hdr;
     uint64_t mn = UINT64_MAX, mx = 0;
@@ -21,47 +37,75 @@ static void print_shard(const zaya_shard *s, int64_t ntok) {
         mx = len > mx ? len : mx;
     }
     printf("shard %s\n", s->path);
-    printf("  format       version %u, header %u bytes, %u-byte tokens (u%u)\n", h->version, h->header_size,
-           h->token_width, 8 * h->token_width);
-    printf("  vocab        %" PRIu64 " ids, eos id ", h->vocab_size);
-    if (h->eos_id == ZAYA_SHARD_NO_EOS) printf("none"); else printf("%u", h->eos_id);
-    printf(", tokenizer %016" PRIx64 "%s\n", h->tokenizer_hash, h->tokenizer_hash ? "" : " (unknown)");
+    if (s->format != ZAYA_SHARD_ZTOK) {
+        print_foreign(s);
+        printf("  vocab        %" PRIu64 " ids (given)\n", h->vocab_size);
+    } else {
+        printf("  format       version %u, header %u bytes, %u-byte tokens (u%u)\n", h->version, h->header_size,
+               h->token_width, 8 * h->token_width);
+        printf("  vocab        %" PRIu64 " ids, eos id ", h->vocab_size);
+        if (h->eos_id == ZAYA_SHARD_NO_EOS) printf("none"); else printf("%u", h->eos_id);
+        printf(", tokenizer %016" PRIx64 "%s\n", h->tokenizer_hash, h->tokenizer_hash ? "" : " (unknown)");
+    }
     printf("  tokens       %" PRIu64 " in %" PRIu64 " documents", h->token_count, h->doc_count);
     if (h->doc_count)
         printf(" (mean %.1f, min %" PRIu64 ", max %" PRIu64 " tokens)", (double)h->token_count / (double)h->doc_count, mn, mx);
-    printf("\n  layout       tokens at %" PRIu64 ", index at %" PRIu64 ", file %" PRIu64 " bytes\n", h->tokens_offset,
-           h->index_offset, h->file_size);
+    printf("\n");
+    if (s->format == ZAYA_SHARD_ZTOK)
+        printf("  layout       tokens at %" PRIu64 ", index at %" PRIu64 ", file %" PRIu64 " bytes\n", h->tokens_offset,
+               h->index_offset, h->file_size);
     printf("  first tokens");
-    for (uint64_t i = 0; i < h->token_count && i < (uint64_t)ntok; i++) printf(" %u", zaya_shard_token(s, i));
-    printf("%s\n", h->token_count > (uint64_t)ntok ? " ..." : "");
+    for (uint64_t i = 0; i < s->file_tokens && i < (uint64_t)ntok; i++) printf(" %u", zaya_shard_token(s, i));
+    printf("%s\n", s->file_tokens > (uint64_t)ntok ? " ..." : "");
+}
+
+/* Megatron and llm.c token files store no vocabulary size and no end-of-document id. */
+#define FOREIGN_FLAGS(vocab, eos)                                                                                    \
+    {"vocab-size", 0, ZAYA_FLAG_I64, vocab, "V", "Megatron / llm.c files: the tokenizer's vocabulary size"},         \
+    {"eos-id", 0, ZAYA_FLAG_I64, eos, "ID", "Megatron / llm.c files: the end-of-document id (llm.c: EOT)"}
+
+static int foreign_opts(const zaya_cmd_spec *spec, int64_t vocab, int64_t eos, int verify, zaya_shard_open_opts *o) {
+    if (vocab < 0 || vocab > (1ll << 31)) return zaya_flags_usage_error(spec, "--vocab-size must be in [1, 2^31]");
+    if (eos < -1 || (eos >= 0 && vocab > 0 && eos >= vocab))
+        return zaya_flags_usage_error(spec, "--eos-id must be in [0, --vocab-size)");
+    *o = (zaya_shard_open_opts){.verify_checksum = verify, .vocab_size = (uint64_t)vocab,
+                                .eos_id = eos < 0 ? ZAYA_SHARD_NO_EOS : (uint32_t)eos};
+    return -1;
 }
 
 int zaya_cmd_data_inspect(int argc, char **argv) {
-    int64_t ntok = 16;
+    int64_t ntok = 16, vocab = 0, eos = -1;
     int no_verify = 0;
     zaya_flag flags[] = {
         {"tokens", 'n', ZAYA_FLAG_I64, &ntok, "N", "print the first N token ids (default 16)"},
         {"no-verify", 0, ZAYA_FLAG_BOOL, &no_verify, NULL, "skip the payload checksum (default: verify)"},
+        FOREIGN_FLAGS(&vocab, &eos),
     };
     zaya_cmd_spec spec = {"data inspect", "Show a token shard's header, counts, checksum and first tokens", "[options] SHARD...",
                           "Every header field and offset is validated on open; a bad shard is reported and the "
-                          "command exits 1 after the others were shown.",
-                          flags, 2};
+                          "command exits 1 after the others were shown. SHARD may also be a Megatron indexed "
+                          "dataset (PREFIX, PREFIX.idx or PREFIX.bin) or an llm.c .bin token file, read in place: "
+                          "those need --vocab-size and --eos-id.",
+                          flags, 4};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
     if (args.npos < 1) return zaya_flags_usage_error(&spec, "expected at least one SHARD");
     if (ntok < 0) return zaya_flags_usage_error(&spec, "--tokens must be >= 0");
+    zaya_shard_open_opts o;
+    if ((rc = foreign_opts(&spec, vocab, eos, 0, &o)) >= 0) return rc;
     int bad = 0;
     for (int i = 0; i < args.npos; i++) {
         zaya_shard s;
-        if (zaya_shard_open(args.pos[i], 0, &s) != ZAYA_OK) {
+        if (zaya_shard_open_ext(args.pos[i], &o, &s) != ZAYA_OK) {
             zaya_cli_error("data inspect", NULL);
             bad++;
             continue;
         }
         print_shard(&s, ntok);
-        if (!no_verify) {
+        if (s.format != ZAYA_SHARD_ZTOK) {
+            printf("  checksum     none stored in this format; every size, offset and id was checked\n");
+        } else if (!no_verify) {
             if (zaya_shard_verify_checksum(&s) == ZAYA_OK) {
                 printf("  checksum     xxh3 %016" PRIx64 ": ok\n", s.hdr.payload_xxh3);
             } else {
@@ -116,15 +160,22 @@ static int validate_run(const char *path) {
 
 int zaya_cmd_data_validate(int argc, char **argv) {
     const char *run = NULL;
+    int64_t vocab = 0, eos = -1;
     zaya_flag flags[] = {
         {"run", 0, ZAYA_FLAG_STRING, &run, "FILE", "also validate a run file and every shard its sources name"},
+        FOREIGN_FLAGS(&vocab, &eos),
     };
     zaya_cmd_spec spec = {"data validate", "Fully validate token shards (structure, ids < vocab, checksums)",
-                          "[options] [SHARD|DIR|GLOB...]", NULL, flags, 1};
+                          "[options] [SHARD|DIR|GLOB...]",
+                          "Megatron indexed datasets (PREFIX.idx + PREFIX.bin) and llm.c .bin token files are "
+                          "validated too (every size, offset, document index and id), given --vocab-size and "
+                          "--eos-id.", flags, 3};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
     if (args.npos < 1 && !run) return zaya_flags_usage_error(&spec, "expected shards or --run FILE");
+    zaya_shard_open_opts o;
+    if ((rc = foreign_opts(&spec, vocab, eos, 1, &o)) >= 0) return rc;
     int bad = 0;
     if (args.npos > 0) {
         char **paths;
@@ -133,7 +184,7 @@ int zaya_cmd_data_validate(int argc, char **argv) {
             return zaya_cli_error("data validate", NULL);
         for (int i = 0; i < n; i++) {
             zaya_shard s;
-            if (zaya_shard_open(paths[i], 1, &s) != ZAYA_OK) {
+            if (zaya_shard_open_ext(paths[i], &o, &s) != ZAYA_OK) {
                 zaya_cli_error("data validate", NULL);
                 bad++;
                 continue;

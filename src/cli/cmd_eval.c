@@ -22,8 +22,8 @@ int zaya_cmd_eval(int argc, char **argv) {
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (needed for --text, --task, bpb)"},
         {"shard", 0, ZAYA_FLAG_STRING, &shard, "FILE", "token shard (.ztok) for perplexity"},
         {"text", 0, ZAYA_FLAG_STRING, &text, "FILE", "text file for perplexity and bits per byte"},
-        {"task", 0, ZAYA_FLAG_LIST, &task_list, "FILE", "multiple-choice task file (JSONL, JSON or MMLU CSV)"},
-        {"format", 0, ZAYA_FLAG_STRING, &format, "F", "task layout: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu (default: auto)"},
+        {"task", 0, ZAYA_FLAG_LIST, &task_list, "FILE", "multiple-choice or LAMBADA task file (JSONL, JSON or MMLU CSV)"},
+        {"format", 0, ZAYA_FLAG_STRING, &format, "F", "task layout: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu, lambada (default: auto)"},
         {"ctx", 0, ZAYA_FLAG_I64, &window, "N", "perplexity window (default: max_position_embeddings)"},
         {"max-tokens", 0, ZAYA_FLAG_I64, &max_tokens, "N", "evaluate at most N tokens of the shard/text (default: all)"},
         {"batch", 'b', ZAYA_FLAG_I64, &batch, "B", "sequences scored at once (default: 4)"},
@@ -34,7 +34,9 @@ int zaya_cmd_eval(int argc, char **argv) {
                           "acc picks the choice with the largest summed log-likelihood given the context; acc_norm "
                           "divides it by the choice's length in bytes (lm-eval-harness); +- is the standard error. Task "
                           "layouts are detected from their fields. Writes eval.json and items-K.jsonl (per-choice "
-                          "log-likelihoods of task K).",
+                          "log-likelihoods of task K). LAMBADA ({\"text\": ...} lines) reports lm-eval lambada_openai's acc "
+                          "(every token of \" <last word>\" is the argmax) and perplexity (exp of minus the mean "
+                          "log-likelihood per document).",
                           flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);

@@ -88,8 +88,16 @@ int zaya_cmd_size_info(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ check */
 
+/* Inference weight format (src/size/quant.c): check's inference memory line, predict's memory and decode. */
+#define WEIGHT_FLAGS(fmt, scope)                                                                                       \
+    {"weights", 0, ZAYA_FLAG_STRING, fmt, "bf16|fp8|int8|int4|mxfp4",                                                   \
+     "inference weight format, scales included (default: the compute dtype, nothing quantized)"},                     \
+        {"quantize", 0, ZAYA_FLAG_STRING, scope, "auto|experts|linear",                                                 \
+         "what --weights quantizes: experts = MoE expert weights, linear = every block projection (default auto: "      \
+         "experts for mxfp4 on an MoE, else linear)"}
+
 int zaya_cmd_size_check(int argc, char **argv) {
-    const char *hwname = NULL, *profile = NULL, *out = NULL;
+    const char *hwname = NULL, *profile = NULL, *out = NULL, *wfmt = NULL, *wscope = NULL;
     int64_t batch = 1, seq = 4096;
     int tp = 1;
     mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
@@ -100,6 +108,7 @@ int zaya_cmd_size_check(int argc, char **argv) {
         {"seq", 0, ZAYA_FLAG_I64, &seq, "T", "sequence length (default 4096)"},
         {"tp", 0, ZAYA_FLAG_INT, &tp, "N", "intended tensor-parallel degree for the KV-head rule (default 1)"},
         MEM_FLAGS(mf),
+        WEIGHT_FLAGS(&wfmt, &wscope),
         ZAYA_FLAG_OUTDIR(&out, "none: also write check.json there"),
     };
     const zaya_cmd_spec spec = {"size check", "sizing rules and per-GEMM efficiency of a config on a hardware profile",
@@ -118,13 +127,15 @@ int zaya_cmd_size_check(int argc, char **argv) {
     if (s != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     zaya_size_check_opts co = {.config = path, .hw = hwname, .profile = profile, .out = out, .batch = batch, .seq = seq,
                                .tp = tp, .mem = mo};
+    if (zaya_size_weights_parse(wfmt, wscope, &co.weights) != ZAYA_OK)
+        return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     return zaya_size_check_report(&co, stdout) == ZAYA_OK ? 0 : zaya_cli_error("size check", NULL);
 }
 
 /* ------------------------------------------------------------------ predict */
 
 int zaya_cmd_size_predict(int argc, char **argv) {
-    const char *hwname = NULL, *profile = NULL, *out = NULL, *dtype = NULL;
+    const char *hwname = NULL, *profile = NULL, *out = NULL, *dtype = NULL, *wfmt = NULL, *wscope = NULL;
     int64_t batch = 1, seq = 4096, max_batch = 64;
     mem_flags mf = {1, 1, 0, 1, "fp32", "fp32", "adamw", 1};
     double overlap = 0;
@@ -139,6 +150,7 @@ int zaya_cmd_size_predict(int argc, char **argv) {
         {"dtype", 0, ZAYA_FLAG_STRING, &dtype, "bf16|f32", "GEMM precision (default: bf16, the trainer's, where the profile has it)"},
         {"overlap", 0, ZAYA_FLAG_DOUBLE, &overlap, "F", "fraction of DP communication hidden behind backward (default 0)"},
         {"max-batch", 0, ZAYA_FLAG_I64, &max_batch, "N", "largest inference batch in the latency table (default 64)"},
+        WEIGHT_FLAGS(&wfmt, &wscope),
         ZAYA_FLAG_OUTDIR(&out, "none: also write predict.json there"),
     };
     const zaya_cmd_spec spec = {"size predict", "training step time and inference latency of a config on a profile",
@@ -162,6 +174,8 @@ int zaya_cmd_size_predict(int argc, char **argv) {
     zaya_size_predict_opts po = {.config = path, .hw = hwname, .profile = profile, .out = out, .dtype = dtype,
                                  .batch = batch, .seq = seq, .max_batch = max_batch, .overlap = overlap, .mem = mo,
                                  .cp_contiguous = contiguous};
+    if (zaya_size_weights_parse(wfmt, wscope, &po.weights) != ZAYA_OK)
+        return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
     return zaya_size_predict_report(&po, stdout) == ZAYA_OK ? 0 : zaya_cli_error("size predict", NULL);
 }
 

@@ -85,6 +85,7 @@ static zaya_status add_source(zaya_run *run, const char *name, zaya_run_source *
             return zaya_error_set(ZAYA_ERANGE, "more than %d data sources", ZAYA_DATA_MAX_SOURCES);
         i = run->nsources++;
         snprintf(run->sources[i].name, ZAYA_DATA_NAME_MAX, "%s", name);
+        run->sources[i].eos_id = ZAYA_SHARD_NO_EOS;
     }
     *out = &run->sources[i];
     return ZAYA_OK;
@@ -92,7 +93,7 @@ static zaya_status add_source(zaya_run *run, const char *name, zaya_run_source *
 
 static zaya_status parse_sources_table(const cJSON *tab, zaya_run *run) {
     if (!cJSON_IsObject(tab)) return ERR("key 'sources' must be an object of name -> {train, val}");
-    static const char *const keys[] = {"train", "val", NULL};
+    static const char *const keys[] = {"train", "val", "vocab_size", "eos_id", NULL};
     for (const cJSON *it = tab->child; it; it = it->next) {
         if (!*it->string || strlen(it->string) >= ZAYA_DATA_NAME_MAX)
             return ERR("sources: name '%s' must have 1 to %d characters", it->string, ZAYA_DATA_NAME_MAX - 1);
@@ -103,6 +104,16 @@ static zaya_status parse_sources_table(const cJSON *tab, zaya_run *run) {
         zaya_status r = check_keys(it, keys);
         if (r == ZAYA_OK) r = get_patterns(it, "train", s->train, &s->ntrain);
         if (r == ZAYA_OK) r = get_patterns(it, "val", s->val, &s->nval);
+        /* Megatron and llm.c token files store neither: the source says them (docs/data-format.md). */
+        int64_t vocab = 0, eos = -1;
+        if (r == ZAYA_OK) r = zaya_json_get_i64(it, "vocab_size", &vocab, 0);
+        if (r == ZAYA_OK && (vocab < 0 || vocab > (1ll << 31)))
+            r = ERR("key 'vocab_size' must be in [1, 2^31], got %" PRId64, vocab);
+        if (r == ZAYA_OK) r = zaya_json_get_i64(it, "eos_id", &eos, 0);
+        if (r == ZAYA_OK && cJSON_GetObjectItemCaseSensitive(it, "eos_id") && (eos < 0 || (vocab > 0 && eos >= vocab)))
+            r = ERR("key 'eos_id' must be in [0, vocab_size %" PRId64 "), got %" PRId64, vocab, eos);
+        s->vocab_size = (uint64_t)vocab;
+        s->eos_id = eos < 0 ? ZAYA_SHARD_NO_EOS : (uint32_t)eos;
         if (r != ZAYA_OK) return zaya_error_context(r, "sources.%s", it->string);
     }
     return ZAYA_OK;
@@ -404,6 +415,8 @@ zaya_status zaya_run_to_json(const zaya_run *run, cJSON **out) {
         cJSON *o = cJSON_AddObjectToObject(tab, s->name);
         cJSON_AddItemToObject(o, "train", string_list(s->train, s->ntrain));
         cJSON_AddItemToObject(o, "val", string_list(s->val, s->nval));
+        if (s->vocab_size) cJSON_AddNumberToObject(o, "vocab_size", (double)s->vocab_size);
+        if (s->eos_id != ZAYA_SHARD_NO_EOS) cJSON_AddNumberToObject(o, "eos_id", (double)s->eos_id);
     }
     cJSON *arr = cJSON_AddArrayToObject(j, "phases");
     for (int i = 0; i < run->nphases; i++) {
@@ -500,8 +513,9 @@ zaya_status zaya_run_open_dataset(const zaya_run *run, int val, int verify_check
     memset(ds, 0, sizeof *ds);
     for (int i = 0; i < run->nsources; i++) {
         const zaya_run_source *s = &run->sources[i];
-        zaya_status r = zaya_dataset_add(ds, s->name, (const char *const *)(val ? s->val : s->train),
-                                         val ? s->nval : s->ntrain, verify_checksum);
+        zaya_shard_open_opts o = {.verify_checksum = verify_checksum, .vocab_size = s->vocab_size, .eos_id = s->eos_id};
+        zaya_status r = zaya_dataset_add_ext(ds, s->name, (const char *const *)(val ? s->val : s->train),
+                                             val ? s->nval : s->ntrain, &o);
         if (r != ZAYA_OK) {
             zaya_dataset_free(ds);
             return zaya_error_context(r, "run '%s' (%s data)", run->name, val ? "validation" : "training");

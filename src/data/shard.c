@@ -304,6 +304,7 @@ static zaya_status validate_body(const zaya_shard *s) {
 }
 
 zaya_status zaya_shard_verify_checksum(const zaya_shard *s) {
+    if (s->format != ZAYA_SHARD_ZTOK) return ZAYA_OK; /* foreign formats store no checksum; ids were checked */
     uint64_t got = XXH3_64bits(s->map + s->hdr.header_size, s->map_size - s->hdr.header_size);
     if (got != s->hdr.payload_xxh3)
         return BAD("shard '%s': field 'payload_xxh3' (offset %d) = %016llx but bytes [%u, %llu) hash to %016llx: "
@@ -312,7 +313,26 @@ zaya_status zaya_shard_verify_checksum(const zaya_shard *s) {
     return ZAYA_OK;
 }
 
+static zaya_status open_ztok(const char *path, int verify_checksum, zaya_shard *out);
+
 zaya_status zaya_shard_open(const char *path, int verify_checksum, zaya_shard *out) {
+    memset(out, 0, sizeof *out);
+    zaya_shard_format f = zaya_shard_detect(path);
+    if (f != ZAYA_SHARD_ZTOK)
+        return zaya_error_set(ZAYA_EINVAL, "'%s' is %s, not a .ztok shard: it needs a vocabulary size and an eos id "
+                              "(zaya_shard_open_ext)", path,
+                              f == ZAYA_SHARD_MEGATRON ? "a Megatron indexed dataset" : "an llm.c token file");
+    return open_ztok(path, verify_checksum, out);
+}
+
+zaya_status zaya_shard_open_ext(const char *path, const zaya_shard_open_opts *opts, zaya_shard *out) {
+    memset(out, 0, sizeof *out);
+    zaya_shard_format f = zaya_shard_detect(path);
+    if (f != ZAYA_SHARD_ZTOK) return zaya_shard_open_foreign(path, f, opts, out);
+    return open_ztok(path, opts ? opts->verify_checksum : 0, out);
+}
+
+static zaya_status open_ztok(const char *path, int verify_checksum, zaya_shard *out) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY);
     if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open shard '%s': %s", path, strerror(errno));
@@ -340,6 +360,8 @@ zaya_status zaya_shard_open(const char *path, int verify_checksum, zaya_shard *o
     zaya_status s = validate_header(path, out->map, size, &out->hdr);
     if (s == ZAYA_OK) {
         out->tokens = out->map + out->hdr.tokens_offset;
+        out->dtype = out->hdr.token_width == 2 ? ZAYA_TOKEN_U16 : ZAYA_TOKEN_U32;
+        out->file_tokens = out->hdr.token_count;
         out->doc_index = (const uint64_t *)(const void *)(out->map + out->hdr.index_offset);
         s = validate_body(out);
     }
@@ -354,16 +376,8 @@ zaya_status zaya_shard_open(const char *path, int verify_checksum, zaya_shard *o
 
 void zaya_shard_close(zaya_shard *s) {
     if (s->map) munmap((void *)s->map, s->map_size);
+    if (s->idx_map) munmap((void *)s->idx_map, s->idx_size);
+    free(s->owned_index);
     free(s->path);
     memset(s, 0, sizeof *s);
-}
-
-void zaya_shard_read(const zaya_shard *s, uint64_t start, uint64_t n, int32_t *dst) {
-    if (s->hdr.token_width == 2) {
-        const uint16_t *t = (const uint16_t *)s->tokens + start;
-        for (uint64_t i = 0; i < n; i++) dst[i] = t[i];
-    } else {
-        const uint32_t *t = (const uint32_t *)s->tokens + start;
-        for (uint64_t i = 0; i < n; i++) dst[i] = (int32_t)t[i];
-    }
 }

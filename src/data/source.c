@@ -70,7 +70,9 @@ zaya_status zaya_data_expand(const char *const *patterns, int npatterns, char **
         }
         glob_t g;
         int rc = glob(patterns[i], 0, NULL, &g);
-        if (rc == GLOB_NOMATCH)
+        if (rc == GLOB_NOMATCH && zaya_shard_detect(patterns[i]) == ZAYA_SHARD_MEGATRON)
+            s = list_push(&l, patterns[i]); /* a Megatron prefix: PREFIX.idx and PREFIX.bin */
+        else if (rc == GLOB_NOMATCH)
             s = zaya_error_set(ZAYA_EINVAL, "no shard matches '%s'", patterns[i]);
         else if (rc != 0)
             s = zaya_error_set(ZAYA_EIO, "cannot expand '%s'", patterns[i]);
@@ -93,8 +95,22 @@ void zaya_data_paths_free(char **paths, int npaths) {
 
 /* ---------------------------------------------------------------- sources */
 
+/* A glob such as data/corpus* lists both halves of a Megatron dataset, PREFIX.bin then PREFIX.idx:
+ * they are one dataset, opened once. */
+static int same_megatron_dataset(const char *prev, const char *cur) {
+    size_t n = strlen(cur);
+    return has_suffix(cur, ".idx") && has_suffix(prev, ".bin") && strlen(prev) == n && !strncmp(prev, cur, n - 4) &&
+           zaya_shard_detect(cur) == ZAYA_SHARD_MEGATRON;
+}
+
 zaya_status zaya_data_source_open(zaya_data_source *src, const char *name, const char *const *patterns,
                                   int npatterns, int verify_checksum) {
+    zaya_shard_open_opts o = {.verify_checksum = verify_checksum, .eos_id = ZAYA_SHARD_NO_EOS};
+    return zaya_data_source_open_ext(src, name, patterns, npatterns, &o);
+}
+
+zaya_status zaya_data_source_open_ext(zaya_data_source *src, const char *name, const char *const *patterns,
+                                      int npatterns, const zaya_shard_open_opts *opts) {
     memset(src, 0, sizeof *src);
     if (!name || !*name || strlen(name) >= ZAYA_DATA_NAME_MAX)
         return zaya_error_set(ZAYA_EINVAL, "source name '%s' must have 1 to %d characters", name ? name : "",
@@ -109,8 +125,10 @@ zaya_status zaya_data_source_open(zaya_data_source *src, const char *name, const
     XXH3_state_t *fp = XXH3_createState();
     if (!fp && s == ZAYA_OK) s = zaya_error_set(ZAYA_ENOMEM, "out of memory");
     if (fp) XXH3_64bits_reset(fp);
-    for (int i = 0; i < n && s == ZAYA_OK; i++) {
-        s = zaya_shard_open(paths[i], verify_checksum, &src->shards[i]);
+    for (int j = 0; j < n && s == ZAYA_OK; j++) {
+        if (j > 0 && same_megatron_dataset(paths[j - 1], paths[j])) continue;
+        const int i = src->nshards;
+        s = zaya_shard_open_ext(paths[j], opts, &src->shards[i]);
         if (s != ZAYA_OK) break;
         src->nshards = i + 1;
         const zaya_shard_header *h = &src->shards[i].hdr;
@@ -119,10 +137,10 @@ zaya_status zaya_data_source_open(zaya_data_source *src, const char *name, const
             src->eos_id = h->eos_id;
         }
         if (h->eos_id == ZAYA_SHARD_NO_EOS)
-            s = zaya_error_set(ZAYA_EFORMAT, "shard '%s' has no eos id; packing needs a document separator", paths[i]);
+            s = zaya_error_set(ZAYA_EFORMAT, "shard '%s' has no eos id; packing needs a document separator", paths[j]);
         else if (h->vocab_size != src->vocab_size || h->eos_id != src->eos_id)
             s = zaya_error_set(ZAYA_EFORMAT, "shard '%s' (vocab %llu, eos %u) disagrees with '%s' (vocab %llu, eos %u)",
-                               paths[i], (unsigned long long)h->vocab_size, h->eos_id, paths[0],
+                               paths[j], (unsigned long long)h->vocab_size, h->eos_id, src->shards[0].path,
                                (unsigned long long)src->vocab_size, src->eos_id);
         src->stream_base[i + 1] = src->stream_base[i] + h->token_count + h->doc_count;
         src->ntokens += h->token_count;
@@ -178,7 +196,7 @@ void zaya_data_source_read_sequence(const zaya_data_source *src, int64_t seq_len
         uint64_t start = s->doc_index[doc], len = s->doc_index[doc + 1] - start;
         if (off < len) {
             uint64_t m = len - off < need ? len - off : need;
-            zaya_shard_read(s, start + off, m, dst);
+            zaya_shard_read(s, zaya_shard_doc_start(s, doc) + off, m, dst);
             dst += m;
             need -= m;
         }
@@ -200,11 +218,17 @@ void zaya_data_source_read_sequence(const zaya_data_source *src, int64_t seq_len
 
 zaya_status zaya_dataset_add(zaya_dataset *ds, const char *name, const char *const *patterns, int npatterns,
                              int verify_checksum) {
+    zaya_shard_open_opts o = {.verify_checksum = verify_checksum, .eos_id = ZAYA_SHARD_NO_EOS};
+    return zaya_dataset_add_ext(ds, name, patterns, npatterns, &o);
+}
+
+zaya_status zaya_dataset_add_ext(zaya_dataset *ds, const char *name, const char *const *patterns, int npatterns,
+                                 const zaya_shard_open_opts *opts) {
     if (ds->nsources == ZAYA_DATA_MAX_SOURCES)
         return zaya_error_set(ZAYA_ERANGE, "too many data sources (at most %d)", ZAYA_DATA_MAX_SOURCES);
     if (zaya_dataset_find(ds, name) >= 0) return zaya_error_set(ZAYA_EINVAL, "data source '%s' given twice", name);
     zaya_data_source *src = &ds->src[ds->nsources];
-    ZAYA_TRY(zaya_data_source_open(src, name, patterns, npatterns, verify_checksum));
+    ZAYA_TRY(zaya_data_source_open_ext(src, name, patterns, npatterns, opts));
     const zaya_data_source *ref = &ds->src[0];
     if (ds->nsources > 0 && (src->vocab_size != ref->vocab_size || src->eos_id != ref->eos_id)) {
         zaya_status s = zaya_error_set(ZAYA_EFORMAT,

@@ -115,7 +115,7 @@ done:
  * t - 1 is the last shared token, else a row of the second step. */
 zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, zaya_mc_result *out) {
     *out = (zaya_mc_result){0};
-    out->acc_stderr = out->acc_norm_stderr = NAN;
+    out->acc_stderr = out->acc_norm_stderr = out->acc_greedy_stderr = NAN;
     const int64_t S = zaya_infer_max_seqs(e), V = zaya_infer_vocab(e);
     int64_t max_rest = 0, max_common = 0;
     for (int64_t i = 0; i < set->n; i++) {
@@ -177,9 +177,19 @@ zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, 
             double bv = -INFINITY, bn = -INFINITY;
             for (int c = 0; c < it->nchoices; c++, k++) {
                 sc[k] = 0;
+                int greedy = 1;
                 for (int64_t t = it->nctx[c]; t < it->nseq[c]; t++) {
                     const float *lg = t - 1 < it->common ? ctx_logits + g * V : logits + (row + t - 1 - it->common) * V;
                     sc[k] += zaya_log_prob(lg, V, it->seq[c][t]);
+                    if (c == it->label && greedy) {
+                        int64_t am = 0; /* argmax, first index on ties (torch.argmax) */
+                        for (int64_t v = 1; v < V; v++) am = lg[v] > lg[am] ? v : am;
+                        greedy = am == it->seq[c][t];
+                    }
+                }
+                if (c == it->label) {
+                    out->greedy += greedy;
+                    out->ll_gold += sc[k];
                 }
                 row += it->nseq[c] - it->common;
                 const double norm = sc[k] / (double)(it->norm_bytes[c] > 0 ? it->norm_bytes[c] : 1);
@@ -197,11 +207,14 @@ zaya_status zaya_eval_mc(zaya_infer *e, const zaya_mc_set *set, double *scores, 
     if (out->n > 0) {
         out->acc = (double)out->correct / (double)out->n;
         out->acc_norm = (double)out->correct_norm / (double)out->n;
+        out->acc_greedy = (double)out->greedy / (double)out->n;
+        out->ppl_gold = exp(-out->ll_gold / (double)out->n);
     }
     if (out->n > 1) {
         const double n1 = (double)(out->n - 1);
         out->acc_stderr = sqrt(out->acc * (1 - out->acc) / n1);
         out->acc_norm_stderr = sqrt(out->acc_norm * (1 - out->acc_norm) / n1);
+        out->acc_greedy_stderr = sqrt(out->acc_greedy * (1 - out->acc_greedy) / n1);
     }
 done:
     zaya_free(logits);

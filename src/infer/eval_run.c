@@ -1,6 +1,7 @@
 /* `zaya eval` (zaya_infer_eval_run): perplexity and bits per byte on a token shard or a text file, and multiple-choice tasks
  * (zaya JSONL or the released HellaSwag / ARC / PIQA / Winogrande / MMLU files) scored by
- * log-likelihood (acc and byte-length-normalised acc_norm, with standard errors). Every input is
+ * log-likelihood (acc and byte-length-normalised acc_norm, with standard errors), and LAMBADA
+ * (last-word greedy accuracy and perplexity, as lm-eval's lambada_openai). Every input is
  * read and validated before anything is scored; a failure reports no result. */
 #include <math.h>
 #include <stdio.h>
@@ -193,19 +194,32 @@ zaya_status zaya_infer_eval_run(const zaya_infer_eval_opts *o, FILE *f) {
         cJSON *arr = cJSON_AddArrayToObject(root, "tasks");
         for (int k = 0; k < nt; k++) {
             const zaya_mc_result *r = &mres[k];
-            fprintf(f, "%-32s %-10s %8lld %8.4f +- %.4f %8.4f +- %.4f %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
-                   (long long)r->n, r->acc, isnan(r->acc_stderr) ? 0.0 : r->acc_stderr, r->acc_norm,
-                   isnan(r->acc_norm_stderr) ? 0.0 : r->acc_norm_stderr, r->seconds);
+            const int lambada = fmts[k] == ZAYA_MC_LAMBADA;
+            if (lambada) /* lm-eval lambada_openai: acc = the last word is the greedy continuation; perplexity */
+                fprintf(f, "%-32s %-10s %8lld %8.4f +- %.4f %8s %-8.4g %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
+                        (long long)r->n, r->acc_greedy, isnan(r->acc_greedy_stderr) ? 0.0 : r->acc_greedy_stderr, "ppl",
+                        r->ppl_gold, r->seconds);
+            else
+                fprintf(f, "%-32s %-10s %8lld %8.4f +- %.4f %8.4f +- %.4f %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
+                        (long long)r->n, r->acc, isnan(r->acc_stderr) ? 0.0 : r->acc_stderr, r->acc_norm,
+                        isnan(r->acc_norm_stderr) ? 0.0 : r->acc_norm_stderr, r->seconds);
             cJSON *j = cJSON_CreateObject();
             char name[32];
             snprintf(name, sizeof name, "items-%d.jsonl", k);
             cJSON_AddStringToObject(j, "task", tasks[k]);
             cJSON_AddStringToObject(j, "format", zaya_mc_format_name(fmts[k]));
             cJSON_AddNumberToObject(j, "items", (double)r->n);
-            cJSON_AddNumberToObject(j, "acc", r->acc);
-            add_number_or_null(j, "acc_stderr", r->acc_stderr);
-            cJSON_AddNumberToObject(j, "acc_norm", r->acc_norm);
-            add_number_or_null(j, "acc_norm_stderr", r->acc_norm_stderr);
+            if (lambada) {
+                cJSON_AddNumberToObject(j, "acc", r->acc_greedy);
+                add_number_or_null(j, "acc_stderr", r->acc_greedy_stderr);
+                cJSON_AddNumberToObject(j, "perplexity", r->ppl_gold);
+                cJSON_AddNumberToObject(j, "loglikelihood_sum", r->ll_gold);
+            } else {
+                cJSON_AddNumberToObject(j, "acc", r->acc);
+                add_number_or_null(j, "acc_stderr", r->acc_stderr);
+                cJSON_AddNumberToObject(j, "acc_norm", r->acc_norm);
+                add_number_or_null(j, "acc_norm_stderr", r->acc_norm_stderr);
+            }
             cJSON_AddStringToObject(j, "items_file", name);
             cJSON_AddNumberToObject(j, "seconds", r->seconds);
             cJSON_AddItemToArray(arr, j);

@@ -9,6 +9,7 @@
  *   winogrande  {sentence, option1, option2, answer}: sentence[:_] + option, " <rest after _>"
  *   mmlu        {question, choices[], answer, subject?} (HF) or CSV question,A,B,C,D,answer: the
  *               subject line, "Q\nA. a\nB. b\n...\nAnswer:", " A" / " B" / ...
+ *   lambada     {text} (lambada_openai): text up to its last space, " <last word>" (one continuation)
  * Records are validated as they are read; any error names file:line and the field. */
 #include <ctype.h>
 #include <stdarg.h>
@@ -20,13 +21,13 @@
 #include "zaya/infer.h"
 #include "zaya/json.h"
 
-static const char *const format_names[] = {"auto", "zaya", "hellaswag", "arc", "piqa", "winogrande", "mmlu"};
+static const char *const format_names[] = {"auto", "zaya", "hellaswag", "arc", "piqa", "winogrande", "mmlu", "lambada"};
 #define NFORMATS ((int)(sizeof format_names / sizeof format_names[0]))
 
 static const char *known_layouts =
     "zaya {context, choices, label}, hellaswag {ctx_a, ctx_b, endings, label}, arc {question, choices, answerKey}, "
     "piqa {goal, sol1, sol2}, winogrande {sentence, option1, option2, answer}, mmlu {question, choices, answer} or "
-    "CSV question,A,B,C,D,answer";
+    "CSV question,A,B,C,D,answer, lambada {text}";
 
 const char *zaya_mc_format_name(zaya_mc_format f) {
     return (int)f >= 0 && (int)f < NFORMATS ? format_names[f] : "?";
@@ -38,7 +39,7 @@ zaya_status zaya_mc_format_parse(const char *name, zaya_mc_format *out) {
             *out = (zaya_mc_format)i;
             return ZAYA_OK;
         }
-    return zaya_error_set(ZAYA_EINVAL, "unknown task format '%s' (known: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu)",
+    return zaya_error_set(ZAYA_EINVAL, "unknown task format '%s' (known: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu, lambada)",
                           name);
 }
 
@@ -431,6 +432,18 @@ static zaya_status parse_mmlu(const cJSON *o, const parse_ctx *pc, zaya_mc_doc *
     return s;
 }
 
+/* lambada_openai: context = text.rsplit(' ', 1)[0], target = " " + the last word (split at the last
+ * U+0020, as lm-eval's doc_to_text / doc_to_target do; other whitespace stays in the text). */
+static zaya_status parse_lambada(const cJSON *o, zaya_mc_doc *d) {
+    const char *text = NULL;
+    ZAYA_TRY(need_str(o, "text", "text", &text));
+    const char *sp = strrchr(text, ' ');
+    if (!sp) return zaya_error_set(ZAYA_EFORMAT, "field 'text' has no space: there is no last word to predict");
+    ZAYA_TRY(doc_alloc(d, 1));
+    d->label = 0;
+    return doc_set(d, 0, xprintf("%.*s", (int)(sp - text), text), xprintf("%s", sp), (int64_t)strlen(sp + 1));
+}
+
 static zaya_mc_format detect(const cJSON *o) {
     if (field(o, "context") && field(o, "choices")) return ZAYA_MC_ZAYA;
     if (field(o, "endings") && (field(o, "ctx_a") || field(o, "ctx"))) return ZAYA_MC_HELLASWAG;
@@ -438,6 +451,7 @@ static zaya_mc_format detect(const cJSON *o) {
     if (field(o, "goal") && field(o, "sol1")) return ZAYA_MC_PIQA;
     if (field(o, "sentence") && field(o, "option1")) return ZAYA_MC_WINOGRANDE;
     if (field(o, "question") && field(o, "choices") && field(o, "answer")) return ZAYA_MC_MMLU;
+    if (field(o, "text") && !field(o, "choices") && !field(o, "label")) return ZAYA_MC_LAMBADA;
     return ZAYA_MC_AUTO;
 }
 
@@ -464,6 +478,7 @@ static zaya_status parse_record(const cJSON *o, zaya_mc_format *fmt, const parse
     case ZAYA_MC_PIQA: return parse_piqa(o, d);
     case ZAYA_MC_WINOGRANDE: return parse_winogrande(o, d);
     case ZAYA_MC_MMLU: return parse_mmlu(o, pc, d);
+    case ZAYA_MC_LAMBADA: return parse_lambada(o, d);
     default: return zaya_error_set(ZAYA_EINVAL, "bad task format %d", (int)*fmt);
     }
 }

@@ -184,10 +184,22 @@ void zaya_size_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts *o, d
 }
 
 void zaya_size_infer_fit(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value, double cap, zaya_size_fit *f) {
+    zaya_size_infer_fit_weights(a, batch, context, bytes_per_value, NULL, cap, f);
+}
+
+void zaya_size_infer_fit_weights(const zaya_size_arch *a, int64_t batch, int64_t context, int bytes_per_value,
+                                 const zaya_size_weights *wf, double cap, zaya_size_fit *f) {
     memset(f, 0, sizeof *f);
-    zaya_size_params p;
-    zaya_size_count_params(a, &p);
-    double w = (double)p.total * bytes_per_value;
+    double w;
+    if (wf && wf->format != ZAYA_SIZE_WF_DEFAULT) {
+        zaya_size_weight_bytes wb;
+        zaya_size_weights_bytes(a, wf, bytes_per_value, &wb);
+        w = wb.total;
+    } else {
+        zaya_size_params p;
+        zaya_size_count_params(a, &p);
+        w = (double)p.total * bytes_per_value;
+    }
     double kv = (zaya_size_kv_bytes(a, context, bytes_per_value) + zaya_size_kv_state_bytes(a, bytes_per_value)) * (double)batch;
     f->need = w + kv;
     f->cap = cap;

@@ -246,6 +246,11 @@ zaya_status zaya_size_predict_step(const zaya_size_arch *a, const zaya_size_hw *
 }
 
 void zaya_size_predict_infer(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context, zaya_size_infer_pred *p) {
+    zaya_size_predict_infer_weights(a, hw, batch, context, NULL, p);
+}
+
+void zaya_size_predict_infer_weights(const zaya_size_arch *a, const zaya_size_hw *hw, int64_t batch, int64_t context,
+                                     const zaya_size_weights *w, zaya_size_infer_pred *p) {
     memset(p, 0, sizeof *p);
     p->batch = batch;
     p->context = context;
@@ -274,22 +279,26 @@ void zaya_size_predict_infer(const zaya_size_arch *a, const zaya_size_hw *hw, in
     p->prefill_s += vals * elt * T * (double)a->layers / bw_of(hw) + (hw->is_gpu ? kernels * a->layers * hw->launch_s : 0);
 
     /* Decode: expected distinct experts a batch touches per MoE layer: E (1 - (1 - k/E)^b). */
+    /* bytes per tensor in the stored format (the compute dtype, or w's with the rest bf16) */
+    const int quant = w && w->format != ZAYA_SIZE_WF_DEFAULT;
+    const double kept = quant ? 2 : elt;
     double expert_each = 0, other = 0;
     for (int i = 0; i < pc.nrows; i++) {
         const zaya_size_param_row *r = &pc.rows[i];
-        if (!strncmp(r->name, "experts.", 8)) expert_each += (double)r->each;
+        const double each = quant ? zaya_size_weights_row_bytes(w, a, r, kept) : (double)r->each * elt;
+        if (!strncmp(r->name, "experts.", 8)) expert_each += each;
         else if (r->embedding) {
             /* the head is read in full; the input table only for the batch's rows (negligible) */
-            if (r->matmul || a->tied_embeddings) other += (double)(a->vocab * a->hidden);
+            if (r->matmul || a->tied_embeddings) other += (double)(a->vocab * a->hidden) * kept;
         }
-        else other += (double)r->total;
+        else other += each * (double)r->instances;
     }
     double touched = 0;
     if (a->experts > 0) {
         double E = (double)a->experts, k = (double)a->top_k;
         touched = E * (1 - pow(1 - k / E, (double)batch)) * (double)a->n_moe_layers;
     }
-    p->decode_weight_bytes = (other + expert_each * touched) * elt;
+    p->decode_weight_bytes = other + expert_each * touched;
     p->decode_kv_bytes = zaya_size_kv_bytes(a, context, (int)elt) * (double)batch +
                          zaya_size_kv_state_bytes(a, (int)elt) * (double)batch;
     double t_bytes = (p->decode_weight_bytes + p->decode_kv_bytes) / bw_of(hw);

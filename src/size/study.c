@@ -44,6 +44,46 @@ int zaya_size_print_train_fit(const zaya_size_arch *a, const zaya_size_mem_opts 
     return fit.fits;
 }
 
+/* The inference memory of one sequence at `seq` in weight format w: the format and what it quantizes,
+ * weights (all experts resident) + KV cache against the device; its "inference_memory" object into j. */
+static int print_infer_memory(const zaya_size_arch *a, const zaya_size_hw *hw, const zaya_size_weights *w, int64_t seq,
+                              FILE *f, cJSON *j) {
+    const int elt = hw->act_bf16 ? 2 : 4;
+    char desc[200];
+    zaya_size_weights_describe(w, a, desc, sizeof desc);
+    zaya_size_weight_bytes wb;
+    zaya_size_weights_bytes(a, w, elt, &wb);
+    zaya_size_fit fit;
+    zaya_size_infer_fit_weights(a, 1, seq, elt, w, hw->mem_bytes, &fit);
+    char fmt[16];
+    snprintf(fmt, sizeof fmt, "%s", w->format == ZAYA_SIZE_WF_DEFAULT ? (elt == 2 ? "bf16" : "f32") : zaya_size_weights_name(w));
+    fprintf(f, "inference memory (weights %s: %s):\n  weights %.1f GiB", fmt, desc, gib(wb.total));
+    if (wb.quantized_params > 0)
+        fprintf(f, " (%.2fB params at %.3f bits + %.2fB at %d bits)", wb.quantized_params / 1e9, wb.bits_per_quantized,
+                wb.kept_params / 1e9, 8 * (w->format == ZAYA_SIZE_WF_DEFAULT ? elt : 2));
+    fprintf(f, " + KV cache of 1 x %lld tokens %.2f GiB = %.1f GiB", (long long)seq, gib(fit.need - wb.total), gib(fit.need));
+    if (!(hw->mem_bytes > 0)) fprintf(f, " (device memory unknown: not checked)\n");
+    else if (fit.fits) fprintf(f, " of %.1f GiB: fits one %s\n", gib(hw->mem_bytes), hw->name);
+    else fprintf(f, " of %.1f GiB: DOES NOT FIT on one %s: %s\n", gib(hw->mem_bytes), hw->name, fit.advice);
+    if (j) {
+        cJSON *m = cJSON_AddObjectToObject(j, "inference_memory");
+        cJSON_AddStringToObject(m, "weights", fmt);
+        cJSON_AddStringToObject(m, "rule", desc);
+        cJSON_AddNumberToObject(m, "weight_bytes", wb.total);
+        cJSON_AddNumberToObject(m, "quantized_params", wb.quantized_params);
+        cJSON_AddNumberToObject(m, "quantized_bytes", wb.quantized_bytes);
+        cJSON_AddNumberToObject(m, "bits_per_quantized_param", wb.bits_per_quantized);
+        cJSON_AddNumberToObject(m, "kept_params", wb.kept_params);
+        cJSON_AddNumberToObject(m, "kept_bytes", wb.kept_bytes);
+        cJSON_AddNumberToObject(m, "context", (double)seq);
+        cJSON_AddNumberToObject(m, "need_bytes", fit.need);
+        cJSON_AddNumberToObject(m, "device_bytes", fit.cap);
+        cJSON_AddBoolToObject(m, "fits", fit.fits);
+        cJSON_AddStringToObject(m, "advice", fit.advice);
+    }
+    return fit.fits;
+}
+
 static zaya_status write_json(const char *dir, const char *name, cJSON *root, char *path, size_t cap) {
     ZAYA_TRY(zaya_mkdir_p(dir));
     ZAYA_TRY(zaya_path_join(path, cap, dir, name));
@@ -139,6 +179,7 @@ zaya_status zaya_size_check_report(const zaya_size_check_opts *o, FILE *f) {
            mo.recompute ? ", recompute" : "", zaya_size_mem_bytes_per_param(&mo));
     cJSON *jm = cJSON_CreateObject();
     zaya_size_print_train_fit(&a, &mo, &hw, f, jm);
+    print_infer_memory(&a, &hw, &o->weights, seq, f, jm);
     if (out) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddItemToObject(root, "memory", jm);
@@ -225,10 +266,14 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     }
     fprintf(f, "  %-28s %10.2f ms\n", "step", 1e3 * p.step_s);
     fprintf(f, "  tokens/s: %.0f per rank, %.0f global; MFU %.1f%%\n", p.tokens_per_s_rank, p.tokens_per_s_global, 100 * p.mfu);
+    const zaya_size_weights *wf = &o->weights;
     zaya_size_fit inf1;
-    zaya_size_infer_fit(&a, 1, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &inf1);
-    fprintf(f, "\ninference at context %lld (%s weights, all experts resident: %.1f GiB at batch 1 of %.1f GiB%s):\n", (long long)seq,
-           hw.act_bf16 ? "bf16" : "f32", gib(inf1.need), gib(hw.mem_bytes), hw.mem_bytes > 0 ? "" : " (unknown: not checked)");
+    zaya_size_infer_fit_weights(&a, 1, seq, hw.act_bf16 ? 2 : 4, wf, hw.mem_bytes, &inf1);
+    fprintf(f, "\n");
+    print_infer_memory(&a, &hw, wf, seq, f, root);
+    fprintf(f, "inference at context %lld (%s weights, all experts resident: %.1f GiB at batch 1 of %.1f GiB%s):\n", (long long)seq,
+           wf->format == ZAYA_SIZE_WF_DEFAULT ? (hw.act_bf16 ? "bf16" : "f32") : zaya_size_weights_name(wf), gib(inf1.need),
+           gib(hw.mem_bytes), hw.mem_bytes > 0 ? "" : " (unknown: not checked)");
     if (!inf1.fits) fprintf(f, "  DOES NOT FIT on one %s: %s (largest term: %s %.1f GiB)\n", hw.name, inf1.advice, inf1.largest,
                           gib(inf1.largest_bytes));
     fprintf(f, "  %6s %12s %14s %12s %12s %14s\n", "batch", "prefill ms", "decode ms/tok", "weights MB", "KV MB", "decode tok/s");
@@ -256,9 +301,9 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
     cJSON *inf = cJSON_AddArrayToObject(root, "inference");
     for (int64_t b = 1; b <= max_batch; b *= 2) {
         zaya_size_infer_pred ip;
-        zaya_size_predict_infer(&a, &hw, b, seq, &ip);
+        zaya_size_predict_infer_weights(&a, &hw, b, seq, wf, &ip);
         zaya_size_fit fb;
-        zaya_size_infer_fit(&a, b, seq, hw.act_bf16 ? 2 : 4, hw.mem_bytes, &fb);
+        zaya_size_infer_fit_weights(&a, b, seq, hw.act_bf16 ? 2 : 4, wf, hw.mem_bytes, &fb);
         fprintf(f, "  %6lld %12.2f %14.3f %12.1f %12.1f %14.0f%s\n", (long long)b, 1e3 * ip.prefill_s, 1e3 * ip.decode_s,
                ip.decode_weight_bytes / 1e6, ip.decode_kv_bytes / 1e6, ip.decode_tokens_per_s,
                fb.fits ? "" : "  does not fit");
@@ -269,6 +314,7 @@ zaya_status zaya_size_predict_report(const zaya_size_predict_opts *o, FILE *f) {
         cJSON_AddNumberToObject(o, "prefill_s", ip.prefill_s);
         cJSON_AddNumberToObject(o, "decode_s", ip.decode_s);
         cJSON_AddNumberToObject(o, "decode_tokens_per_s", ip.decode_tokens_per_s);
+        cJSON_AddNumberToObject(o, "decode_weight_bytes", ip.decode_weight_bytes);
         cJSON_AddItemToArray(inf, o);
     }
     if (out) {

@@ -134,6 +134,46 @@ static void shard(const char *name, uint64_t vocab, uint32_t eos) {
     copy(tmp, "shard", name);
 }
 
+/* Megatron .idx images and llm.c token files, encoded here from the published layouts (zaya writes
+ * neither format): a uint16 index with two documents (one of two sequences), the same with
+ * per-sequence modes, an empty index; llm.c files with uint16 and uint32 ids. */
+static void foreign_headers(void) {
+    uint8_t b[512];
+    for (int modes = 0; modes < 3; modes++) {
+        size_t n = 0;
+        const uint64_t one = 1, nseq = modes == 2 ? 0 : 3, ndoc = modes == 2 ? 1 : 3;
+        memcpy(b, "MMIDIDX\0\0", 9);
+        n = 9;
+        memcpy(b + n, &one, 8), n += 8;
+        b[n++] = 8; /* uint16 */
+        memcpy(b + n, &nseq, 8), n += 8;
+        memcpy(b + n, &ndoc, 8), n += 8;
+        const int32_t len[3] = {4, 2, 5};
+        const int64_t ptr[3] = {0, 8, 12}, doc[3] = {0, 2, 3};
+        if (nseq) {
+            memcpy(b + n, len, sizeof len), n += sizeof len;
+            memcpy(b + n, ptr, sizeof ptr), n += sizeof ptr;
+            memcpy(b + n, doc, sizeof doc), n += sizeof doc;
+            if (modes == 1) memset(b + n, 0, 3), n += 3;
+        } else {
+            memset(b + n, 0, 8), n += 8;
+        }
+        put("foreign_header", modes == 0 ? "megatron-u16.idx" : modes == 1 ? "megatron-modes.idx" : "megatron-empty.idx",
+            b, n);
+    }
+    for (int wide = 0; wide < 2; wide++) {
+        int32_t h[256 + 8] = {0};
+        h[0] = wide ? 20240801 : 20240520;
+        h[1] = wide ? 7 : 1;
+        h[2] = 6;
+        const uint16_t t16[6] = {0, 5, 9, 0, 3, 99};
+        const uint32_t t32[6] = {0, 5, 9, 0, 3, 99};
+        if (wide) memcpy(h + 256, t32, sizeof t32);
+        else memcpy(h + 256, t16, sizeof t16);
+        put("foreign_header", wide ? "llmc-u32.bin" : "llmc-u16.bin", h, 1024 + (wide ? sizeof t32 : sizeof t16));
+    }
+}
+
 static void tokenizers(void) {
     zaya_tokenizer *t = NULL;
     if (fuzz_make_tokenizer(&t) != ZAYA_OK) return fail("tokenizer");
@@ -227,6 +267,7 @@ int main(int argc, char **argv) {
     checkpoint();
     shard("u16-eos.ztok", 300, 2);
     shard("u32-no-eos.ztok", 70000, ZAYA_SHARD_NO_EOS);
+    foreign_headers();
     tokenizers();
     eval_jsonl();
     heartbeat();

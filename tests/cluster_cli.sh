@@ -27,6 +27,22 @@ check "mpirun across 2 hosts x 2 ranks runs" '[ $rc = 0 ]'
 check "ranks on both hosts" 'grep -q "\[$P-h0:" "$dir/mpi.log" && grep -q "\[$P-h1:" "$dir/mpi.log"'
 check "tcp to every peer on the other host, shared memory only within a host" 'transports "$dir/mpi.log" 2'
 
+# bench coll --placement hosts: the intra-host rows (each host's 2 ranks) and the inter-host rows
+# (one rank per host) apart from the whole world's.
+cx env OMP_WAIT_POLICY=passive "${cmpi[@]}" -np 4 "$zaya" bench coll -b 8 -e 4K -f 8 -n 2 -w 1 --coll allreduce \
+    --placement hosts --out "$dir/hosts" > "$dir/hosts.log" 2>&1; rc=$?
+check "bench coll --placement hosts across 2 hosts x 2 ranks" '[ $rc = 0 ] && grep -q "2 hosts (ranks grouped by hostname)" "$dir/hosts.log"'
+check "coll.json: packed rows of 4 ranks, intra-host and inter-host rows of 2" 'python3 - "$dir/hosts/coll.json" <<"PY"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+got = sorted({(r["placement"], r["ranks"]) for r in rows})
+print("  placements:", got)
+sys.exit(0 if got == [("inter-host", 2), ("intra-host", 2), ("packed", 4)] else 1)
+PY'
+env OMP_WAIT_POLICY=passive mpirun --allow-run-as-root --oversubscribe -np 2 "$zaya" bench coll -b 8 -e 64 -n 2 -w 1 --coll allreduce \
+    --placement hosts --out "$dir/onehost" > "$dir/onehost.log" 2>&1; rc=$?
+check "--placement hosts on one host: intra-host rows only, said so" '[ $rc = 0 ] && grep -q "one host: no inter-host group" "$dir/onehost.log" && grep -q "intra-host" "$dir/onehost/coll.json" && ! grep -q "inter-host" "$dir/onehost/coll.json"'
+
 # cut: no answer at all from the host (not even a refusal); heal: answers again.
 probe() { cx timeout 2 bash -c "exec 3<>/dev/tcp/10.77.0.2/9" 2>&1 | grep -q refused; }
 check "host 1 answers" 'probe'

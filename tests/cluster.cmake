@@ -5,3 +5,5 @@ add_test(NAME cluster_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cluster_cli.sh $<T
 set_tests_properties(cluster_cli PROPERTIES LABELS "cluster;mpi" SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 add_test(NAME train_cluster COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cluster.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_cluster PROPERTIES LABELS "cluster;mpi" SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+add_test(NAME supervise_hosts COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/supervise_hosts.sh $<TARGET_FILE:zaya>)
+set_tests_properties(supervise_hosts PROPERTIES LABELS "cluster;ft;mpi" SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

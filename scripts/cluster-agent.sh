@@ -9,11 +9,15 @@ host=$1; shift
 line=$(awk -v h="$host" '$1 == h || $2 == h || $4 == h {print; exit}' "$dir/map")
 [ -n "$line" ] || { echo "cluster-agent.sh: unknown host '$host' (not in $dir/map)" >&2; exit 255; }
 set -- "$(echo "$line" | awk '{print $2}')" "$(echo "$line" | awk '{print $3}')" "$*"
+# The host's cgroup (cluster.sh slow writes its path to slow-cgroup-NAME).
 cg=""
-for c in /sys/fs/cgroup/cpu/$1 /sys/fs/cgroup/$1; do [ -d "$c" ] && cg=$c && break; done
-# The host's cgroup (cluster.sh slow) is joined before 'ip netns exec', which remounts /sys without it.
+if [ -f "$dir/slow-cgroup-$1" ]; then
+    cg=$(cat "$dir/slow-cgroup-$1")
+    [ -f "$cg/cgroup.procs" ] || { echo "cluster-agent.sh: cannot see the cgroup $cg of $1" >&2; exit 255; }
+fi
+# Joined before entering the host; nsenter switches the network namespace only (not /sys).
 [ -n "$cg" ] && { echo $$ >"$cg/cgroup.procs" || exit 255; }
-exec ip netns exec "$2" unshare --uts sh -c '
+exec nsenter --net="/run/netns/$2" unshare --uts sh -c '
     hostname "$1" || exit 255
     [ -f "$2" ] && . "$2"
     exec sh -c "$3"' sh "$1" "$dir/env" "$3"

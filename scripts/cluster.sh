@@ -236,11 +236,11 @@ do_exec() {
     local i; i=$(host_index "$1") || exit 1; shift
     cluster_env >"$DIR/env"
     # Own UTS namespace: the hostname is the host's name, so Open MPI (and anyone) tells hosts apart.
-    # The host's cgroup (cluster.sh slow) is joined here: inside, 'ip netns exec' remounts /sys
-    # without the cgroup file systems.
+    # The host's cgroup (cluster.sh slow) is joined here. nsenter switches the network namespace only
+    # ('ip netns exec' would also remount /sys, hiding the cgroup file systems from the launch agent).
     local cg; cg=$(cg_path "$i")
     if [ -n "$cg" ] && [ -d "$cg" ]; then echo $$ >"$cg/cgroup.procs" || die "cannot join $cg"; fi
-    exec ip netns exec "$PREFIX-h$i" unshare --uts sh -c '
+    exec nsenter --net="/run/netns/$PREFIX-h$i" unshare --uts sh -c '
         hostname "$1" || exit 1
         . "$2"
         shift 2; exec "$@"' sh "$PREFIX-h$i" "$DIR/env" "$@"
@@ -268,6 +268,7 @@ do_slow() {
     fi
     for p in $(ip netns pids "$PREFIX-h$i"); do echo "$p" >"$cg/cgroup.procs" 2>/dev/null; done
     echo "$2" >"$DIR/slow-$i"
+    echo "$cg" >"$DIR/slow-cgroup-$PREFIX-h$i"
     echo "cluster.sh: $PREFIX-h$i slowed: CPU quota 1/$2 of $ncpu cores"
 }
 
@@ -277,7 +278,7 @@ do_fast() {
     if [ -n "$cg" ] && [ -d "$cg" ]; then
         if [ -f "$cg/cpu.cfs_quota_us" ]; then echo -1 >"$cg/cpu.cfs_quota_us"; else echo "max 100000" >"$cg/cpu.max"; fi
     fi
-    rm -f "$DIR/slow-$i"
+    rm -f "$DIR/slow-$i" "$DIR/slow-cgroup-$PREFIX-h$i"
     echo "cluster.sh: $PREFIX-h$i at full speed"
 }
 

@@ -274,9 +274,14 @@ static void check_stragglers(sup *S) {
             if (k != i) others[n++] = med[k];
         double ref = zaya_ft_median(others, n);
         if (med[i] > S->o->straggler_factor * ref && med[i] - ref > 0.02) {
-            char d[200];
-            snprintf(d, sizeof d, "median busy time %.3f s per step vs %.3f s on the other ranks (%.1fx): reported, not killed",
-                     med[i], ref, med[i] / ref);
+            char d[400];
+            const zaya_ft_rank *r = &m->ranks[i];
+            double st = r->step_time > 0 ? r->step_time : 0, busy = r->busy_time < st ? r->busy_time : st;
+            snprintf(d, sizeof d,
+                     "median busy time %.3f s per step vs %.3f s on the other ranks (%.1fx), host %s; its last step %.3f s: "
+                     "%.0f%% compute, %.0f%% waiting: reported, not killed",
+                     med[i], ref, med[i] / ref, r->host[0] ? r->host : "?", st, st > 0 ? 100 * busy / st : 0,
+                     st > 0 ? 100 * (st - busy) / st : 0);
             incident *I = incident_add(S, "straggler", i, m->ranks[i].step, -1, d);
             if (!I) return;
             I->recovery_s = 0;

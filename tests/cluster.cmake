@@ -8,7 +8,7 @@ set_tests_properties(train_cluster PROPERTIES LABELS "cluster;mpi" SKIP_RETURN_C
 add_test(NAME supervise_hosts COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/supervise_hosts.sh $<TARGET_FILE:zaya>)
 set_tests_properties(supervise_hosts PROPERTIES LABELS "cluster;ft;mpi" SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 # The cluster fault drill, short version (scripts/cluster_drill.py --quick: a link cut during the run
-# and a slowed host; about 2-3 minutes on 2 shared cores).
+# and 5% packet loss; about 2-3 minutes on 2 shared cores).
 add_test(NAME cluster_drill_quick
          COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/cluster_drill.py --quick --zaya $<TARGET_FILE:zaya>
                  --out ${CMAKE_CURRENT_BINARY_DIR}/cluster_drill_quick)

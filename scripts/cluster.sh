@@ -315,6 +315,7 @@ case $cmd in
         parse_shape "$@"
         apply_link "$i" || die "cannot shape $PREFIX-h$i"
         echo "cluster.sh: $PREFIX-h$i: $(cat "$DIR/shape-$i")" ;;
-    '' | -h | --help) usage "a command is needed" ;;
+    -h | --help) sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    '') usage "a command is needed" ;;
     *) usage "unknown command '$cmd'" ;;
 esac

@@ -84,6 +84,7 @@ check "up 0: usage error" 'err 2 up 0 && grep -q "number of hosts" "$dir/err.log
 check "up --rate fast: usage error" 'err 2 up 2 --rate fast && grep -q -- "--rate" "$dir/err.log"'
 check "up --loss 100: usage error" 'err 2 up 2 --loss 100 && grep -q -- "--loss" "$dir/err.log"'
 check "unknown command: usage error" 'err 2 frobnicate && grep -q "unknown command" "$dir/err.log"'
+check "--help: the usage, exit 0" '"$cluster" --help | grep -q "cluster.sh up N"'
 check "unknown host names the hosts" 'err 1 exec 7 true && grep -q "unknown host .7." "$dir/err.log" && grep -q "$P-h1" "$dir/err.log"'
 check "the agent refuses an unknown host" 'ZAYA_CLUSTER_DIR=$ZAYA_CLUSTER_DIR "$root_dir/scripts/cluster-agent.sh" 10.99.0.1 true > "$dir/err.log" 2>&1; [ $? = 255 ] && grep -q "unknown host" "$dir/err.log"'
 check "without privileges: exit 77 naming what is missing" 'setpriv --reuid 65534 --regid 65534 --clear-groups env ZAYA_CLUSTER_DIR=/tmp/zaya-cluster-nobody-$$ "$cluster" up 2 > "$dir/err.log" 2>&1; [ $? = 77 ] && grep -q "needs root" "$dir/err.log"'

@@ -7,6 +7,7 @@ pkgs=(
   build-essential cmake pkg-config
   libdnnl-dev                       # matmul (f32, bf16) primitives
   libopenmpi-dev openmpi-bin        # distributed engine
+  iproute2 util-linux               # the simulated cluster: ip netns, tc, nsenter, unshare (docs/cluster.md)
   libcjson-dev                      # JSON configs and results
   libxxhash-dev                     # checkpoint checksums
   zlib1g-dev libzstd-dev zstd       # data prepare: .jsonl.gz / .jsonl.zst input (zstd CLI: tests)

@@ -200,7 +200,7 @@ static void test_malformed(void) {
         {e_copy, "p.json: memory: key 'copy_GBps' must be positive (got 0)"},
         {e_busbw, "p.json: collectives.allreduce[1]: "},
         {e_ranks, "p.json: collectives.allgather[0]: key 'ranks' must be >= 1"},
-        {e_placement, "p.json: collectives.allgather[0]: placement 'diagonal' is neither 'packed' nor 'spread'"},
+        {e_placement, "p.json: collectives.allgather[0]: placement 'diagonal' is none of 'packed', 'spread', 'intra-host', 'inter-host'"},
         {e_unknown_coll, "p.json: unknown collective 'allfoo'"},
         {e_coll_missing, "p.json: missing required object 'collectives'"},
     };

@@ -86,9 +86,21 @@ typedef struct zaya_coll_timing {
     int64_t wrong;                   /* -1: not checked */
 } zaya_coll_timing;
 
+/* Where a row's group of ranks sits (zaya_coll_result.spread): the first k ranks, k ranks world/k
+ * apart, every rank of one host, or the first rank of each host (--placement hosts). */
+enum {
+    ZAYA_COLL_PLACE_PACKED = 0,
+    ZAYA_COLL_PLACE_SPREAD = 1,
+    ZAYA_COLL_PLACE_INTRA_HOST = 2,
+    ZAYA_COLL_PLACE_INTER_HOST = 3,
+    ZAYA_COLL_PLACE_COUNT = 4
+};
+const char *zaya_coll_placement_name(int placement); /* "packed", "spread", "intra-host", "inter-host" */
+int zaya_coll_placement_parse(const char *name);     /* -1 when unknown */
+
 typedef struct zaya_coll_result {
     zaya_coll coll;
-    int nranks, spread; /* spread: strided sub-group placement */
+    int nranks, spread; /* spread: the placement (ZAYA_COLL_PLACE_*; 0 packed, 1 spread) */
     zaya_dist_dtype dtype;
     zaya_redop op;
     int root;            /* -1 for collectives without a root */
@@ -149,7 +161,8 @@ typedef struct zaya_coll_plan {
     unsigned ops;             /* mask of 1 << zaya_redop (reductions only) */
     int root;
     int sweep;                /* rank counts 2, 4, ..., world (else world only) */
-    unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups) */
+    unsigned placements;      /* bit 0 packed, bit 1 spread (used for sub-groups), bit 2 hosts: also the
+                                 intra-host and inter-host groups (ZAYA_COLL_PLACE_INTRA/INTER_HOST) */
     int backend;              /* ZAYA_COLL_BACKEND_MPI (host buffers) or _NCCL (device buffers) */
     int ngpus;                /* NCCL: GPUs driven by each process (nccl-tests -g; 0 = 1) */
     int nthreads;             /* nccl-tests -t: threads per process; only 1 (0 = 1: one thread drives every GPU) */

@@ -38,6 +38,15 @@ typedef struct zaya_supervise_opts {
     double lr_lower;           /* with rollback: LR factor for lr_lower_steps steps after the fault (1 = off) */
     int64_t lr_lower_steps;
     int quiet;
+    /* --hosts FILE: an elastic job over the hosts of an Open MPI hostfile (src/ft/hosts.c): each attempt
+       runs on the hosts that pass the check, the supervisor choosing the launcher's -np and --host */
+    const char *hosts_file;
+    int min_hosts;             /* fewer healthy hosts: stop with a diagnosis (default 1) */
+    double host_wait_s;        /* after a host loss, wait up to this for it before restarting smaller (default 0) */
+    const char *host_check;    /* the check: `CMD HOST` (exit 0 = healthy); NULL: LAUNCHER --host HOST:1 -np 1 ZAYA supervise --help */
+    double host_check_timeout_s; /* a check without an answer within this fails (default 20) */
+    double host_probe_s;       /* while smaller, a lost host is checked again every this (default 2) */
+    int grow_back;             /* a lost host healthy again: checkpoint (the preemption path) and restart on all (default 1) */
 } zaya_supervise_opts;
 
 typedef struct zaya_supervise_result {

@@ -81,7 +81,8 @@ static zaya_status child_row(const cJSON *e, zaya_coll_result *row) {
     row->coll = (zaya_coll)__builtin_ctz(mask);
     ZAYA_TRY(zaya_dist_dtype_parse(dtype, &row->dtype));
     if (strcmp(op, "none")) ZAYA_TRY(zaya_redop_parse(op, &row->op));
-    row->spread = !strcmp(place, "spread");
+    row->spread = zaya_coll_placement_parse(place);
+    if (row->spread < 0) return zaya_error_set(ZAYA_EFORMAT, "placement '%s' is unknown", place);
     row->nranks = (int)ranks;
     row->bytes = (int64_t)bytes;
     row->count = row->bytes / (int64_t)zaya_dist_dtype_size(row->dtype);

@@ -45,6 +45,14 @@ void zaya_coll_stop_begin(zaya_coll_stop *s, int cycles);
 void zaya_coll_stop_end(zaya_coll_stop *s);
 int zaya_coll_cycle_next(const zaya_comm *world, int cycles, int done, zaya_coll_results *out);
 void zaya_coll_cycle_print(FILE *f, int cycle, int cycles);
+/* --placement hosts: this rank's intra-host group (every rank with its hostname) and, on the first
+ * rank of each host, the inter-host group (NULL elsewhere); collective over world. */
+typedef struct zaya_coll_hosts {
+    zaya_comm *intra, *inter;
+    int nhosts;
+} zaya_coll_hosts;
+zaya_status zaya_coll_host_groups(const zaya_comm *world, zaya_coll_hosts *h);
+void zaya_coll_hosts_free(zaya_coll_hosts *h);
 /* The NCCL backend of zaya_bench_coll_run (coll_nccl.c). */
 zaya_status zaya_bench_coll_nccl_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out,
                                      FILE *table);

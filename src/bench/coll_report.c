@@ -95,7 +95,7 @@ void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
         char cyc[16] = "";
         if (cycles) snprintf(cyc, sizeof cyc, "  %5d", s[i].cycle);
         fprintf(f, "  %-13s %5d %6s %5s %5s %2d %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld%s\n",
-                zaya_coll_name(s[i].coll), s[i].nranks, s[i].spread ? "spread" : "packed", zaya_dist_dtype_name(s[i].dtype),
+                zaya_coll_name(s[i].coll), s[i].nranks, zaya_coll_placement_name(s[i].spread), zaya_dist_dtype_name(s[i].dtype),
                 zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].blocking, s[i].latency_us,
                 s[i].latency_p50_us, lb,
                 s[i].peak_busbw, pb, sb, s[i].overhead_ratio, s[i].overhead_ratio_large, (long long)s[i].wrong, cyc);
@@ -159,7 +159,7 @@ static cJSON *coll_json(const zaya_coll_results *r, const zaya_coll_plan *p, int
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "coll", zaya_coll_name(x->coll));
         cJSON_AddNumberToObject(e, "ranks", x->nranks);
-        cJSON_AddStringToObject(e, "placement", x->spread ? "spread" : "packed");
+        cJSON_AddStringToObject(e, "placement", zaya_coll_placement_name(x->spread));
         cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(x->dtype));
         cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none");
         cJSON_AddNumberToObject(e, "root", x->root);
@@ -180,7 +180,7 @@ static cJSON *coll_json(const zaya_coll_results *r, const zaya_coll_plan *p, int
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "coll", zaya_coll_name(sum[i].coll));
         cJSON_AddNumberToObject(e, "ranks", sum[i].nranks);
-        cJSON_AddStringToObject(e, "placement", sum[i].spread ? "spread" : "packed");
+        cJSON_AddStringToObject(e, "placement", zaya_coll_placement_name(sum[i].spread));
         cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(sum[i].dtype));
         cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(sum[i].coll) ? zaya_redop_name(sum[i].op) : "none");
         cJSON_AddNumberToObject(e, "blocking", sum[i].blocking);
@@ -220,7 +220,7 @@ static zaya_status write_csv(const zaya_coll_results *r, const char *path) {
         const zaya_coll_result *x = &r->rows[i];
         const zaya_coll_timing *t[2] = {&x->oop, &x->ip};
         len += (size_t)snprintf(buf + len, cap - len, "%s,%d,%s,%s,%s,%d,%lld,%lld", zaya_coll_name(x->coll),
-                                x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype),
+                                x->nranks, zaya_coll_placement_name(x->spread), zaya_dist_dtype_name(x->dtype),
                                 zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none", x->root,
                                 (long long)x->bytes, (long long)x->count);
         for (int k = 0; k < 2; k++)
@@ -257,7 +257,7 @@ static void write_plots(const zaya_coll_results *r, const char *dir) {
                 char cyc[24] = "";
                 if (multi) snprintf(cyc, sizeof cyc, " cycle %d", g->cycle);
                 snprintf(titles[nb], sizeof titles[nb], "%d ranks %s %s%s%s -z %d%s", g->nranks,
-                         g->spread ? "spread" : "packed", zaya_dist_dtype_name(g->dtype),
+                         zaya_coll_placement_name(g->spread), zaya_dist_dtype_name(g->dtype),
                          zaya_coll_is_reduction(g->coll) ? " " : "",
                          zaya_coll_is_reduction(g->coll) ? zaya_redop_name(g->op) : "", g->blocking, cyc);
                 bw[nb] = (zaya_plot_series){titles[nb], x + used, y + used, 0};
@@ -450,7 +450,7 @@ cJSON *zaya_bench_coll_profile_json(const zaya_coll_results *r) {
         cJSON_AddNumberToObject(e, "busbw_GBps", x->oop.busbw);
         cJSON_AddStringToObject(e, "dtype", zaya_dist_dtype_name(x->dtype));
         cJSON_AddStringToObject(e, "op", zaya_coll_is_reduction(x->coll) ? zaya_redop_name(x->op) : "none");
-        cJSON_AddStringToObject(e, "placement", x->spread ? "spread" : "packed");
+        cJSON_AddStringToObject(e, "placement", zaya_coll_placement_name(x->spread));
         cJSON_AddItemToArray(arr, e);
     }
     return root;
@@ -466,7 +466,7 @@ static void print_stats(const zaya_coll_results *r, FILE *out) {
     for (int i = 0; i < r->n; i++) {
         const zaya_coll_result *x = &r->rows[i];
         fprintf(out, "  %-13s %5d %6s %5s %12lld %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7.3f\n", zaya_coll_name(x->coll),
-               x->nranks, x->spread ? "spread" : "packed", zaya_dist_dtype_name(x->dtype), (long long)x->bytes,
+               x->nranks, zaya_coll_placement_name(x->spread), zaya_dist_dtype_name(x->dtype), (long long)x->bytes,
                x->oop.min_us, x->oop.time_us, x->oop.max_us, x->oop.p50_us, x->oop.p99_us, x->bare_us,
                x->bare_us > 0 ? x->oop.time_us / x->bare_us : 0.0);
     }

@@ -336,7 +336,7 @@ void zaya_coll_print_header(FILE *f, int nranks, int ngpus, const char *backend,
                 ngpus, (long long)o->min_bytes, (long long)o->max_bytes, (long long)o->step_bytes, o->warmup, o->iters,
                 o->agg_iters, o->check_iters > 0);
     fprintf(f, "# ranks: %d (%s group)  backend: %s  blocking: %d  dtype: %s  redop: %s\n", nranks,
-            spread ? "spread" : "packed", backend, o->blocking, zaya_dist_dtype_name(t),
+            zaya_coll_placement_name(spread), backend, o->blocking, zaya_dist_dtype_name(t),
             zaya_coll_is_reduction(coll) ? zaya_redop_name(op) : "none");
     fprintf(f, "# timed calls: %s\n", timed);
     const char *clk = !o->report_cputime ? "wall time (-C 0)"
@@ -576,32 +576,79 @@ static void set_cycle(zaya_coll_results *out, int from, int cycle) {
     for (int i = from; i < out->n; i++) out->rows[i].cycle = cycle;
 }
 
-/* Rows one cycle of the plan times (for the progress line). */
+/* Rows one group of k ranks times. */
+static int64_t group_rows(const zaya_coll_plan *p, int k) {
+    int64_t total = 0;
+    for (int coll = 0; coll < ZAYA_COLL_COUNT; coll++) {
+        if (!(p->colls & (1u << coll))) continue;
+        int nops = 0;
+        for (int op = 0; op < ZAYA_REDOP_COUNT; op++) nops += (p->ops >> op) & 1u;
+        if (!zaya_coll_is_reduction((zaya_coll)coll)) nops = 1;
+        for (int t = 0; t < 2; t++)
+            if (p->dtypes & (1u << t))
+                total += count_sizes((zaya_coll)coll, (zaya_dist_dtype)t, k, &p->opts) * nops *
+                         (p->opts.blocking == 2 ? 2 : 1);
+    }
+    return total;
+}
+
+/* Rows one cycle of the plan times (for the progress line; the host groups estimated at the world's
+ * size). */
 static int64_t cycle_rows(const zaya_coll_plan *p, const int *counts, int ncounts, int n) {
     int64_t total = 0;
     for (int ci = 0; ci < ncounts; ci++)
         for (int spread = 0; spread < 2; spread++) {
             if (!(p->placements & (1u << spread))) continue;
             if (spread && (counts[ci] == n || counts[ci] == 1) && (p->placements & 1u)) continue;
-            for (int coll = 0; coll < ZAYA_COLL_COUNT; coll++) {
-                if (!(p->colls & (1u << coll))) continue;
-                int nops = 0;
-                for (int op = 0; op < ZAYA_REDOP_COUNT; op++) nops += (p->ops >> op) & 1u;
-                if (!zaya_coll_is_reduction((zaya_coll)coll)) nops = 1;
-                for (int t = 0; t < 2; t++)
-                    if (p->dtypes & (1u << t))
-                        total += count_sizes((zaya_coll)coll, (zaya_dist_dtype)t, counts[ci], &p->opts) * nops *
-                                 (p->opts.blocking == 2 ? 2 : 1);
-            }
+            total += group_rows(p, counts[ci]);
         }
+    if (p->placements & 4u) total += 2 * group_rows(p, n);
     return total;
 }
 
-/* One cycle of the MPI plan: every group size and placement, collective, dtype, op and -z mode. */
+/* Every collective, dtype, op and -z mode of the plan on one group (sub: NULL on ranks outside it),
+ * then the group freed and the world's ranks agreeing that nobody failed. */
+static zaya_status run_group(const zaya_comm *world, const zaya_coll_plan *p, zaya_comm *sub, int placement,
+                             zaya_coll_results *out, FILE *table, zaya_progress *prog, int64_t *done) {
+    zaya_status st = ZAYA_OK;
+    int k = sub ? sub->size : 0;
+    for (int coll = 0; st == ZAYA_OK && sub && coll < ZAYA_COLL_COUNT; coll++) {
+        if (!(p->colls & (1u << coll))) continue;
+        for (int t = 0; st == ZAYA_OK && t < 2; t++) {
+            if (!(p->dtypes & (1u << t))) continue;
+            for (int op = 0; st == ZAYA_OK && op < ZAYA_REDOP_COUNT; op++) {
+                if (!(p->ops & (1u << op))) continue;
+                /* A sub-group smaller than the root index uses its rank 0 as root. */
+                int root = p->root < k ? p->root : 0;
+                /* -z 2: each sweep non-blocking, then blocking, so the two paths compare row by row. */
+                for (int z = 0; st == ZAYA_OK && z < 2; z++) {
+                    zaya_coll_opts o = p->opts;
+                    if (p->opts.blocking != 2 && z != p->opts.blocking) continue;
+                    o.blocking = z;
+                    st = sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root, placement, &o, out,
+                               table, prog, done);
+                }
+                if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
+            }
+        }
+    }
+    zaya_comm_free(sub);
+    /* A failure on one rank must not leave the others waiting forever. */
+    int bad = st != ZAYA_OK, any_bad = 0;
+    zaya_status bst = zaya_coll_idle_barrier(world);
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world->comm);
+    if (st != ZAYA_OK) return st;
+    if (bst != ZAYA_OK) return bst;
+    if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
+    return ZAYA_OK;
+}
+
+/* One cycle of the MPI plan: every group size and placement, collective, dtype, op and -z mode; with
+ * --placement hosts then every host's ranks (the hosts at once, rank 0's host reported) and the first
+ * rank of each host. */
 static zaya_status run_cycle(const zaya_comm *world, const zaya_coll_plan *p, const int *counts, int ncounts,
                              zaya_coll_results *out, FILE *table, zaya_progress *prog, int64_t *done) {
     int n = world->size;
-    zaya_status st = ZAYA_OK;
     for (int ci = 0; ci < ncounts; ci++) {
         int k = counts[ci];
         for (int spread = 0; spread < 2; spread++) {
@@ -609,38 +656,33 @@ static zaya_status run_cycle(const zaya_comm *world, const zaya_coll_plan *p, co
             /* With all ranks (or one) packed and spread are the same group: run it once. */
             if (spread && (k == n || k == 1) && (p->placements & 1u)) continue;
             zaya_comm *sub = NULL;
-            st = spread ? zaya_comm_strided(world, k, &sub) : zaya_comm_first(world, k, &sub);
-            for (int coll = 0; st == ZAYA_OK && sub && coll < ZAYA_COLL_COUNT; coll++) {
-                if (!(p->colls & (1u << coll))) continue;
-                for (int t = 0; st == ZAYA_OK && t < 2; t++) {
-                    if (!(p->dtypes & (1u << t))) continue;
-                    for (int op = 0; st == ZAYA_OK && op < ZAYA_REDOP_COUNT; op++) {
-                        if (!(p->ops & (1u << op))) continue;
-                        /* A sub-group smaller than the root index uses its rank 0 as root. */
-                        int root = p->root < k ? p->root : 0;
-                        /* -z 2: each sweep non-blocking, then blocking, so the two paths compare row by row. */
-                        for (int z = 0; st == ZAYA_OK && z < 2; z++) {
-                            zaya_coll_opts o = p->opts;
-                            if (p->opts.blocking != 2 && z != p->opts.blocking) continue;
-                            o.blocking = z;
-                            st = sweep(sub, (zaya_coll)coll, (zaya_dist_dtype)t, (zaya_redop)op, root, spread && k < n,
-                                       &o, out, table, prog, done);
-                        }
-                        if (!zaya_coll_is_reduction((zaya_coll)coll)) break; /* op does not apply */
-                    }
-                }
-            }
-            zaya_comm_free(sub);
-            /* A failure on one rank must not leave the others waiting forever. */
-            int bad = st != ZAYA_OK, any_bad = 0;
-            zaya_status bst = zaya_coll_idle_barrier(world);
-            MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world->comm);
+            zaya_status st = spread ? zaya_comm_strided(world, k, &sub) : zaya_comm_first(world, k, &sub);
             if (st != ZAYA_OK) return st;
-            if (bst != ZAYA_OK) return bst;
-            if (any_bad) return zaya_error_set(ZAYA_EMPI, "bench coll: another rank failed (see its message)");
+            ZAYA_TRY(run_group(world, p, sub, spread && k < n, out, table, prog, done));
         }
     }
-    return ZAYA_OK;
+    if (!(p->placements & 4u)) return ZAYA_OK;
+    zaya_coll_hosts h;
+    ZAYA_TRY(zaya_coll_host_groups(world, &h));
+    FILE *tf = world->rank == 0 ? table : NULL;
+    if (tf)
+        fprintf(tf, "# --placement hosts: %d host%s (ranks grouped by hostname); intra-host: the ranks of each host "
+                    "at once, host 0's reported; inter-host: the first rank of each host\n#\n",
+                h.nhosts, h.nhosts == 1 ? "" : "s");
+    /* Every rank knows the sizes: the intra-host group of rank 0 and the host count. */
+    int intra0 = h.intra ? h.intra->size : 0;
+    MPI_Bcast(&intra0, 1, MPI_INT, 0, world->comm);
+    zaya_status st = ZAYA_OK;
+    if (intra0 > 1) st = run_group(world, p, h.intra, ZAYA_COLL_PLACE_INTRA_HOST, out, table, prog, done);
+    else zaya_comm_free(h.intra);
+    h.intra = NULL;
+    if (st == ZAYA_OK && h.nhosts > 1) st = run_group(world, p, h.inter, ZAYA_COLL_PLACE_INTER_HOST, out, table, prog, done);
+    else zaya_comm_free(h.inter);
+    h.inter = NULL;
+    if (tf && st == ZAYA_OK && (intra0 <= 1 || h.nhosts <= 1))
+        fprintf(tf, "# --placement hosts: %s\n#\n",
+                h.nhosts <= 1 ? "one host: no inter-host group" : "one rank per host: no intra-host group");
+    return st;
 }
 
 zaya_status zaya_bench_coll_run(const zaya_comm *world, const zaya_coll_plan *p, zaya_coll_results *out, FILE *table) {

@@ -206,9 +206,9 @@ static zaya_status read_coll_row(const cJSON *e, zaya_coll c, zaya_coll_result *
     ZAYA_TRY(zaya_json_get_str(e, "placement", &pl, 0));
     ZAYA_TRY(zaya_dist_dtype_parse(dt, &row->dtype));
     if (strcmp(op, "none")) ZAYA_TRY(zaya_redop_parse(op, &row->op));
-    if (strcmp(pl, "packed") && strcmp(pl, "spread"))
-        return zaya_error_set(ZAYA_EINVAL, "placement '%s' is neither 'packed' nor 'spread'", pl);
-    row->spread = !strcmp(pl, "spread");
+    row->spread = zaya_coll_placement_parse(pl);
+    if (row->spread < 0)
+        return zaya_error_set(ZAYA_EINVAL, "placement '%s' is none of 'packed', 'spread', 'intra-host', 'inter-host'", pl);
     row->count = row->bytes / (int64_t)zaya_dist_dtype_size(row->dtype);
     row->oop.wrong = row->ip.wrong = -1;
     return ZAYA_OK;

@@ -61,7 +61,7 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
         {"coll", 0, ZAYA_FLAG_STRING, &coll_s, "LIST",
          "allreduce,reducescatter,allgather,broadcast,reduce,alltoall,sendrecv or all (default allreduce)"},
         {"sweep", 0, ZAYA_FLAG_BOOL, &sweep, NULL, "also run on sub-groups of 2, 4, ... ranks"},
-        {"placement", 0, ZAYA_FLAG_STRING, &place_s, "P", "sub-group placement: packed, spread or both (default packed)"},
+        {"placement", 0, ZAYA_FLAG_STRING, &place_s, "P", "sub-group placement: packed, spread or both (default packed); hosts: also every host's ranks (intra-host) and the first rank of each host (inter-host)"},
         {"bare", 0, ZAYA_FLAG_INT, &bare, "0|1", "time the bare MPI loop for the overhead ratio (default 1)"},
         {"stats", 0, ZAYA_FLAG_BOOL, &stats, NULL, "print the per-iteration timing table (min/avg/max, p50/p99)"},
         {"seed", 0, ZAYA_FLAG_I64, &seed, "S", "seed of the check inputs (default 1234)"},
@@ -148,7 +148,8 @@ int zaya_cmd_bench_coll(int argc, char **argv) {
     if (!strcmp(place_s, "packed")) plan.placements = 1;
     else if (!strcmp(place_s, "spread")) plan.placements = 2;
     else if (!strcmp(place_s, "both")) plan.placements = 3;
-    else return zaya_flags_usage_error(&spec, "--placement: unknown placement '%s' (packed, spread or both)", place_s);
+    else if (!strcmp(place_s, "hosts")) plan.placements = 1 | 4;
+    else return zaya_flags_usage_error(&spec, "--placement: unknown placement '%s' (packed, spread, both or hosts)", place_s);
     if (zaya_coll_plan_check(&plan) != ZAYA_OK) return zaya_flags_usage_error(&spec, "%s", zaya_error_message());
 
     int64_t wrong = 0;

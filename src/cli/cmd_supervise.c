@@ -10,6 +10,7 @@ int zaya_cmd_supervise(int argc, char **argv) {
     zaya_supervise_opts o;
     zaya_supervise_opts_default(&o);
     const char *policy = "record";
+    int no_grow = 0;
     zaya_flag flags[] = {
         ZAYA_FLAG_OUTDIR(&o.out_dir, "out/supervise"),
         {"max-restarts", 0, ZAYA_FLAG_INT, &o.max_restarts, "N", "restarts after failures before giving up (default 10)"},
@@ -30,6 +31,13 @@ int zaya_cmd_supervise(int argc, char **argv) {
         {"lr-lower", 0, ZAYA_FLAG_DOUBLE, &o.lr_lower, "X", "with rollback: multiply the LR by X for --lr-lower-steps steps after the fault (default 1)"},
         {"lr-lower-steps", 0, ZAYA_FLAG_I64, &o.lr_lower_steps, "N", "with rollback: steps of lowered LR (default 0)"},
         {"health-check", 0, ZAYA_FLAG_BOOL, &o.health_check, NULL, "exact-integer GEMM self-test before every (re)start"},
+        {"hosts", 0, ZAYA_FLAG_STRING, &o.hosts_file, "FILE", "elastic job over the hosts of this Open MPI hostfile (HOST slots=N): each attempt on the hosts that pass the check, the supervisor choosing mpirun's -np and --host (docs/fault-tolerance.md)"},
+        {"min-hosts", 0, ZAYA_FLAG_INT, &o.min_hosts, "N", "with --hosts: stop with a diagnosis when fewer than N hosts are healthy (default 1)"},
+        {"host-wait", 0, ZAYA_FLAG_DOUBLE, &o.host_wait_s, "S", "with --hosts: after a host loss, wait up to S for it before restarting on the others (default 0)"},
+        {"host-check", 0, ZAYA_FLAG_STRING, &o.host_check, "CMD", "with --hosts: the host check, run as CMD HOST, exit 0 = healthy (default: LAUNCHER --host HOST:1 -np 1 ZAYA supervise --help)"},
+        {"host-check-timeout", 0, ZAYA_FLAG_DOUBLE, &o.host_check_timeout_s, "S", "with --hosts: a check without an answer within S fails (default 20)"},
+        {"host-probe", 0, ZAYA_FLAG_DOUBLE, &o.host_probe_s, "S", "with --hosts: while on fewer hosts, check a lost one again every S (default 2)"},
+        {"no-grow-back", 0, ZAYA_FLAG_BOOL, &no_grow, NULL, "with --hosts: stay on the smaller world when a lost host is healthy again (default: checkpoint and grow back)"},
         {"quiet", 'q', ZAYA_FLAG_BOOL, &o.quiet, NULL, "no progress lines or summary table (incidents.jsonl is still written)"},
     };
     zaya_cmd_spec spec = {"supervise", "run a training job under automated fault tolerance", "[options] -- CMD [ARGS...]",
@@ -48,6 +56,9 @@ int zaya_cmd_supervise(int argc, char **argv) {
         o.hang_floor_s <= 0 || o.hang_cap_s < o.hang_floor_s || o.grace_s < 0 || o.poll_s <= 0 || o.poll_s > 10 ||
         o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0 || o.eval_timeout_s < 0 || o.save_timeout_s < 0)
         return zaya_flags_usage_error(&spec, "timeouts and counts must be positive, --hang-cap >= --hang-floor, --straggler-factor > 1");
+    if (o.min_hosts < 1 || o.host_wait_s < 0 || o.host_check_timeout_s <= 0 || o.host_probe_s <= 0)
+        return zaya_flags_usage_error(&spec, "--min-hosts must be >= 1, --host-wait >= 0, --host-check-timeout and --host-probe > 0");
+    o.grow_back = !no_grow;
     if (!strcmp(policy, "rollback")) o.rollback = 1;
     else if (strcmp(policy, "record")) return zaya_flags_usage_error(&spec, "--numeric-policy must be record or rollback, got '%s'", policy);
     if (o.lr_lower <= 0 || o.lr_lower > 1 || o.lr_lower_steps < 0)

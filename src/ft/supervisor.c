@@ -21,6 +21,7 @@
 #include "zaya/json.h"
 #include "zaya/proc.h"
 #include "zaya/timer.h"
+#include "hosts.h"
 
 void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     memset(o, 0, sizeof *o);
@@ -38,6 +39,10 @@ void zaya_supervise_opts_default(zaya_supervise_opts *o) {
     o->straggler_factor = 2;
     o->poll_s = 0.05;
     o->lr_lower = 1;
+    o->min_hosts = 1;
+    o->host_check_timeout_s = 20;
+    o->host_probe_s = 2;
+    o->grow_back = 1;
 }
 
 typedef zaya_ft_incident incident;
@@ -70,6 +75,12 @@ typedef struct sup {
     pid_t self;
     long long self_start;
     int lock_fd;
+    /* --hosts: the host list, this attempt's command, the background check of a lost host */
+    zaya_ft_hosts *hosts;
+    int grow_sent;
+    pid_t probe_pid;
+    int probe_host;
+    double probe_t0, next_probe;
 } sup;
 
 static volatile sig_atomic_t stop_signal;
@@ -263,9 +274,14 @@ static void check_stragglers(sup *S) {
             if (k != i) others[n++] = med[k];
         double ref = zaya_ft_median(others, n);
         if (med[i] > S->o->straggler_factor * ref && med[i] - ref > 0.02) {
-            char d[200];
-            snprintf(d, sizeof d, "median busy time %.3f s per step vs %.3f s on the other ranks (%.1fx): reported, not killed",
-                     med[i], ref, med[i] / ref);
+            char d[400];
+            const zaya_ft_rank *r = &m->ranks[i];
+            double st = r->step_time > 0 ? r->step_time : 0, busy = r->busy_time < st ? r->busy_time : st;
+            snprintf(d, sizeof d,
+                     "median busy time %.3f s per step vs %.3f s on the other ranks (%.1fx), host %s; its last step %.3f s: "
+                     "%.0f%% compute, %.0f%% waiting: reported, not killed",
+                     med[i], ref, med[i] / ref, r->host[0] ? r->host : "?", st, st > 0 ? 100 * busy / st : 0,
+                     st > 0 ? 100 * (st - busy) / st : 0);
             incident *I = incident_add(S, "straggler", i, m->ranks[i].step, -1, d);
             if (!I) return;
             I->recovery_s = 0;
@@ -341,13 +357,18 @@ static int attempt_launch(sup *S, attempt *A, incident **fail) {
     zaya_proc_opts po = {.log_path = A->logpath, .log_append = 1, .log_banner = banner, .new_group = 1, .die_with_parent = 1,
                          .env = env};
     A->launch = now_s();
-    if (zaya_proc_spawn(o->argv, &po, &A->pid, NULL) != ZAYA_OK) {
+    char *const *argv = S->hosts ? S->hosts->argv : o->argv;
+    if (zaya_proc_spawn(argv, &po, &A->pid, NULL) != ZAYA_OK) {
         *fail = incident_add(S, "launch", -1, -1, 0, zaya_error_message());
         return -1;
     }
     S->job = A->pid;
     S->rollback_to = -1; /* only this attempt rolls back */
-    say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)A->pid, A->logpath);
+    S->grow_sent = 0;
+    if (S->hosts)
+        say(S, "attempt %d: launched '%s %s ...' (pid %d, world %d on %d of %d hosts), output in %s", S->attempt, argv[0],
+            S->hosts->plan, (int)A->pid, S->hosts->world, S->hosts->used_hosts, S->hosts->n, A->logpath);
+    else say(S, "attempt %d: launched '%s' (pid %d), output in %s", S->attempt, o->argv[0], (int)A->pid, A->logpath);
     return 0;
 }
 
@@ -380,8 +401,8 @@ static incident *find_hang(sup *S, double now) {
     }
     if (!hung || culprit < 0) return NULL;
     zaya_ft_rank *r = &m->ranks[culprit];
-    snprintf(d, sizeof d, "no progress for %.1f s (timeout %.1f s); rank %d stuck in section '%s' of step %lld", now - newest,
-             timeout, culprit, zaya_ft_section_name(r->section), (long long)r->step);
+    snprintf(d, sizeof d, "no progress for %.1f s (timeout %.1f s); rank %d (host %s) stuck in section '%s' of step %lld",
+             now - newest, timeout, culprit, r->host[0] ? r->host : "?", zaya_ft_section_name(r->section), (long long)r->step);
     double lat = 0;
     for (int i = 0; i < m->nranks; i++)
         if (m->ranks[i].seen && m->ranks[i].section != ZAYA_FT_DONE) {
@@ -389,6 +410,43 @@ static incident *find_hang(sup *S, double now) {
             lat = lat == 0 || sp < lat ? sp : lat;
         }
     return incident_add(S, "hang", culprit, r->step, lat, d);
+}
+
+/* --hosts, while the job runs on fewer hosts than the file lists: check one lost host at a time in the
+ * background; when one passes and --grow-back is on, ask the job to checkpoint and exit (the
+ * preemption path: the trainer saves after its current step and exits 75) so that the next attempt
+ * runs on every healthy host. */
+static void grow_poll(sup *S, double now) {
+    zaya_ft_hosts *H = S->hosts;
+    if (!S->o->grow_back || S->grow_sent || !S->first_step_seen) return;
+    if (S->probe_pid > 0) {
+        int v = zaya_ft_hosts_probe_poll(S->probe_pid, S->probe_t0, now, S->o->host_check_timeout_s);
+        if (v < 0) return;
+        S->probe_pid = 0;
+        S->next_probe = now + S->o->host_probe_s;
+        if (v == 0) return;
+        zaya_ft_host *h = &H->h[S->probe_host];
+        h->healthy = 1;
+        char d[300];
+        snprintf(d, sizeof d, "host %s passes the check again: checkpointing to grow back", h->name);
+        incident *I = incident_add(S, "host_back", -1, S->mon->ranks[0].step, 0, d);
+        if (I) incident_write(S, I);
+        say(S, "%s", d);
+        S->grow_sent = 1;
+        signal_ranks(S, SIGTERM);
+        return;
+    }
+    if (now < S->next_probe) return;
+    for (int k = 1; k <= H->n; k++) {
+        int i = (S->probe_host + k) % H->n;
+        if (H->h[i].healthy) continue;
+        char log[4200];
+        zaya_path_join(log, sizeof log, S->o->out_dir, "host-check.log");
+        if (zaya_ft_hosts_probe_start(H, i, S->o, log, &S->probe_pid) != ZAYA_OK) S->probe_pid = 0;
+        S->probe_host = i;
+        S->probe_t0 = now;
+        break;
+    }
 }
 
 typedef enum { POLL_CONTINUE, POLL_STOP, POLL_RETURN } poll_verdict;
@@ -407,6 +465,7 @@ static poll_verdict attempt_poll(sup *S, attempt *A, incident **fail, outcome *o
     zaya_ft_monitor_poll(S->mon, now, on_event, S);
     complete_pending(S);
     zaya_ft_monitor *m = S->mon;
+    if (S->hosts && A->forwarded < 0) grow_poll(S, now);
     if (S->rollback_incident && A->forwarded < 0) {
         incident *I = S->rollback_incident;
         S->rollback_incident = NULL;
@@ -564,6 +623,53 @@ static int health_collective(sup *S, char *why, size_t cap) {
     return 0;
 }
 
+/* --hosts, before an attempt: every host checked; on the first attempt all must pass (an unreachable
+ * host is an error before training), later a failing one is a host_lost incident and the job runs on
+ * the others (after waiting up to --host-wait for the lost ones). 0: stop (diagnosis set). */
+static int hosts_before_attempt(sup *S) {
+    zaya_ft_hosts *H = S->hosts;
+    const zaya_supervise_opts *o = S->o;
+    char log[4200], d[700];
+    zaya_path_join(log, sizeof log, o->out_dir, "host-check.log");
+    if (S->probe_pid > 0) {
+        kill(-S->probe_pid, SIGKILL);
+        waitpid(S->probe_pid, NULL, 0);
+        S->probe_pid = 0;
+    }
+    double until = now_s() + (S->attempt > 1 ? o->host_wait_s : 0);
+    int lost;
+    for (;;) {
+        lost = 0;
+        for (int i = 0; i < H->n; i++) {
+            int was = S->attempt == 1 || H->h[i].healthy;
+            int ok = zaya_ft_hosts_check(H, i, o, log);
+            if (!ok) lost++;
+            if (S->attempt == 1 && !ok) {
+                snprintf(S->res->diagnosis, sizeof S->res->diagnosis,
+                         "--hosts %s:%d: host %s is unreachable: %s (log: %.300s); nothing was started", o->hosts_file,
+                         H->h[i].line, H->h[i].name, H->h[i].why, log);
+                return 0;
+            }
+            if (was && !ok) {
+                snprintf(d, sizeof d, "host %s lost: %s", H->h[i].name, H->h[i].why);
+                incident *I = incident_add(S, "host_lost", -1, S->res->final_step, 0, d);
+                if (I) incident_write(S, I);
+                say(S, "%s", d);
+            }
+        }
+        if (!lost || now_s() >= until || stop_signal) break;
+        usleep(200000);
+    }
+    zaya_status st = zaya_ft_hosts_plan(H, o->argv, o->min_hosts);
+    if (st != ZAYA_OK) {
+        snprintf(S->res->diagnosis, sizeof S->res->diagnosis, "--hosts %s: %s; the checkpoints are left as they are",
+                 o->hosts_file, zaya_error_message());
+        return 0;
+    }
+    S->next_probe = now_s() + o->host_probe_s;
+    return 1;
+}
+
 zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_result *res) {
     memset(res, 0, sizeof *res);
     if (!o->argv || !o->argv[0]) return zaya_error_set(ZAYA_EINVAL, "no command to supervise");
@@ -607,9 +713,23 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     S.rollback_to = -1;
     int64_t best = -1;
     int64_t *fail_steps = calloc((size_t)o->max_restarts + 2, sizeof(int64_t));
-    for (;;) {
+    zaya_ft_hosts *hosts = NULL;
+    if (o->hosts_file) {
+        hosts = calloc(1, sizeof *hosts);
+        st = hosts ? zaya_ft_hosts_load(hosts, o->hosts_file, o->argv) : zaya_error_set(ZAYA_ENOMEM, "--hosts");
+        if (st != ZAYA_OK) {
+            snprintf(res->diagnosis, sizeof res->diagnosis, "%s", zaya_error_message());
+            res->gave_up = 1;
+        }
+        S.hosts = hosts;
+    }
+    for (; !res->gave_up;) {
         S.attempt++;
         res->attempts = S.attempt;
+        if (S.hosts && !hosts_before_attempt(&S)) {
+            res->gave_up = 1;
+            break;
+        }
         if (o->health_check) {
             char why[900] = "";
             zaya_status hs = zaya_health_check_gemm();
@@ -658,6 +778,11 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
             snprintf(res->diagnosis, sizeof res->diagnosis, "the job was preempted from outside %d times (--max-restarts)", external);
             res->gave_up = 1;
             break;
+        }
+        if (oc == OUT_EXTERNAL_PREEMPT && S.grow_sent) {
+            external--; /* asked by us: not a preemption from outside */
+            say(&S, "the job checkpointed at step %lld: restarting on the healthy hosts", (long long)res->final_step);
+            continue;
         }
         if (oc == OUT_EXTERNAL_PREEMPT) {
             incident *I = incident_add(&S, "preempted", 0, res->final_step, 0, "the job was stopped from outside after saving a checkpoint");
@@ -714,6 +839,8 @@ zaya_status zaya_supervise_run(const zaya_supervise_opts *o, zaya_supervise_resu
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGINT, &old_int, NULL);
     free(fail_steps);
+    if (hosts) zaya_ft_hosts_free(hosts);
+    free(hosts);
     free(S.mon);
     zaya_ft_log_close(&S.log);
     zaya_dir_unlock(S.lock_fd);

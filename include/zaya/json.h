@@ -23,6 +23,9 @@ zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty
 /* Getters. `required` = 1: a missing key is an error naming it. Missing optional keys leave *out
  * untouched (so callers preset defaults). Wrong types and out-of-range values are always errors. */
 zaya_status zaya_json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required);
+/* A JSON number as error messages print it: integral values exactly in full ("1152921504606846976",
+ * not "1.15292e+18"), others in the fewest digits that read back to the same double. Returns buf. */
+const char *zaya_json_number_text(double v, char *buf, size_t cap);
 zaya_status zaya_json_get_int(const cJSON *obj, const char *key, int *out, int required);
 zaya_status zaya_json_get_f64(const cJSON *obj, const char *key, double *out, int required);
 zaya_status zaya_json_get_bool(const cJSON *obj, const char *key, int *out, int required);

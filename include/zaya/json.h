@@ -16,6 +16,12 @@ zaya_status zaya_json_load_file(const char *path, cJSON **out);
  * (directories, pipes and oversized files get a plain message). The one loader of config.json files. */
 #define ZAYA_JSON_CONFIG_MAX_BYTES (16 * 1024 * 1024)
 zaya_status zaya_json_load_config(const char *path, cJSON **out);
+/* zaya_json_load_file for a file of at most max_bytes (a larger one is an error naming `what`, the
+ * size and the cap, before anything is read): cJSON takes up to ~50 bytes of memory per input byte
+ * (an array of small numbers), so every JSON loader without a natural bound gets one (docs/limits.md). */
+zaya_status zaya_json_load_file_max(const char *path, uint64_t max_bytes, const char *what, cJSON **out);
+#define ZAYA_JSON_RUN_MAX_BYTES ((uint64_t)16 << 20)   /* run files */
+#define ZAYA_JSON_INDEX_MAX_BYTES ((uint64_t)64 << 20) /* model.safetensors.index.json */
 zaya_status zaya_json_parse(const char *text, const char *what, cJSON **out);
 /* Writes JSON text atomically; `pretty` selects indented output. */
 zaya_status zaya_json_write_file(const char *path, const cJSON *root, int pretty);

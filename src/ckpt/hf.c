@@ -82,7 +82,7 @@ static zaya_status hf_check_shards(const hf_dir *h) {
     snprintf(ipath, sizeof ipath, "%s/model.safetensors.index.json", h->dir);
     struct stat sb;
     cJSON *idx = NULL;
-    if (s == ZAYA_OK && lstat(ipath, &sb) == 0) s = zaya_json_load_file(ipath, &idx);
+    if (s == ZAYA_OK && lstat(ipath, &sb) == 0) s = zaya_json_load_file_max(ipath, ZAYA_JSON_INDEX_MAX_BYTES, "a safetensors index", &idx);
     if (s == ZAYA_OK && idx) {
         const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
         const cJSON *meta = cJSON_GetObjectItemCaseSensitive(idx, "metadata");

@@ -38,6 +38,14 @@ zaya_status zaya_json_load_file(const char *path, cJSON **out) {
     return s;
 }
 
+zaya_status zaya_json_load_file_max(const char *path, uint64_t max_bytes, const char *what, cJSON **out) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes)
+        return zaya_error_set(ZAYA_ERANGE, "%s: %llu bytes is too large for %s (at most %llu MiB)", path,
+                              (unsigned long long)st.st_size, what, (unsigned long long)(max_bytes >> 20));
+    return zaya_json_load_file(path, out);
+}
+
 zaya_status zaya_json_load_config(const char *path, cJSON **out) {
     struct stat st;
     if (stat(path, &st) != 0) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));

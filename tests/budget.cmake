@@ -9,5 +9,5 @@ else()
   set(budget_args --max-mb 100 --scale 1)
 endif()
 add_test(NAME loader_budget COMMAND loader_budget ${budget_args})
-set_tests_properties(loader_budget PROPERTIES LABELS "unit;budget" TIMEOUT 300
+set_tests_properties(loader_budget PROPERTIES LABELS "unit;budget" TIMEOUT 900
                      ENVIRONMENT "OMP_NUM_THREADS=2;ASAN_OPTIONS=detect_leaks=0")

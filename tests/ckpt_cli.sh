@@ -111,4 +111,20 @@ grep -q "^exported [0-9]* shards (bf16)" "$D/out" || fail "random export report:
 grep -q "go together" "$D/err" || fail "--config alone message: $(cat "$D/err")"
 "$ZAYA" ckpt export-hf "$D/ck" -c zaya1-tiny --random-init 3 -o "$D/x" > /dev/null 2>&1; [ $? -eq 2 ] || fail "checkpoint and --random-init together"
 "$ZAYA" ckpt export-hf -c nosuch --random-init 3 -o "$D/x" > /dev/null 2>&1; [ $? -eq 1 ] || fail "unknown preset exit code"
+# a manifest that claims version 1 and drops its checksum is refused unless --accept-v1
+cp -r "$D/ck4" "$D/v1"
+M=$(ls -d "$D"/v1/step-* | head -1)/manifest.json
+"$PY" - "$M" <<'PYEOF' || fail "v1 rewrite"
+import json, sys
+m = json.load(open(sys.argv[1])); m["format_version"] = 1; m.pop("manifest_xxh3", None)
+json.dump(m, open(sys.argv[1], "w"))
+PYEOF
+"$ZAYA" ckpt verify "$D/v1" > /dev/null 2> "$D/err"; [ $? -eq 1 ] || fail "unsealed version-1 manifest verifies"
+grep -q "accept-v1" "$D/err" || fail "v1 message: $(cat "$D/err")"
+"$ZAYA" ckpt verify --accept-v1 "$D/v1" 2>/dev/null | grep -q "OK" || fail "verify --accept-v1"
+# a FIFO named like a shard is refused by import-hf, not waited on
+mkfifo "$D/hf/zz.safetensors"
+timeout 60 "$ZAYA" ckpt import-hf "$D/hf" -o "$D/fifo_ck" > /dev/null 2> "$D/err"; [ $? -eq 1 ] || fail "FIFO shard: exit $?"
+grep -q "is a FIFO" "$D/err" || fail "FIFO message: $(cat "$D/err")"
+rm -f "$D/hf/zz.safetensors"
 echo "ckpt_cli: OK"

@@ -73,5 +73,9 @@ zsize=$(stat -c %s "$tmp/c.jsonl.zst")
 head -c $((zsize / 2)) "$tmp/c.jsonl.zst" > "$tmp/cut.jsonl.zst"
 expect 1 "'$tmp/cut.jsonl.zst': truncated zstd data: the file ends at byte offset $((zsize / 2))" -- \
   "$zaya" data prepare -q -t "$tok" -n cut -o "$tmp/pcut2" "$tmp/cut.jsonl.zst"
+# an empty --jsonl-key is a usage error naming the flag; a FIFO input is refused, not waited on
+expect 2 "\-\-jsonl-key must name a field" -- "$zaya" data prepare -q -t "$tok" -n keysrc -o "$tmp/pkey" --jsonl-key "" "$tmp/cut.jsonl.zst"
+mkfifo "$tmp/fifo.jsonl"
+expect 1 "fifo.jsonl' is a FIFO" -- timeout 60 "$zaya" data prepare -q -t "$tok" -n fifosrc -o "$tmp/pfifo" "$tmp/fifo.jsonl"
 echo "data_cli: $fail failed"
 [ "$fail" = 0 ]

@@ -386,10 +386,19 @@ static void test_manifest_checksum(void) {
     zaya_json_write_file(p, m, 1);
     CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_EFORMAT && strstr(zaya_error_message(), "manifest_xxh3"), "missing checksum: %s",
           zaya_error_message());
-    /* a version-1 manifest (before the checksum) still opens */
+    /* a manifest cannot switch its checksum off by claiming version 1: refused unless asked for */
     cJSON_ReplaceItemInObject(m, "format_version", cJSON_CreateNumber(1));
     zaya_json_write_file(p, m, 1);
-    CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_OK, "version 1 without checksum opens: %s", zaya_error_message());
+    CHECK(zaya_ckpt_open(&c, d, 1) == ZAYA_EFORMAT && strstr(zaya_error_message(), "format_version 1") &&
+              strstr(zaya_error_message(), "--accept-v1"),
+          "version 1 without checksum refused: %s", zaya_error_message());
+    c = NULL;
+    CHECK(zaya_ckpt_open(&c, d, ZAYA_CKPT_OPEN_VERIFY | ZAYA_CKPT_OPEN_ACCEPT_V1) == ZAYA_OK,
+          "version 1 without checksum opens when accepted: %s", zaya_error_message());
+    zaya_ckpt_close(c);
+    c = NULL;
+    CHECK(zaya_ckpt_open_latest(&c, root, ZAYA_CKPT_OPEN_VERIFY) != ZAYA_OK, "a plain open of the root does not take the "
+          "unsealed version-1 step");
     zaya_ckpt_close(c);
     cJSON_Delete(m);
 }

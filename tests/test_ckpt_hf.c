@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -312,6 +313,149 @@ static void test_skip_mode(zaya_model *m) {
     CHECK(zaya_ckpt_import_hf(hf, imp, &io, &r) == ZAYA_EINVAL, "bad skip mode option rejected");
 }
 
+/* Rewrites DIR/NAME from a JSON object (pretty). */
+static void put_json(const char *dir, const char *name, const cJSON *j) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    CHECK(zaya_json_write_file(p, j, 1) == ZAYA_OK, "write %s", p);
+}
+
+static cJSON *get_json(const char *dir, const char *name) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    cJSON *j = NULL;
+    CHECK(zaya_json_load_file(p, &j) == ZAYA_OK, "load %s: %s", p, zaya_error_message());
+    return j;
+}
+
+/* The index of an HF directory is checked against its shards: every tensor once, in the shard the
+ * index names, total_size equal to the shards' tensor bytes; a tensor in two shards is an error. */
+static void test_index(zaya_model *m, zaya_model *m2) {
+    char hf[300], p[600], q[600], root[300];
+    snprintf(root, sizeof root, "%s/ck", g_root); /* written by test_export */
+    snprintf(hf, sizeof hf, "%s/hfidx", g_root);
+    zaya_hf_export_opts o = {ZAYA_ST_F32, 20000, NULL};
+    CHECK(zaya_ckpt_export_hf(root, hf, &o, NULL) == ZAYA_OK, "export: %s", zaya_error_message());
+    cJSON *idx = get_json(hf, "model.safetensors.index.json");
+    if (!idx) return;
+    cJSON *wm = cJSON_GetObjectItem(idx, "weight_map"), *meta = cJSON_GetObjectItem(idx, "metadata");
+    const double total = cJSON_GetObjectItem(meta, "total_size")->valuedouble;
+    const char *norm_shard = cJSON_GetObjectItem(wm, "model.norm.weight")->valuestring, *other = NULL;
+    for (const cJSON *e = wm->child; e && !other; e = e->next)
+        if (strcmp(e->valuestring, norm_shard)) other = e->valuestring;
+    CHECK(other != NULL, "the index names several shards");
+    if (!other) other = norm_shard;
+    struct {
+        const char *what, *needle;
+        void (*edit)(cJSON *idx, double total);
+    } cases[] = {
+        {"total_size + 1", "but the", NULL},
+        {"total_size 2^63", "(got 9223372036854775808)", NULL},
+        {"weight_map not an object", "object 'weight_map'", NULL},
+        {"a tensor left out", "is missing from weight_map", NULL},
+        {"a tensor in another shard", "but it is in", NULL},
+        {"a tensor no shard holds", "which does not hold it", NULL},
+    };
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+        cJSON *j = cJSON_Duplicate(idx, 1);
+        cJSON *jm = cJSON_GetObjectItem(j, "metadata"), *jw = cJSON_GetObjectItem(j, "weight_map");
+        switch (k) {
+        case 0: cJSON_ReplaceItemInObject(jm, "total_size", cJSON_CreateNumber(total + 1)); break;
+        case 1: cJSON_ReplaceItemInObject(jm, "total_size", cJSON_CreateNumber(9223372036854775808.0)); break;
+        case 2: cJSON_ReplaceItemInObject(j, "weight_map", cJSON_CreateArray()); break;
+        case 3: cJSON_DeleteItemFromObject(jw, "model.norm.weight"); break;
+        case 4: cJSON_ReplaceItemInObject(jw, "model.norm.weight", cJSON_CreateString(other)); break;
+        case 5: cJSON_AddStringToObject(jw, "model.extra.weight", other); break;
+        }
+        put_json(hf, "model.safetensors.index.json", j);
+        cJSON_Delete(j);
+        zaya_model_source *src = NULL;
+        CHECK(zaya_ckpt_load_model(hf, m2) == ZAYA_EFORMAT && strstr(zaya_error_message(), cases[k].needle) &&
+                  strstr(zaya_error_message(), "model.safetensors.index.json"),
+              "index with %s refused: %s", cases[k].what, zaya_error_message());
+        CHECK(zaya_model_source_open(&src, hf) != ZAYA_OK, "model source refuses the index with %s", cases[k].what);
+        zaya_model_source_close(src);
+    }
+    put_json(hf, "model.safetensors.index.json", idx);
+    CHECK(zaya_ckpt_load_model(hf, m2) == ZAYA_OK && params_equal(m, m2), "restored index loads: %s", zaya_error_message());
+    /* the same tensor in two shards: refused with or without the index */
+    snprintf(p, sizeof p, "%s/%s", hf, cJSON_GetObjectItem(wm, "model.norm.weight")->valuestring);
+    snprintf(q, sizeof q, "%s/zz-copy.safetensors", hf);
+    char *data;
+    size_t len;
+    CHECK(zaya_read_file(p, &data, &len) == ZAYA_OK && zaya_write_file_atomic(q, data, len) == ZAYA_OK, "copy a shard");
+    free(data);
+    CHECK(zaya_ckpt_load_model(hf, m2) == ZAYA_EFORMAT && strstr(zaya_error_message(), "is in two shards") &&
+              strstr(zaya_error_message(), "zz-copy.safetensors"),
+          "tensor in two shards: %s", zaya_error_message());
+    unlink(q);
+    /* a FIFO named like a shard is refused, naming it, instead of blocking the open */
+    snprintf(q, sizeof q, "%s/zz-fifo.safetensors", hf);
+    CHECK(mkfifo(q, 0600) == 0, "mkfifo");
+    CHECK(zaya_ckpt_load_model(hf, m2) == ZAYA_EIO && strstr(zaya_error_message(), "zz-fifo.safetensors") &&
+              strstr(zaya_error_message(), "FIFO"),
+          "FIFO shard refused: %s", zaya_error_message());
+    unlink(q);
+    cJSON_Delete(idx);
+}
+
+/* ckpt verify's model check: the tensor set against model_config, ranks within the world, every
+ * tensor once; the manifests are resealed so that only the checks under test can refuse them. */
+static void test_model_check(const zaya_model *m) {
+    char root[300], step[400];
+    snprintf(root, sizeof root, "%s/mcheck", g_root);
+    save_model(m, root);
+    snprintf(step, sizeof step, "%s/step-00000003", root);
+    zaya_ckpt *c = NULL;
+    CHECK(zaya_ckpt_open(&c, step, 1) == ZAYA_OK && zaya_ckpt_check_model(c) == ZAYA_OK, "saved model checks: %s",
+          zaya_error_message());
+    zaya_ckpt_close(c);
+    cJSON *orig = get_json(step, "manifest.json");
+    if (!orig) return;
+    static const struct {
+        const char *what, *needle;
+        int at_open;
+    } cases[] = {
+        {"no tensors", "is missing", 0},
+        {"a duplicated tensor", "listed twice", 1},
+        {"a piece on rank 99 of world 1", "outside world_size 1", 1},
+        {"2^40 layers", "num_hidden_layers", 0},
+        {"a tensor of another shape", "needs a model tensor of", 0},
+        {"an extra model tensor", "is not a tensor of the model", 0},
+        {"no model_config", "no 'model_config' section", 0},
+    };
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+        cJSON *j = cJSON_Duplicate(orig, 1);
+        cJSON *ts = cJSON_GetObjectItem(j, "tensors");
+        cJSON *t0 = cJSON_GetArrayItem(ts, 0);
+        switch (k) {
+        case 0: cJSON_ReplaceItemInObject(j, "tensors", cJSON_CreateArray()); break;
+        case 1: cJSON_AddItemToArray(ts, cJSON_Duplicate(t0, 1)); break;
+        case 2: cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(t0, "pieces"), 0), "rank", cJSON_CreateNumber(99)); break;
+        case 3: cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "model_config"), "num_hidden_layers", cJSON_CreateNumber(1099511627776.0)); break;
+        case 4: cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "model_config"), "vocab_size", cJSON_CreateNumber(98)); break;
+        case 5: {
+            cJSON *x = cJSON_Duplicate(t0, 1);
+            cJSON_ReplaceItemInObject(x, "name", cJSON_CreateString("model.extra.weight"));
+            cJSON_AddItemToArray(ts, x);
+            break;
+        }
+        case 6: cJSON_DeleteItemFromObject(j, "model_config"); break;
+        }
+        CHECK(zaya_ckpt_manifest_seal(j) == ZAYA_OK, "seal");
+        put_json(step, "manifest.json", j);
+        cJSON_Delete(j);
+        c = NULL;
+        zaya_status s = zaya_ckpt_open(&c, step, 1);
+        if (s == ZAYA_OK) s = zaya_ckpt_check_model(c);
+        CHECK(s == ZAYA_EFORMAT || s == ZAYA_EINVAL, "%s refused", cases[k].what);
+        CHECK(strstr(zaya_error_message(), cases[k].needle) != NULL, "%s: error names it: %s", cases[k].what, zaya_error_message());
+        CHECK(cases[k].at_open == (c == NULL), "%s: refused %s", cases[k].what, cases[k].at_open ? "at open" : "by the model check");
+        zaya_ckpt_close(c);
+    }
+    cJSON_Delete(orig);
+}
+
 int main(void) {
     zaya_log_set_level(ZAYA_LOG_ERROR);
     snprintf(g_root, sizeof g_root, "/tmp/zaya_test_ckpt_hf_%d", (int)getpid());
@@ -320,6 +464,8 @@ int main(void) {
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK && zaya_model_init(&m2, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     random_params(&m, 11);
     test_export(&m, &m2);
+    test_index(&m, &m2);
+    test_model_check(&m);
     test_original(&m, &m2);
     test_skip_mode(&m);
     zaya_model_free(&m);

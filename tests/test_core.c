@@ -1,8 +1,9 @@
 /* Core runtime: bf16 rounding, Philox known-answer vectors, RNG addressing, arenas, JSON helpers,
- * flag and size parsing, status messages. */
+ * regular-file opens, flag and size parsing, status messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/flags.h"
@@ -147,6 +148,51 @@ static void test_json(void) {
     rmdir(dir);
 }
 
+/* Loaders read regular files only: a directory, a FIFO and a device are refused naming the path
+ * (the FIFO without blocking, the directory without sizing it as 2^63 bytes); JSON numbers beyond
+ * 2^53 are printed digit for digit. */
+static void test_fs_regular(void) {
+    char d[] = "/tmp/zaya_test_fs_XXXXXX";
+    CHECK(mkdtemp(d) != NULL, "mkdtemp");
+    char p[256], f[256];
+    char *data = NULL;
+    size_t len = 0;
+    CHECK(zaya_read_file(d, &data, &len) == ZAYA_EIO && strstr(zaya_error_message(), d) &&
+              strstr(zaya_error_message(), "a directory, not a regular file"),
+          "directory refused: %s", zaya_error_message());
+    snprintf(f, sizeof f, "%s/fifo", d);
+    CHECK(mkfifo(f, 0600) == 0, "mkfifo");
+    CHECK(zaya_read_file(f, &data, &len) == ZAYA_EIO && strstr(zaya_error_message(), "FIFO") && strstr(zaya_error_message(), f),
+          "FIFO refused: %s", zaya_error_message());
+    cJSON *j = NULL;
+    CHECK(zaya_json_load_file(f, &j) == ZAYA_EIO, "JSON from a FIFO refused");
+    int fd = -1;
+    CHECK(zaya_open_regular("/dev/null", &fd, NULL) == ZAYA_EIO && fd == -1 && strstr(zaya_error_message(), "character device"),
+          "device refused: %s", zaya_error_message());
+    snprintf(p, sizeof p, "%s/x.txt", d);
+    CHECK(zaya_write_file_atomic(p, "hello", 5) == ZAYA_OK, "write");
+    CHECK(zaya_read_file(p, &data, &len) == ZAYA_OK && len == 5 && !strcmp(data, "hello"), "regular file read");
+    free(data);
+    uint64_t size = 0;
+    FILE *fp = NULL;
+    CHECK(zaya_fopen_regular(p, &fp, &size) == ZAYA_OK && size == 5 && fp && fgetc(fp) == 'h', "fopen_regular");
+    if (fp) fclose(fp);
+    CHECK(zaya_read_file("/proc/self/stat", &data, &len) == ZAYA_OK && len > 10, "a file reporting size 0 reads whole");
+    free(data);
+    unlink(f);
+    unlink(p);
+    rmdir(d);
+    char num[64];
+    CHECK(!strcmp(zaya_json_number_text(1152921504606846976.0, num, sizeof num), "1152921504606846976"), "2^60: %s", num);
+    CHECK(!strcmp(zaya_json_number_text(0.1, num, sizeof num), "0.1"), "0.1: %s", num);
+    CHECK(!strcmp(zaya_json_number_text(2.5, num, sizeof num), "2.5"), "2.5: %s", num);
+    CHECK(zaya_json_parse("{\"n\": 1152921504606846976}", "inline", &j) == ZAYA_OK, "parse");
+    int64_t v = 0;
+    CHECK(zaya_json_get_i64(j, "n", &v, 1) == ZAYA_EINVAL && strstr(zaya_error_message(), "must be an integer (got 1152921504606846976)"),
+          "2^60 printed exactly: %s", zaya_error_message());
+    cJSON_Delete(j);
+}
+
 static void test_parsers(void) {
     int64_t v = 0;
     CHECK(zaya_parse_bytes("8", &v) == ZAYA_OK && v == 8, "plain");
@@ -223,6 +269,7 @@ int main(void) {
     test_rng_addressing();
     test_arena();
     test_json();
+    test_fs_regular();
     test_parsers();
     test_status();
     return th_finish("test_core");

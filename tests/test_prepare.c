@@ -492,6 +492,109 @@ static void test_text_stream(void) {
     free(b);
 }
 
+/* Files are what they claim and each is read once: a FIFO input is refused naming it (instead of
+ * blocking), a directory symlink to its parent is walked once, a file reached by two names is read
+ * once, an empty document reaches the arena without a NULL memcpy, and an empty --jsonl-key is an
+ * error. */
+static void test_special_files(void) {
+    char root[160], out[160], p[256], q[256];
+    snprintf(root, sizeof root, "%s/walk", dir);
+    snprintf(out, sizeof out, "%s/walk-out", dir);
+    snprintf(p, sizeof p, "%s/sub", root);
+    CHECK(zaya_mkdir_p(p) == ZAYA_OK, "mkdir");
+    put("walk/a.txt", "alpha", 5);
+    put("walk/sub/b.txt", "beta", 4);
+    snprintf(p, sizeof p, "%s/sub/loop", root);
+    CHECK(symlink("..", p) == 0, "symlink to the parent");
+    snprintf(p, sizeof p, "%s/sub/a-again.txt", root);
+    snprintf(q, sizeof q, "%s/a.txt", root);
+    CHECK(symlink(q, p) == 0, "second name of a.txt");
+    zaya_prepare_opts o = {.name = "w", .shard_tokens = 1u << 20};
+    zaya_prepare_stats st;
+    CHECK(run_prepare(root, out, 2, &o, &st) == ZAYA_OK, "walk with a symlink cycle: %s", zaya_error_message());
+    CHECK(st.files == 2 && st.docs == 2, "each file read once: %llu files, %llu docs", (unsigned long long)st.files,
+          (unsigned long long)st.docs);
+    /* an explicit input named twice is read once too */
+    const char *twice[2] = {q, q};
+    counters cn;
+    counters_init(&cn);
+    zaya_prepare_opts o2 = {.name = "t", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS, .overwrite = 1};
+    CHECK(zaya_data_prepare(twice, 2, &o2, byte_encode, cn.ctx, 1, &st) == ZAYA_OK && st.docs == 1, "same input twice: %llu docs",
+          (unsigned long long)st.docs);
+    /* a FIFO given as input (and a FIFO named *.jsonl) is refused, not waited on */
+    const char *fifos[2] = {"fifo.txt", "fifo.jsonl"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(p, sizeof p, "%s/%s", dir, fifos[k]);
+        CHECK(mkfifo(p, 0600) == 0, "mkfifo");
+        zaya_prepare_opts of = {.name = "f"};
+        zaya_status s = run_prepare(p, out, 1, &of, NULL);
+        CHECK(s == ZAYA_EIO && strstr(zaya_error_message(), fifos[k]) && strstr(zaya_error_message(), "FIFO"),
+              "FIFO %s refused: %s", fifos[k], zaya_error_message());
+        unlink(p);
+    }
+    /* an empty document first in a batch (the arena not allocated yet) */
+    put("empty.txt", "", 0);
+    put("full.txt", "x", 1);
+    char e1[256], e2[256];
+    snprintf(e1, sizeof e1, "%s/empty.txt", dir);
+    snprintf(e2, sizeof e2, "%s/full.txt", dir);
+    const char *ins[2] = {e1, e2};
+    counters_init(&cn);
+    zaya_prepare_opts o3 = {.name = "e", .out_dir = out, .vocab_size = VOCAB, .eos_id = EOS, .overwrite = 1};
+    CHECK(zaya_data_prepare(ins, 2, &o3, byte_encode, cn.ctx, 1, &st) == ZAYA_OK && st.docs == 1, "empty document: %s",
+          zaya_error_message());
+    o3.jsonl_key = "";
+    CHECK(zaya_data_prepare(ins, 2, &o3, byte_encode, cn.ctx, 1, &st) == ZAYA_EINVAL && strstr(zaya_error_message(), "--jsonl-key"),
+          "empty JSONL key: %s", zaya_error_message());
+}
+
+/* Compressed bombs: the line cap holds while decompressing (memory: the cap, not the line), and an
+ * expansion past the ratio limit stops the read long before 10 GiB of newlines would. */
+static void test_bombs(void) {
+    const size_t n = (size_t)80 << 20; /* past the 64 MiB floor of the ratio check */
+    char *nl = malloc(n);
+    if (!nl) return;
+    memset(nl, '\n', n);
+    put_zst("nl.jsonl.zst", nl, n, 1);
+    memset(nl, 'a', n);
+    put_gz("long.jsonl.gz", nl, (size_t)8 << 20, 1);
+    free(nl);
+    char p[256];
+    snprintf(p, sizeof p, "%s/nl.jsonl.zst", dir);
+    zaya_text_stream *s = NULL;
+    CHECK(zaya_text_stream_open(p, &s) == ZAYA_OK, "open");
+    const char *line;
+    size_t len;
+    zaya_status st = ZAYA_OK;
+    uint64_t lines = 0;
+    while (s && (st = zaya_text_stream_next(s, &line, &len)) == ZAYA_OK && line) lines++;
+    CHECK(st == ZAYA_ERANGE && strstr(zaya_error_message(), "nl.jsonl.zst") && strstr(zaya_error_message(), "1000 times"),
+          "expansion cap: %s (after %llu lines)", zaya_error_message(), (unsigned long long)lines);
+    CHECK(lines < n, "stopped before the end (%llu lines)", (unsigned long long)lines);
+    zaya_text_stream_close(s);
+    /* with the limit off the same file reads to its end */
+    CHECK(zaya_text_stream_open(p, &s) == ZAYA_OK, "open");
+    zaya_text_stream_set_limits(s, 0, 0);
+    lines = 0;
+    while (s && (st = zaya_text_stream_next(s, &line, &len)) == ZAYA_OK && line) lines++;
+    CHECK(st == ZAYA_OK && lines == n, "no limit: %llu lines", (unsigned long long)lines);
+    zaya_text_stream_close(s);
+    /* one 8 MiB line under a 1 MiB cap: refused naming the line and the cap */
+    snprintf(p, sizeof p, "%s/long.jsonl.gz", dir);
+    CHECK(zaya_text_stream_open(p, &s) == ZAYA_OK, "open");
+    zaya_text_stream_set_limits(s, 1u << 20, 1000);
+    st = zaya_text_stream_next(s, &line, &len);
+    CHECK(st == ZAYA_ERANGE && strstr(zaya_error_message(), "line 1 is longer than 1048576 bytes"), "line cap: %s",
+          zaya_error_message());
+    zaya_text_stream_close(s);
+    /* through data prepare: the options reach the stream */
+    char out[160];
+    snprintf(out, sizeof out, "%s/bomb-out", dir);
+    zaya_prepare_opts o = {.name = "b", .max_line_bytes = 1u << 20};
+    CHECK(run_prepare(p, out, 1, &o, NULL) == ZAYA_ERANGE && strstr(zaya_error_message(), "long.jsonl.gz"),
+          "prepare line cap: %s", zaya_error_message());
+}
+
 /* `test_prepare --corpus OUT NAME INPUT...`: byte-level shards for the CLI test and the loader
  * benchmark, written through the same zaya_data_prepare path. */
 static int make_corpus(int argc, char **argv) {
@@ -519,6 +622,8 @@ int main(int argc, char **argv) {
     test_text_stream();
     test_compressed();
     test_skips_keys_filters();
+    test_special_files();
+    test_bombs();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) return 1;

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define ZAYA_CKPT_FORMAT "zaya-checkpoint"
-#define ZAYA_CKPT_VERSION 2 /* 2: manifest_xxh3 required; 1 (no manifest checksum) is still read */
+#define ZAYA_CKPT_VERSION 2 /* 2: manifest_xxh3 required; 1 (no manifest checksum) only with ZAYA_CKPT_OPEN_ACCEPT_V1 */
 #define ZAYA_CKPT_SECTION_MODEL "model_config" /* zaya_config_to_json of the model */
 
 /* How ranks coordinate during a save. The trainer implements it over MPI (gather = MPI_Gather of
@@ -153,9 +153,14 @@ typedef struct zaya_ckpt {
     zaya_ckpt_entry *entries;
 } zaya_ckpt;
 
-/* Opens one step directory: manifest (its manifest_xxh3 checked), every file (validated), every
- * piece (present, dtype and count match, offset matches) and the tiling of every entry. verify = 1
- * also checks every tensor xxh3. */
+/* Flags of zaya_ckpt_open's `verify` (and of the functions that pass it on). */
+#define ZAYA_CKPT_OPEN_VERIFY 1    /* check every tensor xxh3 */
+#define ZAYA_CKPT_OPEN_ACCEPT_V1 2 /* accept a format_version 1 manifest without manifest_xxh3 (warns) */
+
+/* Opens one step directory: manifest (its manifest_xxh3 checked; a version-1 manifest without one is
+ * refused unless ZAYA_CKPT_OPEN_ACCEPT_V1), every file (validated), every piece (present, dtype and
+ * count match, offset matches, rank in [0, world_size)), every tensor name once, and the tiling of
+ * every entry. verify & ZAYA_CKPT_OPEN_VERIFY also checks every tensor xxh3. */
 zaya_status zaya_ckpt_open(zaya_ckpt **c, const char *step_dir, int verify);
 
 /* What `latest` said compared with what the step directories hold (zaya_ckpt_open_newest). */
@@ -194,6 +199,10 @@ zaya_status zaya_ckpt_manifest_checksum(cJSON *manifest, char out[17]);
 zaya_status zaya_ckpt_manifest_seal(cJSON *manifest);
 void zaya_ckpt_close(zaya_ckpt *c);
 zaya_status zaya_ckpt_verify(const zaya_ckpt *c); /* every checksum */
+/* The tensor set against the model_config section (required): the config is valid (sizes within
+ * their bounds), every tensor of its layout is stored exactly once as a model tensor of its shape,
+ * and no other model tensor is stored. `ckpt verify` runs it. */
+zaya_status zaya_ckpt_check_model(const zaya_ckpt *c);
 /* Error (naming both sizes and the reshape command) unless the checkpoint was saved by `world` ranks.
  * For trainers that restore per-rank state as saved; reading ranges works on any world size. */
 zaya_status zaya_ckpt_require_world(const zaya_ckpt *c, int world);

@@ -161,6 +161,9 @@ typedef struct zaya_prepare_opts {
                                 and reported with file:line */
     int progress;            /* a progress line on stderr: MB/s, tokens/s, ETA */
     int overwrite;           /* replace existing shards of this source; otherwise they are an error */
+    uint64_t max_line_bytes; /* JSONL: a longer line is an error (0: 1 GiB; docs/limits.md) */
+    uint64_t max_expansion;  /* .gz/.zst: decompressed bytes per compressed byte before it is an error
+                                (0: 1000; UINT64_MAX: no limit) */
 } zaya_prepare_opts;
 
 /* Why a JSONL line gave no document. */

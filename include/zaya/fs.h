@@ -3,6 +3,8 @@
 #define ZAYA_FS_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include "zaya/status.h"
 
 #ifdef __cplusplus
@@ -22,7 +24,15 @@ zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t le
 /* fsync of a directory (its entries: renames, creations) / of the directory holding `path`. */
 zaya_status zaya_fsync_dir(const char *dir);
 zaya_status zaya_fsync_parent(const char *path);
-/* Reads a whole file (malloc'd, NUL-terminated for convenience). */
+/* Opens path for reading only when it is a regular file: the open is O_NONBLOCK (a FIFO or a device
+ * cannot block it), fstat refuses FIFOs, devices, sockets and directories with an error naming the
+ * path and what it is, then O_NONBLOCK is cleared. *size (may be NULL) is the file's size. Every
+ * loader of untrusted files opens them through this (or zaya_fopen_regular). */
+zaya_status zaya_open_regular(const char *path, int *fd, uint64_t *size);
+/* The same as a stdio stream (mode "rb"). */
+zaya_status zaya_fopen_regular(const char *path, FILE **f, uint64_t *size);
+/* Reads a whole regular file (malloc'd, NUL-terminated for convenience). Memory: the file plus at
+ * most as much again while it grows past its stat size (files under /proc report 0). */
 zaya_status zaya_read_file(const char *path, char **data, size_t *len);
 
 /* An exclusive flock on DIR/NAME (created; holds "pid host what"), kept until zaya_dir_unlock or exit

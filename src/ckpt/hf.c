@@ -41,6 +41,95 @@ static void hf_close(hf_dir *h) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* A tensor name and the shard (index into h->files) holding it. */
+typedef struct hf_name {
+    const char *name;
+    int file;
+} hf_name;
+
+static int cmp_hf_name(const void *a, const void *b) {
+    return strcmp(((const hf_name *)a)->name, ((const hf_name *)b)->name);
+}
+
+static const char *base_name(const char *path) {
+    const char *sl = strrchr(path, '/');
+    return sl ? sl + 1 : path;
+}
+
+/* Every tensor in one shard only, and, when model.safetensors.index.json is there, its weight_map
+ * names every tensor exactly once with the shard that holds it, and metadata.total_size (when given)
+ * is the shards' tensor bytes. Memory: one entry per tensor, time n log n. */
+static zaya_status hf_check_shards(const hf_dir *h) {
+    size_t n = 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < h->nfiles; i++) n += (size_t)h->files[i].ntensors;
+    hf_name *v = malloc((n + 1) * sizeof *v);
+    char *seen = calloc(n + 1, 1);
+    zaya_status s = v && seen ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "%s: table of %zu tensors", h->dir, n);
+    size_t k = 0;
+    for (int i = 0; i < h->nfiles && s == ZAYA_OK; i++)
+        for (int j = 0; j < h->files[i].ntensors; j++) {
+            const zaya_st_tensor *t = &h->files[i].tensors[j];
+            v[k++] = (hf_name){t->name, i};
+            bytes += t->end - t->begin;
+        }
+    if (s == ZAYA_OK && n > 1) qsort(v, n, sizeof *v, cmp_hf_name);
+    for (size_t i = 1; i < n && s == ZAYA_OK; i++)
+        if (!strcmp(v[i].name, v[i - 1].name))
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is in two shards, '%s' and '%s'", h->dir, v[i].name,
+                               base_name(h->files[v[i - 1].file].path), base_name(h->files[v[i].file].path));
+    char ipath[1200];
+    snprintf(ipath, sizeof ipath, "%s/model.safetensors.index.json", h->dir);
+    struct stat sb;
+    cJSON *idx = NULL;
+    if (s == ZAYA_OK && lstat(ipath, &sb) == 0) s = zaya_json_load_file_max(ipath, ZAYA_JSON_INDEX_MAX_BYTES, "a safetensors index", &idx);
+    if (s == ZAYA_OK && idx) {
+        const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(idx, "metadata");
+        const cJSON *total = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "total_size") : NULL;
+        if (!cJSON_IsObject(idx) || !cJSON_IsObject(wm))
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: expected an object with an object 'weight_map'", ipath);
+        else if (meta && !cJSON_IsObject(meta))
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: key 'metadata' must be an object", ipath);
+        for (const cJSON *e = s == ZAYA_OK ? wm->child : NULL; e && s == ZAYA_OK; e = e->next) {
+            if (!cJSON_IsString(e)) {
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: weight_map['%.200s'] must be a shard file name", ipath, e->string);
+                break;
+            }
+            hf_name key = {e->string, 0};
+            hf_name *hit = n ? bsearch(&key, v, n, sizeof *v, cmp_hf_name) : NULL;
+            if (!hit)
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%.200s' is missing: weight_map puts it in '%.200s', which does not hold it",
+                                   ipath, e->string, e->valuestring);
+            else if (seen[hit - v])
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: weight_map names tensor '%.200s' twice", ipath, e->string);
+            else if (strcmp(base_name(h->files[hit->file].path), e->valuestring))
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: weight_map puts tensor '%.200s' in '%.200s', but it is in '%s'", ipath,
+                                   e->string, e->valuestring, base_name(h->files[hit->file].path));
+            else seen[hit - v] = 1;
+        }
+        for (size_t i = 0; i < n && s == ZAYA_OK; i++)
+            if (!seen[i])
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' of '%s' is missing from weight_map", ipath, v[i].name,
+                                   base_name(h->files[v[i].file].path));
+        if (s == ZAYA_OK && total) {
+            char num[400];
+            const double tv = cJSON_IsNumber(total) ? total->valuedouble : -1;
+            if (!(tv >= 0 && tv <= 9007199254740992.0 && tv == (double)(uint64_t)tv))
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: key 'metadata.total_size' must be a byte count (got %s)", ipath,
+                                   cJSON_IsNumber(total) ? zaya_json_number_text(total->valuedouble, num, sizeof num) : "not a number");
+            else if ((uint64_t)tv != bytes)
+                s = zaya_error_set(ZAYA_EFORMAT,
+                                   "%s: metadata.total_size is %s bytes, but the %d shards hold %" PRIu64 " bytes of tensors",
+                                   ipath, zaya_json_number_text(tv, num, sizeof num), h->nfiles, bytes);
+        }
+    }
+    cJSON_Delete(idx);
+    free(seen);
+    free(v);
+    return s;
+}
+
 static zaya_status hf_open(hf_dir *h, const char *dir) {
     memset(h, 0, sizeof *h);
     snprintf(h->dir, sizeof h->dir, "%s", dir);
@@ -52,8 +141,16 @@ static zaya_status hf_open(hf_dir *h, const char *dir) {
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l > 12 && !strcmp(e->d_name + l - 12, ".safetensors")) {
-            names = realloc(names, (size_t)(n + 1) * sizeof *names);
-            names[n++] = strdup(e->d_name);
+            char **nn = n < 100000 ? realloc(names, (size_t)(n + 1) * sizeof *names) : NULL;
+            char *dup = nn ? strdup(e->d_name) : NULL;
+            if (nn) names = nn;
+            if (!dup) {
+                closedir(d);
+                for (int i = 0; i < n; i++) free(names[i]);
+                free(names);
+                return zaya_error_set(ZAYA_ENOMEM, "'%s': cannot list more than %d *.safetensors files", dir, n);
+            }
+            names[n++] = dup;
         }
     }
     closedir(d);
@@ -70,6 +167,10 @@ static zaya_status hf_open(hf_dir *h, const char *dir) {
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     if (s != ZAYA_OK) {
+        hf_close(h);
+        return s;
+    }
+    if ((s = hf_check_shards(h)) != ZAYA_OK) {
         hf_close(h);
         return s;
     }

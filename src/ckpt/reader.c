@@ -12,6 +12,8 @@
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/log.h"
+#include "zaya/config.h"
+#include "zaya/model.h"
 
 void zaya_ckpt_close(zaya_ckpt *c) {
     if (!c) return;
@@ -65,10 +67,21 @@ zaya_status zaya_ckpt_manifest_seal(cJSON *m) {
     return ZAYA_OK;
 }
 
-/* Version 2 manifests carry the checksum of their own content; version 1 predates it. */
-static zaya_status check_manifest_sum(cJSON *m, int version, const char *mpath) {
+/* Version 2 manifests carry the checksum of their own content; version 1 predates it. A manifest
+ * cannot switch its own check off by claiming version 1: one without a checksum opens only when the
+ * caller asks for it (ZAYA_CKPT_OPEN_ACCEPT_V1, `--accept-v1`). */
+static zaya_status check_manifest_sum(cJSON *m, int version, const char *mpath, int accept_v1) {
     const cJSON *own = cJSON_GetObjectItemCaseSensitive(m, "manifest_xxh3");
-    if (version < 2 && !own) return ZAYA_OK;
+    if (version < 2 && !own) {
+        if (!accept_v1)
+            return zaya_error_set(ZAYA_EFORMAT,
+                                  "%s: format_version %d manifest without 'manifest_xxh3': its content cannot be checked; "
+                                  "`zaya ckpt info|verify --accept-v1` reads it if it is an old checkpoint you trust "
+                                  "(docs/checkpoints.md)",
+                                  mpath, version);
+        ZAYA_WARN("%s: format_version %d manifest without a checksum, accepted as asked (--accept-v1)", mpath, version);
+        return ZAYA_OK;
+    }
     if (!cJSON_IsString(own) || strlen(own->valuestring) != 16)
         return zaya_error_set(ZAYA_EFORMAT, "%s: missing or malformed 'manifest_xxh3' (format_version %d requires it)", mpath, version);
     char hx[17];
@@ -126,6 +139,9 @@ static zaya_status load_entries(zaya_ckpt *c, const char *mpath) {
             if (!cJSON_IsString(file) || !cJSON_IsString(key) || !cJSON_IsString(xx) || get_u(p, "start", &q->start) ||
                 get_u(p, "count", &q->count) || get_u(p, "offset", &off) || get_u(p, "rank", &rank))
                 return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': piece %d is malformed", mpath, e->name, j);
+            if (rank >= c->world)
+                return zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s': piece %d is on rank %lld, outside world_size %d", mpath,
+                                      e->name, j, (long long)rank, c->world);
             q->rank = (int)rank;
             q->offset = (uint64_t)off;
             q->key = strdup(key->valuestring);
@@ -162,6 +178,25 @@ static zaya_status load_entries(zaya_ckpt *c, const char *mpath) {
     return ZAYA_OK;
 }
 
+static int cmp_entry_name(const void *a, const void *b) {
+    return strcmp((*(const zaya_ckpt_entry *const *)a)->name, (*(const zaya_ckpt_entry *const *)b)->name);
+}
+
+/* Every tensor name once in the tensor table (sorted copy: n log n). */
+static zaya_status check_unique_entries(const zaya_ckpt *c, const char *mpath) {
+    if (c->nentries < 2) return ZAYA_OK;
+    const zaya_ckpt_entry **v = malloc((size_t)c->nentries * sizeof *v);
+    if (!v) return zaya_error_set(ZAYA_ENOMEM, "%s: tensor table of %d entries", mpath, c->nentries);
+    for (int i = 0; i < c->nentries; i++) v[i] = &c->entries[i];
+    qsort(v, (size_t)c->nentries, sizeof *v, cmp_entry_name);
+    zaya_status s = ZAYA_OK;
+    for (int i = 1; i < c->nentries && s == ZAYA_OK; i++)
+        if (!strcmp(v[i]->name, v[i - 1]->name))
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is listed twice in 'tensors'", mpath, v[i]->name);
+    free(v);
+    return s;
+}
+
 zaya_status zaya_ckpt_open(zaya_ckpt **out, const char *dir, int verify) {
     *out = NULL;
     zaya_ckpt *c = calloc(1, sizeof *c);
@@ -183,7 +218,7 @@ zaya_status zaya_ckpt_open(zaya_ckpt **out, const char *dir, int verify) {
     if (s == ZAYA_OK && (version < 1 || version > ZAYA_CKPT_VERSION))
         s = zaya_error_set(ZAYA_EUNSUPPORTED, "format_version %d (this build reads 1 to %d)", version, ZAYA_CKPT_VERSION);
     if (s == ZAYA_OK) {
-        s = check_manifest_sum(c->manifest, version, mpath);
+        s = check_manifest_sum(c->manifest, version, mpath, (verify & ZAYA_CKPT_OPEN_ACCEPT_V1) != 0);
         if (s != ZAYA_OK) { /* the message names the manifest already */
             zaya_ckpt_close(c);
             return s;
@@ -220,8 +255,13 @@ zaya_status zaya_ckpt_open(zaya_ckpt **out, const char *dir, int verify) {
             s = zaya_error_set(ZAYA_EFORMAT, "%s: %zu bytes, manifest says %lld (truncated?)", path,
                                c->files[c->nfiles - 1].size, (long long)bytes);
     }
+    for (int i = 0; i < c->nfiles && s == ZAYA_OK; i++)
+        for (int k = 0; k < i && s == ZAYA_OK; k++)
+            if (!strcmp(c->file_names[i], c->file_names[k]))
+                s = zaya_error_set(ZAYA_EFORMAT, "%s: file '%s' is listed twice in 'files'", mpath, c->file_names[i]);
     if (s == ZAYA_OK) s = load_entries(c, mpath);
-    if (s == ZAYA_OK && verify) s = zaya_ckpt_verify(c);
+    if (s == ZAYA_OK) s = check_unique_entries(c, mpath);
+    if (s == ZAYA_OK && (verify & ZAYA_CKPT_OPEN_VERIFY)) s = zaya_ckpt_verify(c);
     if (s != ZAYA_OK) {
         zaya_ckpt_close(c);
         return s;
@@ -245,6 +285,56 @@ zaya_status zaya_ckpt_verify(const zaya_ckpt *c) {
         }
     }
     return ZAYA_OK;
+}
+
+static int cmp_entry_key(const void *key, const void *e) {
+    return strcmp((const char *)key, (*(const zaya_ckpt_entry *const *)e)->name);
+}
+
+zaya_status zaya_ckpt_check_model(const zaya_ckpt *c) {
+    const cJSON *sec = zaya_ckpt_section(c, ZAYA_CKPT_SECTION_MODEL);
+    if (!sec)
+        return zaya_error_set(ZAYA_EFORMAT, "%s: no '%s' section: the tensor set cannot be checked against a model", c->dir,
+                              ZAYA_CKPT_SECTION_MODEL);
+    zaya_config cfg;
+    zaya_status s = zaya_config_from_json(sec, &cfg);
+    if (s != ZAYA_OK) return zaya_error_context(s, "%s: section '%s'", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    zaya_tensor_info *t = NULL;
+    int n = 0;
+    int64_t nf = 0;
+    s = zaya_layout_build_public(&cfg, &t, &n, &nf);
+    if (s != ZAYA_OK) return zaya_error_context(s, "%s: section '%s'", c->dir, ZAYA_CKPT_SECTION_MODEL);
+    const zaya_ckpt_entry **v = malloc(((size_t)c->nentries + 1) * sizeof *v);
+    char *used = calloc((size_t)c->nentries + 1, 1);
+    if (!v || !used) s = zaya_error_set(ZAYA_ENOMEM, "%s: tensor table of %d entries", c->dir, c->nentries);
+    for (int i = 0; s == ZAYA_OK && i < c->nentries; i++) v[i] = &c->entries[i];
+    if (s == ZAYA_OK && c->nentries > 1) qsort(v, (size_t)c->nentries, sizeof *v, cmp_entry_name);
+    for (int i = 0; s == ZAYA_OK && i < n; i++) {
+        const zaya_ckpt_entry **hit = c->nentries ? bsearch(t[i].name, v, (size_t)c->nentries, sizeof *v, cmp_entry_key) : NULL;
+        if (!hit) {
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' of the model in '%s' is missing (%d tensors stored, the model has %d)",
+                               c->dir, t[i].name, ZAYA_CKPT_SECTION_MODEL, c->nentries, n);
+            break;
+        }
+        const zaya_ckpt_entry *e = *hit;
+        used[e - c->entries] = 1;
+        if (!e->model || e->ndim != t[i].ndim || memcmp(e->shape, t[i].shape, sizeof(int64_t) * (size_t)t[i].ndim)) {
+            char got[128] = "", want[128] = "";
+            for (int d = 0; d < e->ndim; d++) snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? "," : "", (long long)e->shape[d]);
+            for (int d = 0; d < t[i].ndim; d++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? "," : "", (long long)t[i].shape[d]);
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: tensor '%s' is stored as a %s tensor of shape [%s]; the model in '%s' needs a model tensor of [%s]",
+                               c->dir, e->name, e->model ? "model" : "sharded", got, ZAYA_CKPT_SECTION_MODEL, want);
+        }
+    }
+    for (int i = 0; s == ZAYA_OK && i < c->nentries; i++)
+        if (c->entries[i].model && !used[i])
+            s = zaya_error_set(ZAYA_EFORMAT, "%s: model tensor '%s' is not a tensor of the model in '%s'", c->dir,
+                               c->entries[i].name, ZAYA_CKPT_SECTION_MODEL);
+    free(used);
+    free(v);
+    free(t);
+    return s;
 }
 
 static const char *const latest_names[] = {"ok", "missing", "garbage", "behind", "absent", "unusable"};

@@ -198,15 +198,11 @@ zaya_status zaya_st_parse(zaya_st_file *f, const void *buf, size_t size, const c
 
 zaya_status zaya_st_open(zaya_st_file *f, const char *path) {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return zaya_error_set(ZAYA_EIO, "'%s' is not a regular file", path);
-    }
+    int fd;
+    uint64_t fsize;
+    ZAYA_TRY(zaya_open_regular(path, &fd, &fsize));
     f->path = strdup(path);
-    f->size = (size_t)st.st_size;
+    f->size = (size_t)fsize;
     if (f->size > 0) {
         f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (f->map == MAP_FAILED) {

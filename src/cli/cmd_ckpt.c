@@ -15,21 +15,22 @@ static int one_positional(const zaya_cmd_spec *spec, const zaya_args *a, const c
 }
 
 int zaya_cmd_ckpt_info(int argc, char **argv) {
-    int tensors = 0, json = 0;
+    int tensors = 0, json = 0, v1 = 0;
     zaya_flag flags[] = {
         {"tensors", 't', ZAYA_FLAG_BOOL, &tensors, NULL, "list every tensor with kind, dtype, shape and pieces"},
         {"json", 0, ZAYA_FLAG_BOOL, &json, NULL, "print the manifest instead of the summary"},
+        {"accept-v1", 0, ZAYA_FLAG_BOOL, &v1, NULL, "read a format_version 1 manifest, which has no checksum of its own"},
     };
     zaya_cmd_spec spec = {"ckpt info", "summary of a checkpoint (step, sections, files, tensors)", "[options] CKPT",
                           "CKPT is a step directory or a checkpoint root (follows 'latest', falling back to the newest "
                           "good checkpoint).",
-                          flags, 2};
+                          flags, 3};
     zaya_args a;
     int rc = zaya_flags_parse(&spec, argc, argv, &a);
     if (rc >= 0) return rc;
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     zaya_ckpt *c;
-    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return zaya_cli_error("ckpt info", NULL);
+    if (zaya_ckpt_open_latest(&c, a.pos[0], v1 ? ZAYA_CKPT_OPEN_ACCEPT_V1 : 0) != ZAYA_OK) return zaya_cli_error("ckpt info", NULL);
     if (json) {
         char *t = cJSON_Print(c->manifest);
         printf("%s\n", t);
@@ -40,16 +41,22 @@ int zaya_cmd_ckpt_info(int argc, char **argv) {
 }
 
 int zaya_cmd_ckpt_verify(int argc, char **argv) {
-    zaya_cmd_spec spec = {"ckpt verify", "check completeness, shapes and every xxh3 checksum of a checkpoint", "CKPT",
-                          "Exit code 0 when the checkpoint is intact, 1 with the file, tensor and offset otherwise.", NULL, 0};
+    int v1 = 0;
+    zaya_flag flags[] = {
+        {"accept-v1", 0, ZAYA_FLAG_BOOL, &v1, NULL, "read a format_version 1 manifest, which has no checksum of its own"},
+    };
+    zaya_cmd_spec spec = {"ckpt verify", "check completeness, shapes and every xxh3 checksum of a checkpoint", "[--accept-v1] CKPT",
+                          "Checks the manifest's own checksum, every file and piece, every tensor xxh3, and the tensor set "
+                          "against the model_config section (every tensor of the model exactly once, with its shape). Exit "
+                          "code 0 when the checkpoint is intact, 1 with the file, tensor and offset otherwise.", flags, 1};
     zaya_args a;
     int rc = zaya_flags_parse(&spec, argc, argv, &a);
     if (rc >= 0) return rc;
     if ((rc = one_positional(&spec, &a, "checkpoint")) >= 0) return rc;
     double t0 = zaya_now_s();
     zaya_ckpt *c;
-    if (zaya_ckpt_open_latest(&c, a.pos[0], 0) != ZAYA_OK) return zaya_cli_error("ckpt verify", NULL);
-    if (zaya_ckpt_verify(c) != ZAYA_OK) {
+    if (zaya_ckpt_open_latest(&c, a.pos[0], v1 ? ZAYA_CKPT_OPEN_ACCEPT_V1 : 0) != ZAYA_OK) return zaya_cli_error("ckpt verify", NULL);
+    if (zaya_ckpt_check_model(c) != ZAYA_OK || zaya_ckpt_verify(c) != ZAYA_OK) {
         zaya_ckpt_close(c);
         return zaya_cli_error("ckpt verify", NULL);
     }

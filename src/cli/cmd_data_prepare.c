@@ -43,7 +43,7 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
     const char *filters[MAX_FILTERS];
     zaya_flag_list filter_list = {filters, MAX_FILTERS, 0};
     double val = 0.01;
-    int64_t seed = 1234, shard_tokens = 0;
+    int64_t seed = 1234, shard_tokens = 0, max_line = 0, max_expansion = -1;
     int overwrite = 0, strict = 0, quiet = 0, threads = 0;
     zaya_flag flags[] = {
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tokenizer, "FILE", "tokenizer.json (required)"},
@@ -58,6 +58,8 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
         {"strict", 0, ZAYA_FLAG_BOOL, &strict, NULL, "a broken JSONL line is an error (default: skipped, counted, reported with file:line)"},
         {"shard-tokens", 0, ZAYA_FLAG_I64, &shard_tokens, "N", "tokens per shard (default 64M)"},
         {"overwrite", 0, ZAYA_FLAG_BOOL, &overwrite, NULL, "replace existing shards of this source"},
+        {"max-line-bytes", 0, ZAYA_FLAG_BYTES, &max_line, "BYTES", "a longer JSONL line is an error, found while decompressing (default 1G)"},
+        {"max-expansion", 0, ZAYA_FLAG_I64, &max_expansion, "N", "a .gz/.zst input that decompresses to more than N times its size is an error (default 1000; 0: no limit)"},
         {"quiet", 'q', ZAYA_FLAG_BOOL, &quiet, NULL, "no progress line"},
         ZAYA_FLAG_THREADS(&threads),
     };
@@ -77,6 +79,9 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
     if (args.npos == 0) return zaya_flags_usage_error(&spec, "no INPUT given");
     if (val < 0 || val > 0.5) return zaya_flags_usage_error(&spec, "--val-fraction must be in [0, 0.5]");
     if (shard_tokens < 0) return zaya_flags_usage_error(&spec, "--shard-tokens must be >= 0");
+    if (key && !*key) return zaya_flags_usage_error(&spec, "--jsonl-key must name a field (got an empty string)");
+    if (max_line < 0 || max_line > (1ll << 40)) return zaya_flags_usage_error(&spec, "--max-line-bytes must be in [1, 1T]");
+    if (max_expansion < -1) return zaya_flags_usage_error(&spec, "--max-expansion must be >= 0");
     for (int i = 0; i < filter_list.n; i++) {
         const char *f = filters[i], *eq = strchr(f, '=');
         if (!eq || eq == f || (eq == f + 1 && f[0] == '!'))
@@ -89,7 +94,9 @@ int zaya_cmd_data_prepare(int argc, char **argv) {
     zaya_prepare_opts o = {.name = name, .out_dir = out, .val_fraction = val, .seed = (uint64_t)seed,
                            .shard_tokens = (uint64_t)shard_tokens, .doc_delimiter = delim, .extensions = ext,
                            .jsonl_key = key, .jsonl_filters = filters, .njsonl_filters = filter_list.n,
-                           .strict = strict, .progress = !quiet, .overwrite = overwrite};
+                           .strict = strict, .progress = !quiet, .overwrite = overwrite,
+                           .max_line_bytes = (uint64_t)max_line,
+                           .max_expansion = max_expansion == 0 ? UINT64_MAX : max_expansion < 0 ? 0 : (uint64_t)max_expansion};
     zaya_prepare_stats st = {0};
     if (zaya_corpus_prepare(tokenizer, (const char *const *)args.pos, args.npos, &o, &st) != ZAYA_OK) {
         return zaya_cli_error("data prepare", NULL);

@@ -99,34 +99,94 @@ zaya_status zaya_write_file_atomic(const char *path, const void *data, size_t le
     return zaya_atomic_publish(tmp, path);
 }
 
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "of an unknown kind";
+}
+
+zaya_status zaya_open_regular(const char *path, int *fd_out, uint64_t *size) {
+    *fd_out = -1;
+    if (size) *size = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return zaya_error_set(ZAYA_EIO, "cannot stat '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return zaya_error_set(ZAYA_EIO, "'%s' is %s, not a regular file (loaders read regular files only)", path, file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return zaya_error_set(ZAYA_EIO, "cannot set '%s' to blocking reads: %s", path, strerror(e));
+    }
+    *fd_out = fd;
+    if (size) *size = (uint64_t)st.st_size;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_fopen_regular(const char *path, FILE **f, uint64_t *size) {
+    *f = NULL;
+    int fd;
+    ZAYA_TRY(zaya_open_regular(path, &fd, size));
+    if (!(*f = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(e));
+    }
+    return ZAYA_OK;
+}
+
 zaya_status zaya_read_file(const char *path, char **data, size_t *len) {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return zaya_error_set(ZAYA_EIO, "cannot seek '%s'", path);
+    int fd;
+    uint64_t size;
+    ZAYA_TRY(zaya_open_regular(path, &fd, &size));
+    if (size >= (uint64_t)SIZE_MAX / 2) {
+        close(fd);
+        return zaya_error_set(ZAYA_ERANGE, "'%s': %llu bytes is too large to read into memory", path, (unsigned long long)size);
     }
-    long size = ftell(f);
-    if (size < 0) {
-        fclose(f);
-        return zaya_error_set(ZAYA_EIO, "cannot size '%s' (is it a directory?)", path);
-    }
-    rewind(f);
-    char *buf = malloc((size_t)size + 1);
+    size_t cap = (size_t)size + 1 > 4096 ? (size_t)size + 1 : 4096, n = 0;
+    char *buf = malloc(cap);
     if (!buf) {
-        fclose(f);
-        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %ld bytes for '%s'", size, path);
+        close(fd);
+        return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %zu bytes to read '%s'", cap, path);
     }
-    size_t got = fread(buf, 1, (size_t)size, f);
-    fclose(f);
-    if (got != (size_t)size) {
-        free(buf);
-        return zaya_error_set(ZAYA_EIO, "short read of '%s': %zu of %ld bytes", path, got, size);
+    for (;;) {
+        if (n + 1 == cap) { /* the file grew past its stat size (or reports none, as under /proc) */
+            char *b = cap < SIZE_MAX / 4 ? realloc(buf, cap * 2) : NULL;
+            if (!b) {
+                free(buf);
+                close(fd);
+                return zaya_error_set(ZAYA_ENOMEM, "cannot allocate %zu bytes to read '%s'", cap * 2, path);
+            }
+            buf = b;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return zaya_error_set(ZAYA_EIO, "reading '%s' failed after %zu bytes: %s", path, n, strerror(e));
+        }
+        if (r == 0) break;
+        n += (size_t)r;
     }
-    buf[size] = '\0';
+    close(fd);
+    buf[n] = '\0';
     *data = buf;
-    *len = (size_t)size;
+    *len = n;
     return ZAYA_OK;
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,6 +36,14 @@ zaya_status zaya_json_load_file(const char *path, cJSON **out) {
     zaya_status s = zaya_json_parse(text, path, out);
     free(text);
     return s;
+}
+
+zaya_status zaya_json_load_file_max(const char *path, uint64_t max_bytes, const char *what, cJSON **out) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes)
+        return zaya_error_set(ZAYA_ERANGE, "%s: %llu bytes is too large for %s (at most %llu MiB)", path,
+                              (unsigned long long)st.st_size, what, (unsigned long long)(max_bytes >> 20));
+    return zaya_json_load_file(path, out);
 }
 
 zaya_status zaya_json_load_config(const char *path, cJSON **out) {
@@ -95,14 +104,30 @@ zaya_status zaya_json_get_f64(const cJSON *obj, const char *key, double *out, in
     return ZAYA_OK;
 }
 
+const char *zaya_json_number_text(double v, char *buf, size_t cap) {
+    if (!cap) return buf;
+    if (isfinite(v) && v == floor(v) && fabs(v) < 1e300) {
+        snprintf(buf, cap, "%.0f", v); /* every integral double printed digit for digit */
+        return buf;
+    }
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, cap, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 zaya_status zaya_json_get_i64(const cJSON *obj, const char *key, int64_t *out, int required) {
     const cJSON *it;
     ZAYA_TRY(lookup(obj, key, required, &it));
     if (!it) return ZAYA_OK;
     if (!cJSON_IsNumber(it)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer", key);
     double v = it->valuedouble;
-    if (v != floor(v) || fabs(v) > 9007199254740992.0)
-        return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer (got %g)", key, v);
+    if (v != floor(v) || fabs(v) > 9007199254740992.0) {
+        char num[400];
+        return zaya_error_set(ZAYA_EINVAL, "key '%s' must be an integer (got %s)%s", key, zaya_json_number_text(v, num, sizeof num),
+                              v == floor(v) ? "; integers beyond 2^53 are not exact in JSON" : "");
+    }
     *out = (int64_t)v;
     return ZAYA_OK;
 }

@@ -369,7 +369,7 @@ zaya_status zaya_run_parse(const cJSON *json, const char *what, zaya_run *run) {
 zaya_status zaya_run_load(const char *path, zaya_run *run) {
     cJSON *j;
     memset(run, 0, sizeof *run);
-    ZAYA_TRY(zaya_json_load_file(path, &j));
+    ZAYA_TRY(zaya_json_load_file_max(path, ZAYA_JSON_RUN_MAX_BYTES, "a run file", &j));
     zaya_status s = zaya_run_parse(j, path, run);
     cJSON_Delete(j);
     return s;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "zaya/fs.h"
 #include "zaya/shard.h"
 
 #define ULL(x) ((unsigned long long)(x))
@@ -210,15 +211,15 @@ zaya_shard_format zaya_shard_detect(const char *path) {
 static zaya_status map_file(const char *path, const uint8_t **map, size_t *size) {
     *map = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int fd;
+    uint64_t fsize;
+    ZAYA_TRY(zaya_open_regular(path, &fd, &fsize)); /* a FIFO or a device cannot block it */
+    if (fsize > SIZE_MAX) {
         close(fd);
-        return zaya_error_set(ZAYA_EIO, "'%s' is not a regular file", path);
+        return zaya_error_set(ZAYA_EINVAL, "'%s': %llu bytes do not fit this address space", path, (unsigned long long)fsize);
     }
-    if (st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (fsize > 0) {
+        void *m = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED) {
             close(fd);
             return zaya_error_set(ZAYA_EIO, "cannot mmap '%s': %s", path, strerror(errno));
@@ -226,7 +227,7 @@ static zaya_status map_file(const char *path, const uint8_t **map, size_t *size)
         *map = m;
     }
     close(fd);
-    *size = (size_t)st.st_size;
+    *size = (size_t)fsize;
     return ZAYA_OK;
 }
 

@@ -29,7 +29,8 @@ void zaya_jsonl_spec_free(zaya_jsonl_spec *s) {
 
 zaya_status zaya_jsonl_spec_init(zaya_jsonl_spec *s, const char *key, const char *const *filters, int nfilters) {
     memset(s, 0, sizeof *s);
-    s->key = key && *key ? key : "text";
+    if (key && !*key) return zaya_error_set(ZAYA_EINVAL, "the JSONL key (--jsonl-key) is empty; name the field holding the text");
+    s->key = key ? key : "text";
     if (nfilters <= 0) return ZAYA_OK;
     s->filters = calloc((size_t)nfilters, sizeof *s->filters);
     if (!s->filters) return zaya_error_set(ZAYA_ENOMEM, "out of memory");

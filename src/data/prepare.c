@@ -61,8 +61,57 @@ static int ext_ok(const char *name, const char *exts) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Depth-first, names sorted, hidden entries skipped: the same tree always gives the same order. */
-static zaya_status walk_dir(const char *dir, const char *exts, file_list *out) {
+/* The (device, inode) pairs already taken: a directory reached twice (a symlink to an ancestor, or a
+ * second link) is walked once and a file reached twice is read once. Open addressing, grown at 1/2. */
+typedef struct inode_set {
+    struct inode_key { uint64_t dev, ino; int used; } *v;
+    size_t cap, n;
+} inode_set;
+
+static size_t inode_slot(const inode_set *h, uint64_t dev, uint64_t ino) {
+    uint64_t x = (dev * 0x9E3779B97F4A7C15ull) ^ (ino * 0xC2B2AE3D27D4EB4Full);
+    size_t i = (size_t)(x ^ (x >> 29)) & (h->cap - 1);
+    while (h->v[i].used && !(h->v[i].dev == dev && h->v[i].ino == ino)) i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+/* 1: newly added; 0: was there already; -1: out of memory. */
+static int inode_add(inode_set *h, const struct stat *st) {
+    if (2 * (h->n + 1) > h->cap) {
+        inode_set g = {calloc(h->cap ? 2 * h->cap : 256, sizeof *g.v), h->cap ? 2 * h->cap : 256, h->n};
+        if (!g.v) return -1;
+        for (size_t i = 0; i < h->cap; i++)
+            if (h->v[i].used) g.v[inode_slot(&g, h->v[i].dev, h->v[i].ino)] = h->v[i];
+        free(h->v);
+        *h = g;
+    }
+    size_t i = inode_slot(h, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+    if (h->v[i].used) return 0;
+    h->v[i] = (struct inode_key){(uint64_t)st->st_dev, (uint64_t)st->st_ino, 1};
+    h->n++;
+    return 1;
+}
+
+/* A file once: 0 and a warning when it was taken already (under another name or link). */
+static zaya_status take_file(inode_set *seen, const char *path, const struct stat *st, file_list *out) {
+    int r = inode_add(seen, st);
+    if (r < 0) return zaya_error_set(ZAYA_ENOMEM, "out of memory walking the inputs");
+    if (r == 0) {
+        ZAYA_WARN("data prepare: skipping '%s': the same file was already taken under another name", path);
+        return ZAYA_OK;
+    }
+    return files_push(out, path);
+}
+
+/* Depth-first, names sorted, hidden entries skipped: the same tree always gives the same order.
+ * Symlinks are followed; a directory already walked (a symlink cycle) is skipped with a warning. */
+static zaya_status walk_dir(const char *dir, const struct stat *dst, const char *exts, inode_set *seen, file_list *out) {
+    int r = inode_add(seen, dst);
+    if (r < 0) return zaya_error_set(ZAYA_ENOMEM, "out of memory walking '%s'", dir);
+    if (r == 0) {
+        ZAYA_WARN("data prepare: skipping directory '%s': already walked (a symlink cycle or a second link to it)", dir);
+        return ZAYA_OK;
+    }
     DIR *d = opendir(dir);
     if (!d) return zaya_error_set(ZAYA_EIO, "cannot open directory '%s': %s", dir, strerror(errno));
     file_list names = {0};
@@ -80,8 +129,8 @@ static zaya_status walk_dir(const char *dir, const char *exts, file_list *out) {
         }
         struct stat st;
         if (stat(path, &st) != 0) continue; /* dangling link */
-        if (S_ISDIR(st.st_mode)) s = walk_dir(path, exts, out);
-        else if (S_ISREG(st.st_mode) && ext_ok(names.v[i], exts)) s = files_push(out, path);
+        if (S_ISDIR(st.st_mode)) s = walk_dir(path, &st, exts, seen, out);
+        else if (S_ISREG(st.st_mode) && ext_ok(names.v[i], exts)) s = take_file(seen, path, &st, out);
     }
     files_free(&names);
     return s;
@@ -176,7 +225,7 @@ static zaya_status push_doc(batch *b, int kind, int file, uint64_t line, const c
         b->arena = a;
         b->acap = cap;
     }
-    memcpy(b->arena + b->alen, text, len);
+    if (len) memcpy(b->arena + b->alen, text, len); /* an empty document may come with no arena yet */
     doc_slot *d = &b->slots[b->n++];
     d->kind = kind;
     d->file = file;
@@ -212,7 +261,12 @@ static zaya_status open_next(prep *p) {
     r->file = r->next_file++;
     p->st->files++;
     size_t base = zaya_stream_base_len(path);
-    if (base >= 6 && !strncmp(path + base - 6, ".jsonl", 6)) return zaya_text_stream_open(path, &r->ts);
+    if (base >= 6 && !strncmp(path + base - 6, ".jsonl", 6)) {
+        ZAYA_TRY(zaya_text_stream_open(path, &r->ts));
+        const uint64_t ratio = p->o->max_expansion == UINT64_MAX ? 0 : p->o->max_expansion ? p->o->max_expansion : ZAYA_TEXT_STREAM_MAX_RATIO;
+        zaya_text_stream_set_limits(r->ts, (size_t)p->o->max_line_bytes, ratio);
+        return ZAYA_OK;
+    }
     if (zaya_stream_codec_of(path) != ZAYA_STREAM_PLAIN)
         return zaya_error_set(ZAYA_EUNSUPPORTED, "'%s': compressed input is read for JSONL only (*.jsonl.gz, *.jsonl.zst)", path);
     ZAYA_TRY(zaya_read_file(path, &r->text, &r->tlen));
@@ -500,16 +554,20 @@ static zaya_status prepare(prep *p, const char *const *inputs, int n) {
     if (o->eos_id >= o->vocab_size)
         return zaya_error_set(ZAYA_EINVAL, "eos id %u must be below the vocab size %" PRIu64, o->eos_id, o->vocab_size);
     if (n < 1) return zaya_error_set(ZAYA_EINVAL, "no input files or directories");
+    if (o->max_line_bytes > ((uint64_t)1 << 40))
+        return zaya_error_set(ZAYA_EINVAL, "line cap of %" PRIu64 " bytes is above 1 TiB", o->max_line_bytes);
     ZAYA_TRY(zaya_mkdir_p(o->out_dir));
     ZAYA_TRY(clear_old(o));
     file_list files = {0};
+    inode_set seen = {0};
     zaya_status s = ZAYA_OK;
     for (int i = 0; i < n && s == ZAYA_OK; i++) {
         struct stat st;
         if (stat(inputs[i], &st) != 0) s = zaya_error_set(ZAYA_EIO, "cannot read input '%s': %s", inputs[i], strerror(errno));
-        else if (S_ISDIR(st.st_mode)) s = walk_dir(inputs[i], o->extensions, &files);
-        else s = files_push(&files, inputs[i]);
+        else if (S_ISDIR(st.st_mode)) s = walk_dir(inputs[i], &st, o->extensions, &seen, &files);
+        else s = take_file(&seen, inputs[i], &st, &files); /* not a regular file: refused when opened */
     }
+    free(seen.v);
     for (int i = 0; i < files.n; i++) {
         struct stat st;
         if (stat(files.v[i], &st) == 0) p->disk_total += (uint64_t)st.st_size;

@@ -334,14 +334,10 @@ zaya_status zaya_shard_open_ext(const char *path, const zaya_shard_open_opts *op
 
 static zaya_status open_ztok(const char *path, int verify_checksum, zaya_shard *out) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return zaya_error_set(ZAYA_EIO, "cannot open shard '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return zaya_error_set(ZAYA_EIO, "shard '%s' is not a regular file", path);
-    }
-    uint64_t size = (uint64_t)st.st_size;
+    int fd;
+    uint64_t size;
+    zaya_status os = zaya_open_regular(path, &fd, &size);
+    if (os != ZAYA_OK) return zaya_error_context(os, "shard");
     if (size < ZAYA_SHARD_HEADER_SIZE) {
         close(fd);
         return BAD("shard '%s': truncated: %llu bytes, shorter than the %u-byte header", path, ULL(size),

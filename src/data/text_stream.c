@@ -2,6 +2,8 @@
  * one growing window; lines are cut from it and the window is compacted before it is refilled. */
 #include "data/text_stream.h"
 
+#include "zaya/fs.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,6 @@
 #include <zstd.h>
 
 enum { IN_CAP = 1 << 18, BUF_INIT = 1 << 20, MIN_FREE = 1 << 16 };
-#define MAX_LINE ((size_t)1 << 30)
 
 struct zaya_text_stream {
     char *path;
@@ -29,7 +30,11 @@ struct zaya_text_stream {
     size_t cap, start, end, scan; /* unread data buf[start, end); no '\n' in buf[start, scan) */
     int done;
     uint64_t line_no, data_bytes;
+    size_t max_line;      /* longest line accepted */
+    uint64_t max_ratio;   /* decompressed bytes per compressed byte, past RATIO_FLOOR */
 };
+
+#define RATIO_FLOOR ((uint64_t)64 << 20)
 
 static int ends_with(const char *s, const char *suf) {
     size_t n = strlen(s), m = strlen(suf);
@@ -152,6 +157,24 @@ static zaya_status fill_plain(zaya_text_stream *s, size_t *produced) {
     return ZAYA_OK;
 }
 
+static zaya_status line_too_long(const zaya_text_stream *s) {
+    return zaya_error_set(ZAYA_ERANGE, "'%s': line %llu is longer than %zu bytes (the line cap; data prepare --max-line-bytes)",
+                          s->path, (unsigned long long)s->line_no + 1, s->max_line);
+}
+
+/* Compressed input that expands by more than max_ratio (after the first RATIO_FLOOR bytes) is refused
+ * before it costs minutes: real text compresses well below 1000:1 (gzip cannot exceed ~1032:1),
+ * while 10 GiB of newlines fit in 320 KB of zstd. */
+static zaya_status check_ratio(const zaya_text_stream *s) {
+    if (s->codec == ZAYA_STREAM_PLAIN || !s->max_ratio || s->data_bytes <= RATIO_FLOOR) return ZAYA_OK;
+    const uint64_t in = zaya_text_stream_file_offset(s);
+    if (s->data_bytes / s->max_ratio <= in) return ZAYA_OK;
+    return zaya_error_set(ZAYA_ERANGE,
+                          "'%s': %llu compressed bytes decompressed to %llu bytes, more than %llu times their size (a "
+                          "compression bomb? data prepare --max-expansion raises the limit)",
+                          s->path, (unsigned long long)in, (unsigned long long)s->data_bytes, (unsigned long long)s->max_ratio);
+}
+
 static zaya_status refill(zaya_text_stream *s) {
     if (s->start > 0) { /* compact */
         memmove(s->buf, s->buf + s->start, s->end - s->start);
@@ -159,14 +182,16 @@ static zaya_status refill(zaya_text_stream *s) {
         s->scan -= s->start;
         s->start = 0;
     }
+    /* buf[0, end) holds no newline: it is the start of one line. Memory stays within the cap. */
+    if (s->end > s->max_line) return line_too_long(s);
     if (s->cap - s->end < MIN_FREE) {
-        if (s->cap >= MAX_LINE)
-            return zaya_error_set(ZAYA_EFORMAT, "'%s': line %llu is longer than %zu bytes", s->path,
-                                  (unsigned long long)s->line_no + 1, MAX_LINE);
-        char *b = realloc(s->buf, s->cap * 2);
-        if (!b) return zaya_error_set(ZAYA_ENOMEM, "out of memory reading '%s'", s->path);
+        const size_t limit = s->max_line + 1 + MIN_FREE;
+        const size_t ncap = s->cap * 2 < limit ? s->cap * 2 : limit;
+        char *b = ncap > s->cap ? realloc(s->buf, ncap) : NULL;
+        if (!b) return zaya_error_set(ZAYA_ENOMEM, "'%s': cannot allocate %zu bytes for line %llu", s->path, ncap,
+                                      (unsigned long long)s->line_no + 1);
         s->buf = b;
-        s->cap *= 2;
+        s->cap = ncap;
     }
     size_t produced = 0;
     switch (s->codec) {
@@ -175,7 +200,12 @@ static zaya_status refill(zaya_text_stream *s) {
     default: ZAYA_TRY(fill_plain(s, &produced)); break;
     }
     s->data_bytes += produced;
-    return ZAYA_OK;
+    return check_ratio(s);
+}
+
+void zaya_text_stream_set_limits(zaya_text_stream *s, size_t max_line, uint64_t max_ratio) {
+    s->max_line = max_line ? max_line : ZAYA_TEXT_STREAM_MAX_LINE;
+    s->max_ratio = max_ratio;
 }
 
 zaya_status zaya_text_stream_next(zaya_text_stream *s, const char **line, size_t *len) {
@@ -185,6 +215,7 @@ zaya_status zaya_text_stream_next(zaya_text_stream *s, const char **line, size_t
         char *nl = memchr(s->buf + s->scan, '\n', s->end - s->scan);
         if (nl) {
             size_t at = (size_t)(nl - s->buf);
+            if (at - s->start > s->max_line) return line_too_long(s);
             *line = s->buf + s->start;
             *len = at - s->start;
             s->start = s->scan = at + 1;
@@ -194,6 +225,7 @@ zaya_status zaya_text_stream_next(zaya_text_stream *s, const char **line, size_t
         s->scan = s->end;
         if (s->done) {
             if (s->start < s->end) {
+                if (s->end - s->start > s->max_line) return line_too_long(s);
                 *line = s->buf + s->start;
                 *len = s->end - s->start;
                 s->start = s->scan = s->end;
@@ -222,12 +254,14 @@ zaya_status zaya_text_stream_open(const char *path, zaya_text_stream **out) {
     if (!s) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
     s->codec = zaya_stream_codec_of(path);
     s->path = strdup(path);
+    s->max_line = ZAYA_TEXT_STREAM_MAX_LINE;
+    s->max_ratio = ZAYA_TEXT_STREAM_MAX_RATIO;
     s->cap = BUF_INIT;
     s->buf = malloc(s->cap);
     s->in = s->codec == ZAYA_STREAM_PLAIN ? NULL : malloc(IN_CAP);
     zaya_status st = ZAYA_OK;
     if (!s->path || !s->buf || (s->codec != ZAYA_STREAM_PLAIN && !s->in)) st = zaya_error_set(ZAYA_ENOMEM, "out of memory");
-    else if (!(s->f = fopen(path, "rb"))) st = zaya_error_set(ZAYA_EIO, "cannot open '%s': %s", path, strerror(errno));
+    else st = zaya_fopen_regular(path, &s->f, NULL);
     if (st == ZAYA_OK && s->codec != ZAYA_STREAM_PLAIN) {
         st = read_input(s);
         const unsigned char *m = s->in;

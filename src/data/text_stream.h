@@ -23,7 +23,17 @@ size_t zaya_stream_base_len(const char *path);
 
 typedef struct zaya_text_stream zaya_text_stream;
 
+/* Budgets (docs/limits.md): a line longer than max_line bytes is an error as soon as that many bytes
+ * of it are decompressed (memory: the line cap plus a fixed window, never the whole line), and
+ * compressed input whose decompressed size passes max_ratio times the compressed bytes read (after
+ * the first 64 MiB) is an error. */
+#define ZAYA_TEXT_STREAM_MAX_LINE ((size_t)1 << 30)
+#define ZAYA_TEXT_STREAM_MAX_RATIO 1000u
+
+/* Opens path (a regular file: zaya_open_regular) with the default limits. */
 zaya_status zaya_text_stream_open(const char *path, zaya_text_stream **out);
+/* max_line 0: ZAYA_TEXT_STREAM_MAX_LINE; max_ratio 0: no expansion limit. */
+void zaya_text_stream_set_limits(zaya_text_stream *s, size_t max_line, uint64_t max_ratio);
 /* The next line, without its '\n' (a last line without one is returned as well); *line stays valid
  * until the next call. At the end of the data *line is NULL and ZAYA_OK is returned. */
 zaya_status zaya_text_stream_next(zaya_text_stream *s, const char **line, size_t *len);

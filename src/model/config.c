@@ -111,8 +111,11 @@ static zaya_status first_nonzero(const cJSON *obj, const char *key, int64_t *out
     cJSON_ArrayForEach(e, it) {
         if (!cJSON_IsNumber(e)) return zaya_error_set(ZAYA_EINVAL, "key '%s' must hold integers", key);
         double v = e->valuedouble;
-        if (!(v >= 0 && v <= (double)LEGACY_LIST_MAX) || v != floor(v))
-            return zaya_error_set(ZAYA_ERANGE, "key '%s' holds %g (integers 0..%lld)", key, v, (long long)LEGACY_LIST_MAX);
+        if (!(v >= 0 && v <= (double)LEGACY_LIST_MAX) || v != floor(v)) {
+            char num[400];
+            return zaya_error_set(ZAYA_ERANGE, "key '%s' holds %s (integers 0..%lld)", key, zaya_json_number_text(v, num, sizeof num),
+                                  (long long)LEGACY_LIST_MAX);
+        }
         if (v != 0) {
             *out = (int64_t)v;
             return ZAYA_OK;

@@ -4,6 +4,7 @@
  * a measured profile replaces them with its own tables. */
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "zaya/profile.h"
@@ -165,12 +166,11 @@ zaya_status zaya_size_hw_get(const char *name, const char *profile_path, zaya_si
     const char *path = profile_path;
     if (!path || !*path) path = getenv("ZAYA_PROFILE");
     if (!path || !*path) path = "profile.json";
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    struct stat sb;
+    if (stat(path, &sb) != 0)
         return zaya_error_set(ZAYA_EIO,
                               "no machine profile for --hw host: '%s' not found; run `zaya bench all -o DIR` and pass "
                               "--profile DIR/profile.json (or set ZAYA_PROFILE)", path);
-    fclose(f);
     return load_profile(path, hw);
 }
 

@@ -53,7 +53,7 @@ static zaya_status open_data(zaya_trainer *t) {
     if (o->run_path) {
         /* A run file names its data directory; --data overrides it. */
         cJSON *j = NULL;
-        ZAYA_TRY(zaya_json_load_file(o->run_path, &j));
+        ZAYA_TRY(zaya_json_load_file_max(o->run_path, ZAYA_JSON_RUN_MAX_BYTES, "a run file", &j));
         if (o->data_dir) {
             cJSON_DeleteItemFromObjectCaseSensitive(j, "data_dir");
             cJSON_AddStringToObject(j, "data_dir", o->data_dir);

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include "zaya/ckpt.h"
+#include "zaya/config.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/log.h"
+#include "zaya/model.h"
 
 int fuzz_accepted;
 static char g_dir[256];
@@ -90,6 +92,47 @@ zaya_status fuzz_make_checkpoint(const char *root) {
         return s;
     }
     return zaya_ckpt_writer_commit(w, NULL);
+}
+
+void fuzz_tiny_config(zaya_config *c) {
+    zaya_config_preset("zaya1-tiny", c);
+    c->vocab_size = 40;
+    c->hidden_size = 16;
+    c->num_hidden_layers = 2;
+    c->num_attention_heads = 2;
+    c->num_key_value_heads = 1;
+    c->head_dim = 8;
+    c->num_experts = 2;
+    c->moe_intermediate_size = 8;
+    c->router_hidden_size = 4;
+}
+
+zaya_status fuzz_make_model_checkpoint(const char *root) {
+    zaya_config cfg;
+    fuzz_tiny_config(&cfg);
+    ZAYA_TRY(zaya_config_validate(&cfg));
+    zaya_tensor_info *t = NULL;
+    int n = 0;
+    int64_t nf = 0;
+    ZAYA_TRY(zaya_layout_build_public(&cfg, &t, &n, &nf));
+    float *v = malloc((size_t)nf * sizeof *v);
+    if (!v) {
+        free(t);
+        return zaya_error_set(ZAYA_ENOMEM, "fixture");
+    }
+    for (int64_t i = 0; i < nf; i++) v[i] = (float)(i % 97) * 0.01f - 0.5f;
+    zaya_ckpt_options o = zaya_ckpt_default_options();
+    zaya_ckpt_writer *w = NULL;
+    zaya_status s = zaya_ckpt_writer_init(&w, root, 1, 64, &o, NULL);
+    for (int i = 0; i < n && s == ZAYA_OK; i++) s = zaya_ckpt_writer_add_model(w, t[i].name, t[i].ndim, t[i].shape, v + t[i].offset);
+    cJSON *cj = zaya_config_to_json(&cfg);
+    if (s == ZAYA_OK) s = zaya_ckpt_writer_add_section(w, ZAYA_CKPT_SECTION_MODEL, cj);
+    cJSON_Delete(cj);
+    if (s != ZAYA_OK) zaya_ckpt_writer_free(w);
+    else s = zaya_ckpt_writer_commit(w, NULL); /* reads the added buffers: v is freed after it */
+    free(v);
+    free(t);
+    return s;
 }
 
 zaya_status fuzz_make_tokenizer(zaya_tokenizer **out) {

@@ -41,6 +41,12 @@ void fuzz_quiet(void);
 /* The checkpoint the manifest harness loads: step 1 of root with two model tensors and one sharded
  * array (deterministic contents, so the manifest written by seeds.c matches the harness's files). */
 zaya_status fuzz_make_checkpoint(const char *root);
+/* A valid, very small ZAYA1 config (a few thousand parameters) for the model-level harnesses. */
+struct zaya_config;
+void fuzz_tiny_config(struct zaya_config *c);
+/* Step 1 of root: every tensor of fuzz_tiny_config's model (deterministic values) plus its
+ * model_config section: the checkpoint the verify harness checks. */
+zaya_status fuzz_make_model_checkpoint(const char *root);
 /* A small byte-level BPE tokenizer trained on a fixed text, with bos/eos/pad tokens. */
 zaya_status fuzz_make_tokenizer(zaya_tokenizer **out);
 

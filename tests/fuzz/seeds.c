@@ -119,6 +119,68 @@ static void checkpoint(void) {
     copy(p, "safetensors", "model-r00000.safetensors");
 }
 
+static void model_checkpoint(void) {
+    char root[4096], p[4200];
+    snprintf(root, sizeof root, "%s/mck", fuzz_dir());
+    if (fuzz_make_model_checkpoint(root) != ZAYA_OK) return fail("model checkpoint");
+    snprintf(p, sizeof p, "%s/step-00000001/manifest.json", root);
+    copy(p, "ckpt_verify", "manifest.json");
+}
+
+/* The harness's bundle: [kind][u32 length][bytes] per file. */
+static void bundle_add(char **buf, size_t *len, int kind, const char *path) {
+    char *data = NULL;
+    size_t n = 0;
+    if (zaya_read_file(path, &data, &n) != ZAYA_OK) return fail(path);
+    char *b = realloc(*buf, *len + 5 + n);
+    if (!b) return fail("bundle");
+    b[*len] = (char)kind;
+    for (int i = 0; i < 4; i++) b[*len + 1 + i] = (char)(n >> (8 * i));
+    memcpy(b + *len + 5, data, n);
+    *buf = b;
+    *len += 5 + n;
+    free(data);
+}
+
+static void hf_dirs(void) {
+    zaya_config cfg;
+    fuzz_tiny_config(&cfg);
+    for (int k = 0; k < 2; k++) { /* one shard, and several (with an index) */
+        char dir[4096], p[4200];
+        snprintf(dir, sizeof dir, "%s/hfseed%d", fuzz_dir(), k);
+        zaya_hf_export_opts o = {k ? ZAYA_ST_F32 : ZAYA_ST_BF16, k ? 6000 : 0, NULL};
+        int nshards = 0;
+        if (zaya_ckpt_export_hf_random(&cfg, 5, dir, &o, &nshards) != ZAYA_OK) return fail("hf export");
+        char *buf = NULL;
+        size_t len = 0;
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        bundle_add(&buf, &len, 1, p);
+        if (k) {
+            snprintf(p, sizeof p, "%s/model.safetensors.index.json", dir);
+            bundle_add(&buf, &len, 0, p);
+        }
+        if (nshards > 8) return fail("hf export: more than 8 shards");
+        for (int i = 0; i < nshards; i++) {
+            snprintf(p, sizeof p, "%s/model-%05d-of-%05d.safetensors", dir, i + 1, nshards);
+            bundle_add(&buf, &len, 2 + i, p);
+        }
+        put("hf_dir", k ? "sharded.bin" : "single.bin", buf, len);
+        free(buf);
+    }
+}
+
+static void prepare_jsonl(void) {
+    static const char jl[] = "{\"text\": \"The fox jumps.\", \"lang\": \"en\"}\n\n{\"text\": \"def f(x): return x\"}\n"
+                             "{\"text\": \"caf\\u00e9 \\ud83d\\ude00\", \"meta\": {\"a\": 1}}\n{\"body\": \"x\"}\n[1]\n{\"text\": 5}\n";
+    char b[sizeof jl + 1];
+    memcpy(b + 1, jl, sizeof jl - 1);
+    static const struct { int mode; const char *name; } m[] = {{0, "plain"}, {1, "gzip"}, {2, "zstd"}, {8 | 16, "filter-val"}};
+    for (int i = 0; i < 4; i++) {
+        b[0] = (char)m[i].mode;
+        put("prepare_jsonl", m[i].name, b, sizeof jl);
+    }
+}
+
 static void shard(const char *name, uint64_t vocab, uint32_t eos) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/%s", fuzz_dir(), name);
@@ -265,6 +327,9 @@ int main(int argc, char **argv) {
     run_files();
     safetensors();
     checkpoint();
+    model_checkpoint();
+    hf_dirs();
+    prepare_jsonl();
     shard("u16-eos.ztok", 300, 2);
     shard("u32-no-eos.ztok", 70000, ZAYA_SHARD_NO_EOS);
     foreign_headers();

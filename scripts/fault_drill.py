@@ -767,6 +767,10 @@ def run_sup_signal(tr, sig):
     mon.start()
     t_inj, wall = now(), time.time()
     signal_pid(sup.p.pid, sig)
+    if sig == signal.SIGTERM:  # the job holds the request once the supervisor says so: then let it go
+        end = now() + 30
+        while sup.first(r"asked the job to checkpoint", t_inj) is None and sup.p.poll() is None and now() < end:
+            time.sleep(0.005)
     tr.release()
     rc1 = sup.wait(TRIAL_TIMEOUT)
     end = now() + 10

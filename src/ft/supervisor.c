@@ -421,10 +421,10 @@ static poll_verdict attempt_poll(sup *S, attempt *A, incident **fail, outcome *o
         return POLL_RETURN;
     }
     if (stop_signal && A->forwarded < 0) {
-        say(S, "received %s: asking the job to checkpoint and exit", strsignal(stop_signal));
         A->forwarded = now;
         if (m->nranks > 0) signal_ranks(S, SIGTERM);
         else kill(-A->pid, SIGTERM);
+        say(S, "received %s: asked the job to checkpoint and exit", strsignal(stop_signal)); /* after the kill: a reader of this line knows the job has it */
     }
     if (A->forwarded >= 0) {
         if (now - A->forwarded > o->preempt_timeout_s) {

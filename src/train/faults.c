@@ -11,7 +11,8 @@
  * a handshake for drills that inject faults from outside (it injects nothing itself):
  *   ZAYA_PAUSE_AT=S[:SECTION] with ZAYA_PAUSE_FILE=PATH: every rank, on entering SECTION (default data)
  *                                   of step S, creates PATH.rRRRRR (its step and section) and waits,
- *                                   its heartbeat ticking, until that file is removed
+ *                                   its heartbeat ticking, until that file is removed (first
+ *                                   attempt only)
  * and the supervisor's rollback of numeric faults:
  *   ZAYA_ROLLBACK_TO=S              before resuming, checkpoints after step S are moved aside
  *   ZAYA_SKIP_STEPS=S1,S2,...       the updates of these steps are skipped (their batches consumed)
@@ -42,6 +43,7 @@ static struct {
     int armed; /* this attempt injects faults */
     fault crash, hang, nan, spike, corrupt, kill_save, slow, pause;
     char pause_file[4096];
+    int pause_armed; /* the pause holds the first attempt only, whatever ZAYA_FAULT_ATTEMPTS says */
     char ckpt_dir[4096];
     int64_t skip[64];
     int nskip;
@@ -159,6 +161,7 @@ void zaya_ft_init(zaya_trainer *t) {
     const char *att = getenv(ZAYA_ENV_ATTEMPT), *upto = getenv("ZAYA_FAULT_ATTEMPTS");
     int attempt = att ? atoi(att) : 1, n = upto ? atoi(upto) : 1;
     ft.armed = n <= 0 || attempt <= n;
+    ft.pause_armed = attempt == 1;
     parse_fault("ZAYA_FAULT_CRASH", &ft.crash, 1, ZAYA_FT_DATA, 0);
     parse_fault("ZAYA_FAULT_HANG", &ft.hang, 1, ZAYA_FT_FORWARD, 0);
     parse_fault("ZAYA_FAULT_NAN", &ft.nan, 0, ZAYA_FT_DATA, 0);
@@ -209,7 +212,7 @@ static int fires(const fault *f, int rank, int64_t step) {
 /* The pause handshake: announce the step and section in the pause file (written whole by a rename),
  * then wait until the drill removes it; the heartbeat keeps ticking, so no timeout fires meanwhile. */
 static void pause_here(int64_t step, zaya_ft_section s) {
-    if (!ft.armed || !ft.pause.on || ft.pause.step != step || ft.pause.section != s) return;
+    if (!ft.pause_armed || !ft.pause.on || ft.pause.step != step || ft.pause.section != s) return;
     ft.pause.on = 0; /* once */
     char tmp[4200], body[96];
     snprintf(tmp, sizeof tmp, "%s.tmp", ft.pause_file);

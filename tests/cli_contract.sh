@@ -18,6 +18,10 @@ expect() { # expect CODE PATTERN -- cmd...
 expect 0 "usage: zaya" -- "$zaya" --help
 expect 0 "usage: zaya" -- "$zaya" help
 expect 0 "zaya 0" -- "$zaya" --version
+# a shared machine by default: zaya runs with a passive OpenMP wait policy unless the user chose one
+expect 0 "wait policy: passive (zaya's default" -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ZAYA_WAIT_POLICY_DEFAULT "$zaya" --version
+expect 0 "OMP_WAIT_POLICY=active GOMP_SPINCOUNT=(unset) (set by the user)" -- env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$zaya" --version
+expect 0 "GOMP_SPINCOUNT=5000 (set by the user)" -- env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=5000 "$zaya" --version
 expect 2 "unknown command 'frobnicate'" -- "$zaya" frobnicate
 expect 2 "usage: zaya" -- "$zaya"
 # Every listed command answers --help with exit 0, and rejects an unknown flag with exit 2.

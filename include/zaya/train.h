@@ -63,10 +63,11 @@ void zaya_train_opts_default(zaya_train_opts *o);
 
 /* Summary of a finished run. */
 typedef struct zaya_train_result {
-    int64_t steps, tokens, skipped_updates;
+    int64_t steps, tokens, skipped_updates; /* in this invocation (attempt) */
+    int64_t run_steps, run_tokens, start_step; /* of the whole run; start_step: where this attempt resumed (0: fresh) */
     int preempted; /* stopped early on SIGTERM/SIGINT after saving a checkpoint (exit ZAYA_EXIT_PREEMPTED) */
-    double first_val_loss, last_val_loss;
-    double first_train_loss, last_train_loss;
+    double first_val_loss, last_val_loss;     /* of the whole run, a resumed one included (its metrics.jsonl) */
+    double first_train_loss, last_train_loss; /* likewise */
     double seconds, tokens_per_s, mfu;
     int world, rank;
     double comm_wait_s, comm_blocking_s, gather_s; /* summed over steps (rank 0) */

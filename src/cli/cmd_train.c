@@ -119,6 +119,9 @@ int zaya_cmd_train(int argc, char **argv) {
     if (r.rank != 0) return 0; /* rank 0 reports for everyone */
     printf("trained %lld steps, %lld tokens in %.1f s (%.0f tokens/s); %lld updates skipped\n", (long long)r.steps,
            (long long)r.tokens, r.seconds, r.tokens_per_s, (long long)r.skipped_updates);
+    if (r.start_step > 0)
+        printf("resumed at step %lld: the run has %lld steps, %lld tokens; the losses below are the whole run's\n",
+               (long long)r.start_step, (long long)r.run_steps, (long long)r.run_tokens);
     if (r.world > 1 && r.steps > 0) {
         double wait = (r.comm_wait_s + r.gather_s) / (double)r.steps, block = r.comm_blocking_s / (double)r.steps;
         double hidden = block > 0 ? 1.0 - (r.comm_wait_s / (double)r.steps < block ? r.comm_wait_s / (double)r.steps : block) / block : 0;
@@ -133,8 +136,12 @@ int zaya_cmd_train(int argc, char **argv) {
     else
         printf("nothing left to train: the run is complete (validation loss %.4f)\n", r.last_val_loss);
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "steps", (double)r.steps);
-    cJSON_AddNumberToObject(j, "tokens", (double)r.tokens);
+    /* the run's totals (a resumed run's earlier attempts included) and this attempt's */
+    cJSON_AddNumberToObject(j, "steps", (double)r.run_steps);
+    cJSON_AddNumberToObject(j, "tokens", (double)r.run_tokens);
+    cJSON_AddNumberToObject(j, "resumed_at_step", (double)r.start_step);
+    cJSON_AddNumberToObject(j, "steps_this_attempt", (double)r.steps);
+    cJSON_AddNumberToObject(j, "tokens_this_attempt", (double)r.tokens);
     cJSON_AddNumberToObject(j, "seconds", r.seconds);
     cJSON_AddNumberToObject(j, "tokens_per_s", r.tokens_per_s);
     cJSON_AddNumberToObject(j, "skipped_updates", (double)r.skipped_updates);

@@ -142,5 +142,7 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
 zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last);
 void zaya_train_history_free(zaya_train_history *h);
 void zaya_train_history_summary(const zaya_train_history *h, zaya_train_result *res);
+/* A resumed run: its history before step START from the metrics.jsonl at PATH (rank 0). */
+void zaya_train_history_load(zaya_trainer *t, const char *path, int64_t start);
 
 #endif

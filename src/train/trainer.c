@@ -659,6 +659,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     const int64_t start = t->step, start_tokens = tokens;
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
+    if (resumed && t->rank == 0) zaya_train_history_load(t, path, start); /* the summary covers the whole run */
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share || !t->layer_load || !t->expert_share ||
         !t->route_stats || !t->route_sigma || !t->recount || !t->bal_scratch) {
@@ -744,12 +745,13 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     if (s == ZAYA_OK) s = zaya_train_checkpoint_wait(t);
     else zaya_train_checkpoint_wait(t);
-    if (s == ZAYA_OK && total > 0) {
+    if (s == ZAYA_OK && total > 0 && !zaya_ft_preempted()) { /* a stop request exits after its checkpoint */
         zaya_run_step(&t->run, total - 1, &si);
         if (t->step == start) s = plan_phase(t, &si); /* nothing left to train: plan for the evaluation */
         if (s == ZAYA_OK && t->dp_rank == 0) s = eval_and_log(t, &si, run_t0);
     }
-    if (!o->quiet) zaya_progress_finish(&prog, NULL);
+    if (!o->quiet && s == ZAYA_OK && !zaya_ft_preempted()) zaya_progress_finish(&prog, NULL);
+    else if (!o->quiet) zaya_progress_stop(&prog, t->step, s == ZAYA_OK ? "stopped on request: checkpoint saved" : "failed");
     double seconds = zaya_now_s() - run_t0;
     double blocking = s == ZAYA_OK ? zaya_dp_blocking_comm_seconds(&t->dp) : 0;
     if (s == ZAYA_OK && t->rank == 0) s = zaya_train_report(t, &si);
@@ -758,7 +760,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     res->tokens = tokens - start_tokens; /* in this invocation */
     res->skipped_updates = t->skipped;
     res->seconds = seconds;
-    res->tokens_per_s = seconds > 0 ? (double)tokens / seconds : 0;
+    res->tokens_per_s = seconds > 0 ? (double)(tokens - start_tokens) / seconds : 0;
+    res->run_steps = t->step;
+    res->run_tokens = tokens;
+    res->start_step = start;
     res->world = t->world;
     res->rank = t->rank;
     res->comm_wait_s = t->comm_wait_s;

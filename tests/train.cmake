@@ -29,3 +29,7 @@ set_tests_properties(train_engine_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
 # on the last progress line; the resume keeps the run's history in summary.json and the end line.
 add_test(NAME train_stop COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_stop.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_stop PROPERTIES LABELS train TIMEOUT 600)
+
+# The MFU peak and its printed source: --peak-gflops, --profile / ZAYA_PROFILE, the per-host cache.
+add_test(NAME train_peak COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_peak.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_peak PROPERTIES LABELS train TIMEOUT 600)

@@ -43,7 +43,8 @@ typedef struct zaya_train_opts {
     int64_t log_every;
     int64_t samples;       /* generated samples at the end */
     int64_t sample_tokens;
-    double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
+    double peak_gflops;    /* matmul peak for MFU; 0 = the machine profile, the host's cached peak, or measured */
+    const char *profile;   /* machine profile (zaya bench all's profile.json) for that peak; NULL: ZAYA_PROFILE */
     int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
     int cp;                /* context-parallel ranks per sequence for phases whose run file sets no "cp"
                               (0 or 1: none); the world is DP x CP, CP groups are consecutive ranks */

@@ -124,6 +124,10 @@ zaya_status zaya_train_engine_start(zaya_trainer *t);
 /* Before anything else is prepared: the device the options name exists (cheap, no allocation). */
 zaya_status zaya_train_engine_probe(const zaya_train_opts *o);
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
+/* peak.c: the matmul peak for MFU when the engine names none, and its source in words:
+ * --peak-gflops, the machine profile (--profile, ZAYA_PROFILE), the host's cached peak, or (labelled,
+ * then cached by rank 0) a start-up measurement. */
+zaya_status zaya_train_peak_resolve(const zaya_train_opts *o, int rank, double *gflops, char *source, size_t cap);
 /* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);

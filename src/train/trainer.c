@@ -669,8 +669,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
     double peak = o->peak_gflops;
+    char peak_src[1400] = "given by --peak-gflops";
     if (peak <= 0 && t->eng) s = zaya_train_engine_peak(t, &peak);
-    if (peak <= 0 && s == ZAYA_OK) peak = zaya_bench_matmul_peak_gflops(o->dtype);
+    if (peak > 0 && o->peak_gflops <= 0) snprintf(peak_src, sizeof peak_src, "the device's, measured at start-up");
+    if (peak <= 0 && s == ZAYA_OK) s = zaya_train_peak_resolve(o, t->rank, &peak, peak_src, sizeof peak_src);
     if (s != ZAYA_OK) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
@@ -685,9 +687,9 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
                o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads, t->world, t->world > 1 ? "s" : "",
                t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce", t->eng ? ", step on the engine over backend " : "",
                t->eng ? t->be->name : "");
-        printf("run '%s': %d phases, %lld steps, %lld tokens; data %s; matmul peak %.0f GFLOP/s (measured)\n",
-               t->run.name, t->run.nphases, (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir,
-               peak);
+        printf("run '%s': %d phases, %lld steps, %lld tokens; data %s\n", t->run.name, t->run.nphases,
+               (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir);
+        printf("MFU against a matmul peak of %.0f GFLOP/s: %s\n", peak, peak_src);
         zaya_optim_plan_print(&t->plan, stdout);
         fflush(stdout);
     }

@@ -33,3 +33,7 @@ set_tests_properties(train_stop PROPERTIES LABELS train TIMEOUT 600)
 # The MFU peak and its printed source: --peak-gflops, --profile / ZAYA_PROFILE, the per-host cache.
 add_test(NAME train_peak COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_peak.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_peak PROPERTIES LABELS train TIMEOUT 600)
+
+# Small defaults: range errors naming the flag, train --seed, no gnuplot warnings, --engine --cp.
+add_test(NAME defaults_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/defaults_cli.sh $<TARGET_FILE:zaya>)
+set_tests_properties(defaults_cli PROPERTIES LABELS cli TIMEOUT 600)

@@ -21,6 +21,7 @@
 void zaya_train_opts_default(zaya_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->config = "zaya1-tiny";
+    o->seed = -1;
     o->out_dir = "out/train";
     o->dtype = ZAYA_DTYPE_BF16; /* bf16 GEMM operands, f32 master weights, optimizer state and statistics */
     o->optimizer_muon = 1;
@@ -73,6 +74,7 @@ static zaya_status open_data(zaya_trainer *t) {
     }
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 0, 0, &t->train_ds));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 1, 0, &t->val_ds));
+    if (o->seed >= 0) t->run.seed = (uint64_t)o->seed; /* --seed over the run file's */
     ZAYA_TRY(zaya_loader_init(&t->loader, &t->train_ds, t->run.seed));
     char tok[4096];
     ZAYA_TRY(zaya_path_join(tok, sizeof tok, t->data_dir, "tokenizer.json"));
@@ -768,6 +770,8 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     res->start_step = start;
     res->world = t->world;
     res->rank = t->rank;
+    res->dp_size = t->dp_size;
+    res->cp = t->cp;
     res->comm_wait_s = t->comm_wait_s;
     res->gather_s = t->gather_s;
     res->comm_blocking_s = blocking * (double)t->step; /* per-step cost measured once, as a total */

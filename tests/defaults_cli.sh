@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Small defaults that must hold (issue "defaults that hold"): numeric options out of range are usage
 # errors naming the flag (--cp 0, --steps 0, --threads 0/-1/99999 for train, generate and data
-# prepare, --max-restarts -1), train --seed sets the run's seed, a one-step run's plots raise no
+# prepare, --max-restarts -1), train --seed sets the run's seed, generate --no-bos drops the bos, a one-step run's plots raise no
 # gnuplot warning on stderr, and --engine with --cp (under mpirun) blames --cp, not the device.
 #   defaults_cli.sh ZAYA
 set -u
@@ -46,6 +46,11 @@ check "train --seed changes the initialization (first loss $(loss0 "$dir/s99") v
 out=$(mpirun -np 2 --allow-run-as-root --oversubscribe "$zaya" train "${C[@]}" --threads 1 --engine --cp 2 --max-steps 1 -o "$dir/eng" 2>&1); rc=$?
 check "--engine --cp 2: refused naming --engine and --cp, not --device (rc $rc)" \
   '[ $rc != 0 ] && grep -q -- "--engine: context parallelism (--cp 2)" <<<"$out" && ! grep -q -- "--device cpu" <<<"$out"'
+
+pre() { "$zaya" generate --config "$dir/config.json" --random-init 1 -t "$dir/data/tokenizer.json" -p "the fox" -n 2 \
+  --temperature 0 "$@" 2>&1 >/dev/null | sed -n 's/^prefill: \([0-9]*\) tokens.*/\1/p'; }
+a=$(pre); b=$(pre --no-bos)
+check "generate prepends bos by default and not with --no-bos (prefill $a vs $b tokens)" '[ -n "$a" ] && [ -n "$b" ] && [ "$a" = $((b + 1)) ]'
 
 echo "defaults_cli: $fail failed"
 [ $fail = 0 ]

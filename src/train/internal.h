@@ -132,6 +132,8 @@ zaya_status zaya_train_peak_resolve(const zaya_train_opts *o, int rank, double *
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
+/* After a step: a background save that has finished is joined; its failure is returned then. */
+zaya_status zaya_train_checkpoint_poll(zaya_trainer *t);
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);
 
 /* lifeline.c: rank 0 locks the output (and checkpoint) directory; collective. */

@@ -726,6 +726,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         s = train_step(t, &si, &sm);
         if (s != ZAYA_OK) break;
         zaya_ft_step_done(t, sm.seconds, sm.seconds - sm.comm_wait_s - sm.gather_s, sm.skipped, sm.loss, sm.grad_norm);
+        if ((s = zaya_train_checkpoint_poll(t)) != ZAYA_OK) break; /* a failed background save stops the run now */
         tokens += sm.tokens;
         zaya_train_log_step(t, &si, &sm, tokens, run_t0);
         char note[96];

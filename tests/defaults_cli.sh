@@ -2,7 +2,7 @@
 # Small defaults that must hold (issue "defaults that hold"): numeric options out of range are usage
 # errors naming the flag (--cp 0, --steps 0, --threads 0/-1/99999 for train, generate and data
 # prepare, --max-restarts -1), train --seed sets the run's seed, generate --no-bos drops the bos, a one-step run's plots raise no
-# gnuplot warning on stderr, and --engine with --cp (under mpirun) blames --cp, not the device.
+# gnuplot warning on stderr, a clean supervised attempt leaves no process to kill, and --engine with --cp (under mpirun) blames --cp, not the device.
 #   defaults_cli.sh ZAYA
 set -u
 zaya="$1"
@@ -47,6 +47,8 @@ out=$(mpirun -np 2 --allow-run-as-root --oversubscribe "$zaya" train "${C[@]}" -
 check "--engine --cp 2: refused naming --engine and --cp, not --device (rc $rc)" \
   '[ $rc != 0 ] && grep -q -- "--engine: context parallelism (--cp 2)" <<<"$out" && ! grep -q -- "--device cpu" <<<"$out"'
 
+out=$("$zaya" supervise -o "$dir/sv/sup" -- "$zaya" train "${C[@]}" --max-steps 2 -o "$dir/sv/train" 2>&1); rc=$?
+check "a clean supervised attempt (rc $rc) leaves no process behind (no leftover killed)" '[ $rc = 0 ] && ! grep -q "leftover" <<<"$out"'
 pre() { "$zaya" generate --config "$dir/config.json" --random-init 1 -t "$dir/data/tokenizer.json" -p "the fox" -n 2 \
   --temperature 0 "$@" 2>&1 >/dev/null | sed -n 's/^prefill: \([0-9]*\) tokens.*/\1/p'; }
 a=$(pre); b=$(pre --no-bos)

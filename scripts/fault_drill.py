@@ -7,7 +7,9 @@ signals and file damage: kill -9, SIGSTOP, SIGTERM, kills timed against the chec
 (inotify on the checkpoint directory, polling where inotify is unavailable), a damaged `latest`, a
 flipped bit or a truncation in a tensor file, a flipped digit in the manifest, a full disk (a small
 tmpfs, when this process may mount one), kill -9 of the supervisor or of mpirun, a second supervisor
-on the same output directory. The trainer's own fault hooks (ZAYA_FAULT_*) are never used.
+on the same output directory. The trainer's own fault hooks (ZAYA_FAULT_*) are never used; its one
+handshake, ZAYA_PAUSE_AT / ZAYA_PAUSE_FILE, holds every rank at the target step (its heartbeat
+ticking) while the fault goes in, so a loaded machine cannot let the run finish first.
 
 Per trial: detected (the supervisor or trainer noticed: incident, restart or refusal), recovered (the
 run finished), bit-exact (final checkpoint identical to an uninterrupted run with the same seed),
@@ -68,6 +70,8 @@ SUP = ["--backoff", "0.2", "--backoff-max", "1", "--hang-floor", str(HANG_FLOOR)
 MUST = {"damage-all": ("detected",)}
 MPI = ["mpirun", "-np", "2", "--allow-run-as-root", "--oversubscribe", "-x", "OMP_WAIT_POLICY"]
 TRIAL_TIMEOUT = 120.0
+# where a signal case holds the trainer (the checkpoint section is entered at save steps only)
+STEP_SECTIONS = ("data", "forward", "backward", "communication", "optimizer", "checkpoint")
 RESTART_KINDS = ("crash", "hang", "preempted")  # the incident whose steps_lost covers the whole restart
 
 
@@ -415,8 +419,39 @@ class Trial:
         return [self.d.zaya, "supervise", "-o", sup_dir or self.sup_dir] + SUP + ["--"] + self.d.launch(self.ranks) + \
             ["train"] + self.d.train_args() + ["-o", self.train_dir]
 
-    def start(self, name="sup", sup_dir=None):
-        return Sup(self.cmd(sup_dir), os.path.join(self.dir, name + ".log"), self.d.env)
+    @property
+    def pause_file(self):
+        return os.path.join(self.dir, "pause")
+
+    def start(self, name="sup", sup_dir=None, pause=None):
+        """A supervised run; with PAUSE = (step, section) every rank of its first attempt waits on entering
+        that section of that step until release() (the trainer's ZAYA_PAUSE_AT handshake)."""
+        env = dict(self.d.env)
+        if pause is not None:
+            env["ZAYA_PAUSE_AT"] = "%d:%s" % pause
+            env["ZAYA_PAUSE_FILE"] = self.pause_file
+        return Sup(self.cmd(sup_dir), os.path.join(self.dir, name + ".log"), env)
+
+    def pause_files(self):
+        return ["%s.r%05d" % (self.pause_file, r) for r in range(self.ranks)]
+
+    def wait_paused(self, sup, timeout=90):
+        """Rank 0's heartbeat record once every rank is held at the pause (None: the run ended first)."""
+        end = now() + timeout
+        while now() < end and sup.p.poll() is None:
+            if all(os.path.isfile(f) for f in self.pause_files()) and len(self.rank_pids()) == self.ranks:
+                r = self.hb()
+                if r:
+                    return r
+            time.sleep(0.003)
+        return None
+
+    def release(self):
+        for f in self.pause_files():
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
 
     def hb(self, attempt=1, rank=0):
         return read_hb(os.path.join(self.hb_root, "attempt-%03d" % attempt, "rank-%05d.json" % rank))
@@ -430,26 +465,19 @@ class Trial:
         self.pids.update(out)
         return out
 
-    def wait_step(self, sup, step, timeout=60):
-        """Rank 0's record once every rank is up and rank 0 reached STEP (None: the run ended first)."""
-        end = now() + timeout
-        while now() < end and sup.p.poll() is None:
-            r = self.hb()
-            if r and r.get("section") == "done":
-                return None
-            if r and r["step"] >= step and len(self.rank_pids()) == self.ranks:
-                return r
-            time.sleep(0.003)
-        return None
-
-    def start_to_target(self):
-        """Starts the supervised run and waits for a random target step: (sup, rank 0's record), or
-        (sup, None) with a note when the run ended first (it has then been waited for)."""
-        sup = self.start()
-        rec = self.wait_step(sup, self.target_step())
+    def start_to_target(self, lo=5, section="data", step=None):
+        """Starts the supervised run held at a random target step (entering SECTION; STEP: that one):
+        (sup, rank 0's record) with every rank waiting for release(), or (sup, None) with a note when the
+        run never got there (it has then been waited for)."""
+        if step is None:
+            step = self.target_step(lo)
+        self.r["target"] = step
+        sup = self.start(pause=(step, section))
+        rec = self.wait_paused(sup)
         if rec is None:
+            self.release()
             sup.wait(TRIAL_TIMEOUT)
-            self.r["note"] = "the run ended before the target step"
+            self.r["note"] = "the run never reached the target step"
         return sup, rec
 
     def target_step(self, lo=5):
@@ -512,8 +540,11 @@ class Trial:
 
 
 def run_signal(tr, sig, detect_re, pick_rank=False):
-    """kill9, sigstop, sigterm, kill9-rank, sigstop-rank: a signal to a trainer rank at a random step."""
-    sup, rec = tr.start_to_target()
+    """kill9, sigstop, sigterm, kill9-rank, sigstop-rank: a signal to a trainer rank held at a random
+    step and section (the checkpoint section at a save step), then the ranks are let go."""
+    section = tr.rng.choice(STEP_SECTIONS)
+    step = SAVE_EVERY * tr.rng.randint(2, STEPS // SAVE_EVERY - 1) if section == "checkpoint" else None
+    sup, rec = tr.start_to_target(section=section, step=step)  # the checkpoint section: at a save step
     if rec is None:
         return
     pids = tr.rank_pids()
@@ -523,9 +554,8 @@ def run_signal(tr, sig, detect_re, pick_rank=False):
     t_inj, wall = now(), time.time()
     signal_pid(pids[rank], sig)
     if sig == signal.SIGSTOP:
-        time.sleep(0.01)
-        st = tr.hb(1, rank)
-        tr.r["section"] = st["section"] if st else "?"
+        tr.r["section"] = section
+    tr.release()
     rc = sup.wait(TRIAL_TIMEOUT)
     tr.finish(rc, t_inj, wall, mon, sup.first(detect_re, t_inj), rec["step"])
     if sig == signal.SIGSTOP:
@@ -543,18 +573,19 @@ def run_signal(tr, sig, detect_re, pick_rank=False):
 def run_commit(tr, staging):
     """kill-staging: kill -9 when step-K.tmp-PID appears; kill-commit: SIGSTOP when step-K is renamed
     into place (or latest.tmp.PID appears), then kill -9."""
-    k = SAVE_EVERY * tr.rng.randint(3, STEPS // SAVE_EVERY - 1)  # 12..36: the watch is set by then
-    tr.r["target"] = k
+    k = SAVE_EVERY * tr.rng.randint(3, STEPS // SAVE_EVERY - 1)  # 12..36
     name = "step-%08d" % k
-    sup = tr.start()
-    end = now() + 60
-    while not os.path.isdir(tr.ckpt) and now() < end and sup.p.poll() is None:
-        time.sleep(0.002)
+    # held as it enters the save of step K: the watch is set before the staging directory can appear
+    sup, rec = tr.start_to_target(section="checkpoint", step=k)
+    if rec is None:
+        return
     if not os.path.isdir(tr.ckpt):
+        tr.release()
         sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "no checkpoint directory appeared"
+        tr.r["note"] = "no checkpoint directory at step %d" % k
         return
     w = DirWatch(tr.ckpt)
+    tr.release()
     if staging:
         pred = lambda n: n.startswith(name + ".tmp-")
     else:
@@ -646,11 +677,8 @@ def damage(tr, case, newest):
 def run_damage(tr):
     """latest-missing, latest-older, bitflip, truncate, manifest-digit: SIGSTOP at a random step, damage
     the newest committed checkpoint, kill -9; the restart must notice and fall back or repair."""
-    sup = tr.start()
-    rec = tr.wait_step(sup, tr.target_step(lo=5 if tr.case in ("damage-all", "latest-missing") else 10))
+    sup, rec = tr.start_to_target(lo=5 if tr.case in ("damage-all", "latest-missing") else 10)
     if rec is None:
-        sup.wait(TRIAL_TIMEOUT)
-        tr.r["note"] = "the run ended before the target step"
         return
     # a fallback needs an intact older step: wait for a second commit (an async save may be in flight)
     end = now() + 30
@@ -667,6 +695,7 @@ def run_damage(tr):
         tr.r["note"] = damage(tr, tr.case, steps[-1])
     mon = Monitor(tr, pids)
     signal_pid(pids[0], signal.SIGKILL)
+    tr.release()
     mon.start()
     rc = sup.wait(TRIAL_TIMEOUT)
     if tr.case == "damage-all":
@@ -708,6 +737,7 @@ def run_diskfull(tr):
             except OSError:
                 pass
         os.close(fd)
+        tr.release()  # the trainer goes on into the full disk
         end = now() + 30
         t_det = None
         while now() < end and sup.p.poll() is None and t_det is None:
@@ -737,6 +767,11 @@ def run_sup_signal(tr, sig):
     mon.start()
     t_inj, wall = now(), time.time()
     signal_pid(sup.p.pid, sig)
+    if sig == signal.SIGTERM:  # the job holds the request once the supervisor says so: then let it go
+        end = now() + 30
+        while sup.first(r"asked the job to checkpoint", t_inj) is None and sup.p.poll() is None and now() < end:
+            time.sleep(0.005)
+    tr.release()
     rc1 = sup.wait(TRIAL_TIMEOUT)
     end = now() + 10
     while mon.gone_at is None and now() < end:
@@ -769,6 +804,7 @@ def run_two_sup(tr):
     second = tr.start("second")
     rc2 = second.wait(30)
     t_det = now()
+    tr.release()
     named = re.search(r"in use by pid %d\b" % sup.p.pid, second.text()) is not None
     rc = sup.wait(TRIAL_TIMEOUT)
     mon.last_old = None
@@ -789,6 +825,7 @@ def run_kill_mpirun(tr):
     pids = tr.rank_pids()
     mpirun = [c for c in children(sup.p.pid) if "mpirun" in open("/proc/%d/cmdline" % c).read()]
     if not mpirun:
+        tr.release()
         sup.wait(TRIAL_TIMEOUT)
         tr.r["note"] = "no mpirun child found"
         return
@@ -796,6 +833,7 @@ def run_kill_mpirun(tr):
     mon.start()
     t_inj, wall = now(), time.time()
     signal_pid(mpirun[0], signal.SIGKILL)
+    tr.release()
     rc = sup.wait(TRIAL_TIMEOUT)
     tr.finish(rc, t_inj, wall, mon, sup.first(r"crash detected", t_inj), rec["step"])
     tr.r["note"] = "old rank alive at the next attempt" if mon.old_alive_at_new else "old ranks gone before the next attempt"

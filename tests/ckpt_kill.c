@@ -1,6 +1,8 @@
 /* Kill during save: a child process saves large checkpoints in a loop and is SIGKILLed at random
- * instants; after every kill the root must still load (latest or a fallback), verify, and hold
+ * instants (the first trial: stopped while its staging directory exists, so at least one kill lands
+ * mid-save however loaded the machine); after every kill the root must still load (latest or a fallback), verify, and hold
  * exactly the data of the step it names. Usage: ckpt_kill [trials] [floats_per_array] */
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,31 @@ static int64_t check_root(const char *root, float *tmp) {
     return s;
 }
 
+static int has_staging(const char *root) {
+    DIR *d = opendir(root);
+    struct dirent *e;
+    int found = 0;
+    while (d && (e = readdir(d)))
+        if (strstr(e->d_name, ".tmp-")) found = 1;
+    if (d) closedir(d);
+    return found;
+}
+
+/* Stops the child while a staging directory exists (checked with the child stopped), at most ~60 s. */
+static void stop_mid_save(pid_t pid, const char *root) {
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 60000; i++) {
+        if (has_staging(root)) {
+            kill(pid, SIGSTOP);
+            int st;
+            waitpid(pid, &st, WUNTRACED);
+            if (has_staging(root)) return;
+            kill(pid, SIGCONT);
+        }
+        nanosleep(&ms, NULL);
+    }
+}
+
 int main(int argc, char **argv) {
     int trials = argc > 1 ? atoi(argv[1]) : 10;
     g_n = argc > 2 ? atoll(argv[2]) : 8 << 20;
@@ -80,7 +107,8 @@ int main(int argc, char **argv) {
         /* a random instant within roughly the first 2.5 saves of the child */
         double delay = save_s * 2.5 * zaya_rng_uniform_at(42, (uint64_t)t, 0);
         struct timespec ts = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
-        nanosleep(&ts, NULL);
+        if (t == 0) stop_mid_save(pid, root), delay = 0;
+        else nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         int status;
         waitpid(pid, &status, 0);

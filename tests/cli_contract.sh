@@ -18,6 +18,10 @@ expect() { # expect CODE PATTERN -- cmd...
 expect 0 "usage: zaya" -- "$zaya" --help
 expect 0 "usage: zaya" -- "$zaya" help
 expect 0 "zaya 0" -- "$zaya" --version
+# a shared machine by default: zaya runs with a passive OpenMP wait policy unless the user chose one
+expect 0 "wait policy: passive (zaya's default" -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ZAYA_WAIT_POLICY_DEFAULT "$zaya" --version
+expect 0 "OMP_WAIT_POLICY=active GOMP_SPINCOUNT=(unset) (set by the user)" -- env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$zaya" --version
+expect 0 "GOMP_SPINCOUNT=5000 (set by the user)" -- env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=5000 "$zaya" --version
 expect 2 "unknown command 'frobnicate'" -- "$zaya" frobnicate
 expect 2 "usage: zaya" -- "$zaya"
 # Every listed command answers --help with exit 0, and rejects an unknown flag with exit 2.
@@ -72,6 +76,16 @@ check_options() { # check_options CMD...
     a=$(parsed "$@" "$long" x1 "$long=x2")
     grep -qxF -- "$long list ['x1' 'x2']" <<<"$a" || { echo "FAIL: '$*': repeated $long do not accumulate"; fail=$((fail+1)); }
   done < <(grep -E '^  --[a-z0-9_-]+ .*\[repeatable' <<<"$help" | grep -oE -- '^  --[a-z0-9_-]+' | tr -d ' ')
+  # every range-checked integer option refuses the values just outside its range, naming itself
+  local lo hi out rc
+  while read -r long lo hi; do
+    for v in $((lo - 1)) $([ "$hi" -lt 2147483647 ] && echo $((hi + 1))); do
+      out=$(ZAYA_CLI_PARSE_ONLY=1 "$zaya" "$@" "$long" "$v" 2>&1); rc=$?
+      if [ $rc != 2 ] || ! grep -q -- "option '$long': $v is out of range" <<<"$out"; then
+        echo "FAIL: '$* $long $v' -> rc=$rc, not a usage error naming $long and its range: $(head -1 <<<"$out")"; fail=$((fail+1))
+      fi
+    done
+  done < <(sed -n 's/^\(--[a-z0-9_-]*\) [a-z0-9]* .* range \(-\{0,1\}[0-9]*\) \([0-9]*\)$/\1 \2 \3/p' <<<"$base")
 }
 walk() { # walk PREFIX...
   local cmds

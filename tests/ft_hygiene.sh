@@ -30,6 +30,13 @@ hb_pids() { cat "$dir/$1/sup/heartbeat/attempt-$(printf %03d $2)"/rank-*.json 2>
 wait_step() { local i; for i in $(seq 1 400); do
     python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["steps_done"] >= int(sys.argv[2]) else 1)' \
         "$dir/$1/sup/heartbeat/attempt-001/rank-00000.json" "$2" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+# held NAME STEP [NP]: the environment that holds every rank of NAME's first attempt as it enters step
+# STEP (the trainer's pause handshake); wait_held NAME [NP] until all are held; let_go NAME releases them
+held() { echo ZAYA_PAUSE_AT=$2 ZAYA_PAUSE_FILE="$dir/$1/pause"; }
+wait_held() { local i r ok; for i in $(seq 1 6000); do ok=1
+        for r in $(seq 0 $(( ${2:-1} - 1 ))); do [ -f "$dir/$1/pause.r$(printf %05d $r)" ] || ok=0; done
+        [ $ok = 1 ] && return 0; sleep 0.01; done; return 1; }
+let_go() { rm -f "$dir/$1"/pause.r*; }
 alive() { local p; for p in "$@"; do kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p" | cut -c1)" != Z ] && return 0; done; return 1; }
 gone_within() { # gone_within SECONDS PID...: 0 when none of the pids is alive within the time
     local t=$1 i; shift; for i in $(seq 1 $((t * 20))); do alive "$@" || return 0; sleep 0.05; done; return 1; }
@@ -38,10 +45,11 @@ gone_within() { # gone_within SECONDS PID...: 0 when none of the pids is alive w
 check "reference (2 ranks) trained" '[ -f "$dir/ref2/ckpt/$final/manifest.json" ]'
 
 # --- locks: one supervisor per -o, one trainer per -o
-ZAYA_FAULT_SLOW=0:0.1 "$zaya" supervise -o "$dir/lock/sup" "${SUP[@]}" -- "$zaya" train "${C[@]}" --max-steps $STEPS -o "$dir/lock/train" \
+mkdir -p "$dir/lock"
+env $(held lock 2) "$zaya" supervise -o "$dir/lock/sup" "${SUP[@]}" -- "$zaya" train "${C[@]}" --max-steps $STEPS -o "$dir/lock/train" \
     > "$dir/lock.log" 2>&1 &
 sp=$!; pids+=($sp)
-wait_step lock 2
+wait_held lock
 tp=$(hb_pids lock 1)
 out=$("$zaya" supervise -o "$dir/lock/sup" "${SUP[@]}" -- "$zaya" train "${C[@]}" -o "$dir/other" 2>&1); rc=$?
 check "a second supervisor on the same -o is refused, naming the holder pid $sp (exit $rc)" \
@@ -53,28 +61,32 @@ s=$(date +%s)
 out=$("$zaya" supervise -o "$dir/lock/sup2" "${SUP[@]}" -- "$zaya" train "${C[@]}" --max-steps $STEPS -o "$dir/lock/train" 2>&1); rc=$?
 check "a supervisor whose job's directory is held gives up at once ($(( $(date +%s) - s )) s, exit $rc)" \
     '[ $rc = 1 ] && grep -q "held by another run: .*in use by pid $tp" <<<"$out" && [ "$(grep -c "attempt [0-9]*: launched" <<<"$out")" = 1 ]'
+let_go lock
 wait $sp; rc=$?
 check "the first run completed undisturbed (exit $rc), no incident" '[ $rc = 0 ] && [ ! -s "$dir/lock/sup/incidents.jsonl" ]'
 
 # --- kill -9 of the supervisor: the job dies with it
 for np in 1 2; do
     name=orphan$np; launch=("$zaya"); [ $np = 2 ] && launch=("${mpi[@]}" "$zaya")
-    ZAYA_FAULT_SLOW=0:0.1 "$zaya" supervise -o "$dir/$name/sup" "${SUP[@]}" -- "${launch[@]}" train "${C[@]}" --max-steps $STEPS \
+    mkdir -p "$dir/$name"
+    env $(held $name 2) "$zaya" supervise -o "$dir/$name/sup" "${SUP[@]}" -- "${launch[@]}" train "${C[@]}" --max-steps $STEPS \
         -o "$dir/$name/train" > "$dir/$name.log" 2>&1 &
     sp=$!; pids+=($sp)
-    wait_step $name 2
+    wait_held $name $np
     ranks=$(hb_pids $name 1)
     kill -9 $sp
     check "kill -9 of the supervisor: its $np rank(s) ($(echo $ranks)) die within 2 s" '[ -n "$ranks" ] && gone_within 2 $ranks'
 done
 
 # --- kill -9 of mpirun: the attempt's ranks are gone before the restart, the run completes identical
-ZAYA_FAULT_SLOW=0:0.05 "$zaya" supervise -o "$dir/mpikill/sup" "${SUP[@]}" -- "${mpi[@]}" "$zaya" train "${C[@]}" --max-steps $STEPS \
+mkdir -p "$dir/mpikill"
+env $(held mpikill 10) "$zaya" supervise -o "$dir/mpikill/sup" "${SUP[@]}" -- "${mpi[@]}" "$zaya" train "${C[@]}" --max-steps $STEPS \
     -o "$dir/mpikill/train" > "$dir/mpikill.log" 2>&1 &
 sp=$!; pids+=($sp)
-wait_step mpikill 10
+wait_held mpikill 2
 ranks=$(hb_pids mpikill 1)
 kill -9 "$(pgrep -P $sp -f mpirun | head -1)"
+let_go mpikill
 left=x
 for i in $(seq 1 400); do [ -d "$dir/mpikill/sup/heartbeat/attempt-002" ] && { alive $ranks && left=yes || left=no; break; }; sleep 0.01; done
 wait $sp; rc=$?
@@ -84,11 +96,13 @@ check "kill -9 of mpirun: completed (exit $rc), bit-identical to the uninterrupt
 
 # --- a phase (phase b starts at step 56) with 20x longer steps, and a restart inside it, is not a hang
 P=(--backoff 0.2 --hang-floor 0.25 --hang-cap 60 --grace 2)
-ZAYA_FAULT_SLOW=0:0.5:56 ZAYA_FAULT_ATTEMPTS=0 "$zaya" supervise -o "$dir/phase/sup" "${P[@]}" -- "$zaya" train "${C[@]}" --max-steps 68 \
+mkdir -p "$dir/phase"
+env $(held phase 62) ZAYA_FAULT_SLOW=0:0.5:56 ZAYA_FAULT_ATTEMPTS=0 "$zaya" supervise -o "$dir/phase/sup" "${P[@]}" -- "$zaya" train "${C[@]}" --max-steps 68 \
     -o "$dir/phase/train" > "$dir/phase.log" 2>&1 &
 sp=$!; pids+=($sp)
-wait_step phase 62
+wait_held phase
 kill -9 $(hb_pids phase 1)
+let_go phase
 wait $sp; rc=$?
 check "slow phase from step 56 + restart inside it: completed (exit $rc) with one crash and no hang incident" \
     '[ $rc = 0 ] && [ "$(count phase crash)" = 1 ] && [ "$(count phase hang)" = 0 ]'

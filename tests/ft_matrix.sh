@@ -79,13 +79,20 @@ check "corrupt: the fallback to step 8 was recorded" '[ "$(incident corrupt corr
 # preemption: SIGTERM to the supervisor mid-run -> checkpoint + exit 75; the same command resumes
 preempt() { # preempt NAME NP REF
     local name=$1 np=$2 ref=$3 launch=("$zaya"); [ "$np" = 2 ] && launch=("${mpi[@]}" "$zaya")
-    local pre=(env ZAYA_FAULT_SLOW=0:0.05 "$zaya" supervise -o "$dir/$name/sup" "${SUP[@]}" -- "${launch[@]}" train "${C[@]}" -o "$dir/$name/train")
-    "${pre[@]}" > "$dir/$name.log" 2>&1 &
-    local spid=$! i rc saved
-    for i in $(seq 1 300); do
-        grep -qs '"steps_done":1[0-9]' "$dir/$name/sup/heartbeat/attempt-001/rank-00000.json" && break; sleep 0.05
+    local pre=("$zaya" supervise -o "$dir/$name/sup" "${SUP[@]}" -- "${launch[@]}" train "${C[@]}" -o "$dir/$name/train")
+    # every rank is held as it enters step 10 (the trainer's pause handshake) until the stop request
+    # has been forwarded: the run cannot end before it, however loaded the machine
+    mkdir -p "$dir/$name"
+    ZAYA_PAUSE_AT=10 ZAYA_PAUSE_FILE="$dir/$name/pause" "${pre[@]}" > "$dir/$name.log" 2>&1 &
+    local spid=$! i r rc saved ok
+    for i in $(seq 1 6000); do ok=1
+        for r in $(seq 0 $((np - 1))); do [ -f "$dir/$name/pause.r$(printf %05d $r)" ] || ok=0; done
+        [ $ok = 1 ] && break; sleep 0.01
     done
-    kill -TERM $spid; wait $spid; rc=$?
+    kill -TERM $spid
+    for i in $(seq 1 3000); do grep -qs "asked the job to checkpoint" "$dir/$name.log" && break; sleep 0.01; done
+    rm -f "$dir/$name"/pause.r*
+    wait $spid; rc=$?
     check "$name: supervisor exits 75 after the job saved" '[ $rc = 75 ] && grep -q "preempted" "$dir/$name.log"'
     saved=$(cat "$dir/$name/train/ckpt/latest" 2>/dev/null)
     check "$name: a checkpoint mid-run ($saved) was saved, none lost" '[ -n "$saved" ] && [ "$saved" != "$final" ] && [ -f "$dir/$name/train/ckpt/$saved/manifest.json" ]'

@@ -87,16 +87,17 @@ check "rerun with other settings in the same -o: exit 1 naming the setting" '[ $
 
 # Ctrl-C in the middle of the second run: it checkpoints and the study exits 75; the rerun resumes it
 # from its checkpoint and does not train the first run again.
+# Every run is held as it enters step 6 (the trainer's pause handshake): the first is let go, the
+# second is interrupted while held, so the Ctrl-C lands mid-run however loaded the machine.
 res=(--study optimizer --seeds 2 --steps 12 "${data[@]}" -o "$dir/r")
-"$zaya" study "${res[@]}" > "$dir/r1.txt" 2> "$dir/r1.err" &
+ZAYA_PAUSE_AT=6 ZAYA_PAUSE_FILE="$dir/rpause" "$zaya" study "${res[@]}" > "$dir/r1.txt" 2> "$dir/r1.err" &
 pid=$!
 second="$dir/r/optimizer/muon_adamw/seed2"
-for _ in $(seq 1 600); do
-  if [ -e "$dir/r/optimizer/muon_adamw/seed1/study_run.json" ] && ls "$second/ckpt" 2>/dev/null | grep -q step; then break; fi
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.5
-done
+held() { for _ in $(seq 1 12000); do [ -e "$dir/rpause.r00000" ] && return 0; kill -0 $pid 2>/dev/null || return 1; sleep 0.01; done; return 1; }
+held && rm -f "$dir/rpause.r00000"
+held
 kill -INT $pid 2>/dev/null
+rm -f "$dir/rpause.r00000"
 wait $pid; rc=$?
 check "interrupted study exits 75 with a resume hint" '[ $rc = 75 ] && grep -q "run the same command again" "$dir/r1.txt"'
 check "the interrupted run is unfinished" '[ ! -e "$second/study_run.json" ] && [ -e "$second/study_settings.json" ]'

@@ -24,3 +24,16 @@ add_test(NAME train_engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_engine.sh $
 set_tests_properties(train_engine PROPERTIES LABELS train TIMEOUT 900)
 add_test(NAME train_engine_cuda COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_engine.sh $<TARGET_FILE:zaya> cuda)
 set_tests_properties(train_engine_cuda PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900)
+
+# Ctrl-C (pause handshake, then SIGINT): checkpoint at the step in flight, no validation, the real step
+# on the last progress line; the resume keeps the run's history in summary.json and the end line.
+add_test(NAME train_stop COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_stop.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_stop PROPERTIES LABELS train TIMEOUT 600)
+
+# The MFU peak and its printed source: --peak-gflops, --profile / ZAYA_PROFILE, the per-host cache.
+add_test(NAME train_peak COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_peak.sh $<TARGET_FILE:zaya>)
+set_tests_properties(train_peak PROPERTIES LABELS train TIMEOUT 600)
+
+# Small defaults: range errors naming the flag, train --seed, no gnuplot warnings, --engine --cp.
+add_test(NAME defaults_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/defaults_cli.sh $<TARGET_FILE:zaya>)
+set_tests_properties(defaults_cli PROPERTIES LABELS cli TIMEOUT 600)

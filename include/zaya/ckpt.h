@@ -112,6 +112,8 @@ zaya_status zaya_ckpt_writer_commit(zaya_ckpt_writer *w, zaya_ckpt_save_stats *s
 /* Copies every added buffer into snap (the stall, returned in *stall_s) and commits on a
  * background thread; the caller may modify its buffers as soon as this returns. */
 zaya_status zaya_ckpt_writer_commit_async(zaya_ckpt_writer *w, zaya_ckpt_snapshot *snap, double *stall_s);
+/* 1 once an async commit has finished (succeeded or failed): zaya_ckpt_writer_wait then returns at once. */
+int zaya_ckpt_writer_done(const zaya_ckpt_writer *w);
 /* Joins an async commit; returns its status and frees w. */
 zaya_status zaya_ckpt_writer_wait(zaya_ckpt_writer *w, zaya_ckpt_save_stats *st);
 void zaya_ckpt_writer_free(zaya_ckpt_writer *w); /* abandons an uncommitted writer */

@@ -29,6 +29,8 @@ typedef struct zaya_infer_generate_opts {
     double top_p;               /* 1: off */
     int64_t seed;
     int ignore_eos;             /* do not stop at the tokenizer's eos token */
+    int no_bos;                 /* do not put the tokenizer's bos token before each prompt (the default does,
+                                   as training documents start with it) */
     int no_gemv;                /* oneDNN for single-row projections too */
     int bandwidth;              /* measure a STREAM triad afterwards */
     int threads;                /* 0: all cores */

@@ -60,6 +60,11 @@ int zaya_proc_alive(int pid, long long start);
 /* SIGKILL every descendant of this process (all generations, from /proc's parent links) and reap
  * them; returns how many were found. */
 int zaya_proc_kill_descendants(void);
+/* The same; counts only processes still running when found (zombies are reaped, not counted) and
+ * names them in names ("comm (pid N), ..."; may be NULL). */
+int zaya_proc_kill_descendants_named(char *names, size_t cap);
+/* Reaps exited children and returns how many descendants are still running. */
+int zaya_proc_count_descendants(void);
 /* SIGKILL and reap the processes re-parented to this one (a child subreaper); returns how many. */
 int zaya_proc_reap_orphans(void);
 

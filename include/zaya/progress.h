@@ -24,6 +24,8 @@ void zaya_progress_init(zaya_progress *p, const char *label, const char *unit, i
 /* `note` (may be NULL) is appended to the line / added as "note" in JSON. */
 void zaya_progress_update(zaya_progress *p, int64_t done, const char *note);
 void zaya_progress_finish(zaya_progress *p, const char *note);
+/* The last line of work that stopped early (interrupted, failed): shows `done`, not the total. */
+void zaya_progress_stop(zaya_progress *p, int64_t done, const char *note);
 
 #ifdef __cplusplus
 }

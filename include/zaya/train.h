@@ -43,7 +43,9 @@ typedef struct zaya_train_opts {
     int64_t log_every;
     int64_t samples;       /* generated samples at the end */
     int64_t sample_tokens;
-    double peak_gflops;    /* matmul peak for MFU; 0 = measure at start */
+    double peak_gflops;    /* matmul peak for MFU; 0 = the machine profile, the host's cached peak, or measured */
+    int64_t seed;          /* >= 0: the run's seed (data order, initialization) instead of the run file's; -1: the file's */
+    const char *profile;   /* machine profile (zaya bench all's profile.json) for that peak; NULL: ZAYA_PROFILE */
     int dp_allreduce;      /* data parallel: 0 = ZeRO-1 (default), 1 = plain all-reduce */
     int cp;                /* context-parallel ranks per sequence for phases whose run file sets no "cp"
                               (0 or 1: none); the world is DP x CP, CP groups are consecutive ranks */
@@ -63,12 +65,14 @@ void zaya_train_opts_default(zaya_train_opts *o);
 
 /* Summary of a finished run. */
 typedef struct zaya_train_result {
-    int64_t steps, tokens, skipped_updates;
+    int64_t steps, tokens, skipped_updates; /* in this invocation (attempt) */
+    int64_t run_steps, run_tokens, start_step; /* of the whole run; start_step: where this attempt resumed (0: fresh) */
     int preempted; /* stopped early on SIGTERM/SIGINT after saving a checkpoint (exit ZAYA_EXIT_PREEMPTED) */
-    double first_val_loss, last_val_loss;
-    double first_train_loss, last_train_loss;
+    double first_val_loss, last_val_loss;     /* of the whole run, a resumed one included (its metrics.jsonl) */
+    double first_train_loss, last_train_loss; /* likewise */
     double seconds, tokens_per_s, mfu;
     int world, rank;
+    int dp_size, cp; /* the last phase's split of the world: data-parallel groups x context-parallel ranks */
     double comm_wait_s, comm_blocking_s, gather_s; /* summed over steps (rank 0) */
     double checkpoint_stall_s; /* mean training stall per checkpoint save */
 } zaya_train_result;

@@ -79,6 +79,12 @@ static void fmt_bytes(char *buf, size_t cap, int64_t b) {
     else snprintf(buf, cap, "%lld", (long long)b);
 }
 
+/* A ratio column: "-" where nothing was measured (no bare loop, no size >= 64K), never a made-up 0. */
+static void fmt_ratio(char *out, size_t cap, double r) {
+    if (r > 0) snprintf(out, cap, "%.3f", r);
+    else snprintf(out, cap, "-");
+}
+
 void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
     int cycles = 0; /* -N: a cycle column */
     for (int i = 0; i < n; i++) cycles |= s[i].cycle > 1;
@@ -92,13 +98,15 @@ void zaya_coll_print_summary(FILE *f, const zaya_coll_summary *s, int n) {
         fmt_bytes(lb, sizeof lb, s[i].latency_bytes);
         fmt_bytes(pb, sizeof pb, s[i].peak_bytes);
         fmt_bytes(sb, sizeof sb, s[i].saturation_bytes);
-        char cyc[16] = "";
+        char cyc[16] = "", ra[16], rl[16];
         if (cycles) snprintf(cyc, sizeof cyc, "  %5d", s[i].cycle);
-        fprintf(f, "  %-13s %5d %6s %5s %5s %2d %9.2f %9.2f %6s %11.3f %6s %6s %7.3f %7.3f %6lld%s\n",
+        fmt_ratio(ra, sizeof ra, s[i].overhead_ratio);
+        fmt_ratio(rl, sizeof rl, s[i].overhead_ratio_large);
+        fprintf(f, "  %-13s %5d %6s %5s %5s %2d %9.2f %9.2f %6s %11.3f %6s %6s %7s %7s %6lld%s\n",
                 zaya_coll_name(s[i].coll), s[i].nranks, zaya_coll_placement_name(s[i].spread), zaya_dist_dtype_name(s[i].dtype),
                 zaya_coll_is_reduction(s[i].coll) ? zaya_redop_name(s[i].op) : "none", s[i].blocking, s[i].latency_us,
                 s[i].latency_p50_us, lb,
-                s[i].peak_busbw, pb, sb, s[i].overhead_ratio, s[i].overhead_ratio_large, (long long)s[i].wrong, cyc);
+                s[i].peak_busbw, pb, sb, ra, rl, (long long)s[i].wrong, cyc);
     }
 }
 
@@ -192,7 +200,8 @@ static cJSON *coll_json(const zaya_coll_results *r, const zaya_coll_plan *p, int
         cJSON_AddNumberToObject(e, "peak_bytes", (double)sum[i].peak_bytes);
         cJSON_AddNumberToObject(e, "saturation_bytes", (double)sum[i].saturation_bytes);
         cJSON_AddNumberToObject(e, "overhead_ratio", sum[i].overhead_ratio);
-        cJSON_AddNumberToObject(e, "overhead_ratio_ge64K", sum[i].overhead_ratio_large);
+        if (sum[i].overhead_ratio_large > 0) cJSON_AddNumberToObject(e, "overhead_ratio_ge64K", sum[i].overhead_ratio_large);
+        else cJSON_AddNullToObject(e, "overhead_ratio_ge64K"); /* no size >= 64K ran */
         cJSON_AddNumberToObject(e, "wrong", (double)sum[i].wrong);
         cJSON_AddItemToArray(sa, e);
     }

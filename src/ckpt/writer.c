@@ -42,6 +42,7 @@ struct zaya_ckpt_writer {
     pthread_t thread;
     int async;
     zaya_status async_status;
+    int async_done; /* set (release) by the writer thread as it ends */
     char async_msg[1024];
     zaya_ckpt_save_stats stats;
 };
@@ -575,7 +576,11 @@ zaya_status zaya_ckpt_writer_commit(zaya_ckpt_writer *w, zaya_ckpt_save_stats *s
 static void *async_main(void *arg) {
     zaya_ckpt_writer *w = arg;
     w->async_status = commit_run(w, &w->stats);
-    if (w->async_status != ZAYA_OK) snprintf(w->async_msg, sizeof w->async_msg, "%s", zaya_error_message());
+    if (w->async_status != ZAYA_OK) {
+        snprintf(w->async_msg, sizeof w->async_msg, "%s", zaya_error_message());
+        ZAYA_ERROR("the background checkpoint save failed: %s", w->async_msg); /* now, not at the next save */
+    }
+    __atomic_store_n(&w->async_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -602,6 +607,10 @@ zaya_status zaya_ckpt_writer_commit_async(zaya_ckpt_writer *w, zaya_ckpt_snapsho
         return zaya_error_set(ZAYA_EIO, "cannot start the checkpoint writer thread");
     w->async = 1;
     return ZAYA_OK;
+}
+
+int zaya_ckpt_writer_done(const zaya_ckpt_writer *w) {
+    return w->async && __atomic_load_n(&w->async_done, __ATOMIC_ACQUIRE);
 }
 
 zaya_status zaya_ckpt_writer_wait(zaya_ckpt_writer *w, zaya_ckpt_save_stats *st) {

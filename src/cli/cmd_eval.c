@@ -17,7 +17,7 @@ int zaya_cmd_eval(int argc, char **argv) {
     zaya_flag flags[] = {
         {"checkpoint", 0, ZAYA_FLAG_STRING, &mo.checkpoint, "PATH", "model checkpoint"},
         {"config", 'c', ZAYA_FLAG_STRING, &mo.config, "SPEC", "preset or config.json, with --random-init"},
-        {"random-init", 0, ZAYA_FLAG_I64, &mo.random_init, "SEED", "random weights from SEED (smoke tests)"},
+        {"random-init", 0, ZAYA_I64_IN(&mo.random_init, 0, ZAYA_FLAG_NO_MAX), "SEED", "random weights from SEED (smoke tests)"},
         {"dtype", 0, ZAYA_FLAG_STRING, &mo.dtype, "T", "f32 or bf16 weights (default: f32)"},
         {"tokenizer", 't', ZAYA_FLAG_STRING, &tok_path, "FILE", "tokenizer.json (needed for --text, --task, bpb)"},
         {"shard", 0, ZAYA_FLAG_STRING, &shard, "FILE", "token shard (.ztok) for perplexity"},
@@ -26,7 +26,7 @@ int zaya_cmd_eval(int argc, char **argv) {
         {"format", 0, ZAYA_FLAG_STRING, &format, "F", "task layout: auto, zaya, hellaswag, arc, piqa, winogrande, mmlu, lambada (default: auto)"},
         {"ctx", 0, ZAYA_FLAG_I64, &window, "N", "perplexity window (default: max_position_embeddings)"},
         {"max-tokens", 0, ZAYA_FLAG_I64, &max_tokens, "N", "evaluate at most N tokens of the shard/text (default: all)"},
-        {"batch", 'b', ZAYA_FLAG_I64, &batch, "B", "sequences scored at once (default: 4)"},
+        {"batch", 'b', ZAYA_I64_IN(&batch, 1, ZAYA_FLAG_NO_MAX), "B", "sequences scored at once (default: 4)"},
         ZAYA_FLAG_OUTDIR(&out, "results/eval"),
         ZAYA_FLAG_THREADS(&threads),
     };

@@ -13,8 +13,8 @@ int zaya_cmd_supervise(int argc, char **argv) {
     int no_grow = 0;
     zaya_flag flags[] = {
         ZAYA_FLAG_OUTDIR(&o.out_dir, "out/supervise"),
-        {"max-restarts", 0, ZAYA_FLAG_INT, &o.max_restarts, "N", "restarts after failures before giving up (default 10)"},
-        {"same-step-limit", 0, ZAYA_FLAG_INT, &o.same_step_limit, "K", "stop with a diagnosis after K failures in a row at the same step (default 3)"},
+        {"max-restarts", 0, ZAYA_INT_IN(&o.max_restarts, 0, ZAYA_FLAG_NO_MAX), "N", "restarts after failures before giving up (default 10)"},
+        {"same-step-limit", 0, ZAYA_INT_IN(&o.same_step_limit, 1, ZAYA_FLAG_NO_MAX), "K", "stop with a diagnosis after K failures in a row at the same step (default 3)"},
         {"backoff", 0, ZAYA_FLAG_DOUBLE, &o.backoff_s, "S", "restart delay, doubled per failure without progress (default 1)"},
         {"backoff-max", 0, ZAYA_FLAG_DOUBLE, &o.backoff_max_s, "S", "largest restart delay (default 30)"},
         {"hang-factor", 0, ZAYA_FLAG_DOUBLE, &o.hang_factor, "X", "section timeout = X x median step time (default 10)"},
@@ -29,7 +29,7 @@ int zaya_cmd_supervise(int argc, char **argv) {
         {"poll", 0, ZAYA_FLAG_DOUBLE, &o.poll_s, "S", "heartbeat polling period (default 0.05)"},
         {"numeric-policy", 0, ZAYA_FLAG_STRING, &policy, "record|rollback", "NaN/Inf and loss spikes: record the trainer's skip, or roll back to the checkpoint before the fault and skip that step (default record)"},
         {"lr-lower", 0, ZAYA_FLAG_DOUBLE, &o.lr_lower, "X", "with rollback: multiply the LR by X for --lr-lower-steps steps after the fault (default 1)"},
-        {"lr-lower-steps", 0, ZAYA_FLAG_I64, &o.lr_lower_steps, "N", "with rollback: steps of lowered LR (default 0)"},
+        {"lr-lower-steps", 0, ZAYA_I64_IN(&o.lr_lower_steps, 0, ZAYA_FLAG_NO_MAX), "N", "with rollback: steps of lowered LR (default 0)"},
         {"health-check", 0, ZAYA_FLAG_BOOL, &o.health_check, NULL, "exact-integer GEMM self-test before every (re)start"},
         {"hosts", 0, ZAYA_FLAG_STRING, &o.hosts_file, "FILE", "elastic job over the hosts of this Open MPI hostfile (HOST slots=N): each attempt on the hosts that pass the check, the supervisor choosing mpirun's -np and --host (docs/fault-tolerance.md)"},
         {"min-hosts", 0, ZAYA_FLAG_INT, &o.min_hosts, "N", "with --hosts: stop with a diagnosis when fewer than N hosts are healthy (default 1)"},
@@ -52,10 +52,23 @@ int zaya_cmd_supervise(int argc, char **argv) {
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
     if (rc >= 0) return rc;
     if (args.npos == 0) return zaya_flags_usage_error(&spec, "missing the command to supervise (after --)");
-    if (o.max_restarts < 0 || o.same_step_limit < 0 || o.backoff_s < 0 || o.backoff_max_s < 0 || o.hang_factor <= 0 ||
-        o.hang_floor_s <= 0 || o.hang_cap_s < o.hang_floor_s || o.grace_s < 0 || o.poll_s <= 0 || o.poll_s > 10 ||
-        o.straggler_factor <= 1 || o.preempt_timeout_s <= 0 || o.startup_timeout_s < 0 || o.eval_timeout_s < 0 || o.save_timeout_s < 0)
-        return zaya_flags_usage_error(&spec, "timeouts and counts must be positive, --hang-cap >= --hang-floor, --straggler-factor > 1");
+    /* every bad value names its flag (the integer counts are range-checked by the parser) */
+    const struct { int bad; const char *what; } need[] = {
+        {o.backoff_s < 0, "--backoff must be >= 0"},
+        {o.backoff_max_s < 0, "--backoff-max must be >= 0"},
+        {!(o.hang_factor > 0), "--hang-factor must be > 0"},
+        {!(o.hang_floor_s > 0), "--hang-floor must be > 0"},
+        {!(o.hang_cap_s >= o.hang_floor_s), "--hang-cap must be >= --hang-floor"},
+        {o.grace_s < 0, "--grace must be >= 0"},
+        {!(o.poll_s > 0 && o.poll_s <= 10), "--poll must be in (0, 10] seconds"},
+        {!(o.straggler_factor > 1), "--straggler-factor must be > 1"},
+        {!(o.preempt_timeout_s > 0), "--preempt-timeout must be > 0"},
+        {o.startup_timeout_s < 0, "--startup-timeout must be >= 0"},
+        {o.eval_timeout_s < 0, "--eval-timeout must be >= 0"},
+        {o.save_timeout_s < 0, "--save-timeout must be >= 0"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (need[i].bad) return zaya_flags_usage_error(&spec, "%s", need[i].what);
     if (o.min_hosts < 1 || o.host_wait_s < 0 || o.host_check_timeout_s <= 0 || o.host_probe_s <= 0)
         return zaya_flags_usage_error(&spec, "--min-hosts must be >= 1, --host-wait >= 0, --host-check-timeout and --host-probe > 0");
     o.grow_back = !no_grow;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 zaya_status zaya_parse_i64(const char *s, int64_t *out) {
     if (!s || !*s) return zaya_error_set(ZAYA_EINVAL, "empty integer");
@@ -109,6 +110,31 @@ static const zaya_flag *find_short(const zaya_cmd_spec *spec, char c) {
     return NULL;
 }
 
+int zaya_flags_threads_cap(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    long cap = n > 0 ? 4 * n : 16;
+    return cap < 16 ? 16 : cap > 1 << 20 ? 1 << 20 : (int)cap;
+}
+
+static void flag_range(const zaya_flag *fl, int64_t *lo, int64_t *hi) {
+    const zaya_flag_range *r = fl->dst;
+    *lo = r->min;
+    *hi = r->threads_cap ? zaya_flags_threads_cap() : r->max;
+    if (fl->kind == ZAYA_FLAG_INT_IN && *hi > 2147483647) *hi = 2147483647;
+}
+
+static zaya_status check_range(const zaya_flag *fl, int64_t v) {
+    int64_t lo, hi;
+    flag_range(fl, &lo, &hi);
+    if (v >= lo && v <= hi) return ZAYA_OK;
+    if (((const zaya_flag_range *)fl->dst)->threads_cap)
+        return zaya_error_set(ZAYA_EINVAL, "%lld is out of range: must be in [%lld, %lld] (4 x the %ld cores, at least 16)",
+                              (long long)v, (long long)lo, (long long)hi, sysconf(_SC_NPROCESSORS_ONLN));
+    if (hi == (fl->kind == ZAYA_FLAG_INT_IN ? 2147483647 : INT64_MAX))
+        return zaya_error_set(ZAYA_EINVAL, "%lld is out of range: must be >= %lld", (long long)v, (long long)lo);
+    return zaya_error_set(ZAYA_EINVAL, "%lld is out of range: must be in [%lld, %lld]", (long long)v, (long long)lo, (long long)hi);
+}
+
 static zaya_status assign(const zaya_flag *fl, const char *val) {
     int64_t i = 0;
     double d = 0;
@@ -120,6 +146,13 @@ static zaya_status assign(const zaya_flag *fl, const char *val) {
         *(int *)fl->dst = (int)i;
         return ZAYA_OK;
     case ZAYA_FLAG_I64: ZAYA_TRY(zaya_parse_i64(val, &i)); *(int64_t *)fl->dst = i; return ZAYA_OK;
+    case ZAYA_FLAG_INT_IN:
+    case ZAYA_FLAG_I64_IN:
+        ZAYA_TRY(zaya_parse_i64(val, &i));
+        ZAYA_TRY(check_range(fl, i));
+        if (fl->kind == ZAYA_FLAG_INT_IN) *(int *)((const zaya_flag_range *)fl->dst)->dst = (int)i;
+        else *(int64_t *)((const zaya_flag_range *)fl->dst)->dst = i;
+        return ZAYA_OK;
     case ZAYA_FLAG_DOUBLE: ZAYA_TRY(zaya_parse_f64(val, &d)); *(double *)fl->dst = d; return ZAYA_OK;
     case ZAYA_FLAG_STRING: *(const char **)fl->dst = val; return ZAYA_OK;
     case ZAYA_FLAG_BYTES: ZAYA_TRY(zaya_parse_bytes(val, &i)); *(int64_t *)fl->dst = i; return ZAYA_OK;
@@ -136,8 +169,8 @@ static zaya_status assign(const zaya_flag *fl, const char *val) {
 static const char *kind_name(zaya_flag_kind k) {
     switch (k) {
     case ZAYA_FLAG_BOOL: return "bool";
-    case ZAYA_FLAG_INT: return "int";
-    case ZAYA_FLAG_I64: return "i64";
+    case ZAYA_FLAG_INT: case ZAYA_FLAG_INT_IN: return "int";
+    case ZAYA_FLAG_I64: case ZAYA_FLAG_I64_IN: return "i64";
     case ZAYA_FLAG_DOUBLE: return "double";
     case ZAYA_FLAG_STRING: return "string";
     case ZAYA_FLAG_BYTES: return "bytes";
@@ -155,6 +188,8 @@ static void dump_parsed(const zaya_cmd_spec *spec, const zaya_args *a) {
         switch (fl->kind) {
         case ZAYA_FLAG_BOOL: case ZAYA_FLAG_INT: printf("%d", *(const int *)fl->dst); break;
         case ZAYA_FLAG_I64: case ZAYA_FLAG_BYTES: printf("%lld", (long long)*(const int64_t *)fl->dst); break;
+        case ZAYA_FLAG_INT_IN: printf("%d", *(const int *)((const zaya_flag_range *)fl->dst)->dst); break;
+        case ZAYA_FLAG_I64_IN: printf("%lld", (long long)*(const int64_t *)((const zaya_flag_range *)fl->dst)->dst); break;
         case ZAYA_FLAG_DOUBLE: printf("%.17g", *(const double *)fl->dst); break;
         case ZAYA_FLAG_STRING: {
             const char *v = *(const char *const *)fl->dst;
@@ -169,6 +204,11 @@ static void dump_parsed(const zaya_cmd_spec *spec, const zaya_args *a) {
             printf("]");
             break;
         }
+        }
+        if (fl->kind == ZAYA_FLAG_INT_IN || fl->kind == ZAYA_FLAG_I64_IN) {
+            int64_t lo, hi;
+            flag_range(fl, &lo, &hi);
+            printf(" range %lld %lld", (long long)lo, (long long)hi);
         }
         printf("\n");
     }

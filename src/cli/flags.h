@@ -24,7 +24,22 @@ typedef enum zaya_flag_kind {
     ZAYA_FLAG_STRING, /* const char ** */
     ZAYA_FLAG_BYTES,  /* int64_t*: 64, 8K, 128M, 1G (binary multiples, as nccl-tests) */
     ZAYA_FLAG_LIST,   /* zaya_flag_list*: repeatable; every occurrence appends its value */
+    ZAYA_FLAG_INT_IN, /* zaya_flag_range* over an int: a value outside [min, max] is a usage error naming the flag */
+    ZAYA_FLAG_I64_IN, /* zaya_flag_range* over an int64_t: likewise */
 } zaya_flag_kind;
+
+/* Destination of a range-checked integer flag; threads_cap: max is zaya_flags_threads_cap(). Written
+ * through the macros: {"cp", 0, ZAYA_INT_IN(&o.cp, 1, 4096), "N", "help"}. */
+typedef struct zaya_flag_range {
+    void *dst;
+    int64_t min, max;
+    int threads_cap;
+} zaya_flag_range;
+#define ZAYA_FLAG_NO_MAX INT64_MAX
+#define ZAYA_INT_IN(var, lo, hi) ZAYA_FLAG_INT_IN, &(zaya_flag_range){(var), (lo), (hi), 0}
+#define ZAYA_I64_IN(var, lo, hi) ZAYA_FLAG_I64_IN, &(zaya_flag_range){(var), (lo), (hi), 0}
+/* The largest --threads: 4 x the online cores, at least 16. */
+int zaya_flags_threads_cap(void);
 
 /* Destination of a ZAYA_FLAG_LIST flag: values go to items[0..n), at most max of them (more is a
  * usage error naming the flag). */
@@ -77,7 +92,8 @@ zaya_status zaya_parse_f64(const char *s, double *out);
 
 /* Flags that most commands share. */
 #define ZAYA_FLAG_THREADS(dst) \
-    {"threads", 0, ZAYA_FLAG_INT, (dst), "N", "worker threads for zaya and oneDNN (default: all cores)"}
+    {"threads", 0, ZAYA_FLAG_INT_IN, &(zaya_flag_range){(dst), 1, 0, 1}, "N", \
+     "worker threads for zaya and oneDNN, 1 to 4 x the cores (at least 16) (default: all cores)"}
 #define ZAYA_FLAG_OUTDIR(dst, def) \
     {"out", 'o', ZAYA_FLAG_STRING, (dst), "DIR", "output directory (default: " def ")"}
 

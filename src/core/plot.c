@@ -19,10 +19,17 @@ static zaya_status run_gnuplot(const char *gp, const char *dat) {
     if (!zaya_proc_which("gnuplot", NULL, 0))
         return zaya_error_set(ZAYA_EUNSUPPORTED, "gnuplot is not installed; data kept in '%s' (run scripts/setup.sh)", dat);
     char *argv[] = {"gnuplot", (char *)gp, NULL};
+    char log[4200];
+    snprintf(log, sizeof log, "%s.log", gp); /* gnuplot's warnings go here, not onto the caller's stderr */
+    zaya_proc_opts po;
+    memset(&po, 0, sizeof po);
+    po.log_path = log;
     zaya_proc_result r;
-    ZAYA_TRY(zaya_proc_run(argv, NULL, 120, &r));
+    ZAYA_TRY(zaya_proc_run(argv, &po, 120, &r));
     char why[32];
-    if (!zaya_proc_ok(&r)) return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s' (%s)", gp, zaya_proc_describe(&r, why, sizeof why));
+    if (!zaya_proc_ok(&r))
+        return zaya_error_set(ZAYA_EIO, "gnuplot failed on '%s' (%s); its output is in '%s'", gp,
+                              zaya_proc_describe(&r, why, sizeof why), log);
     return ZAYA_OK;
 }
 
@@ -113,6 +120,16 @@ zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const
                             int nseries) {
     char dat[4096], gp[4096];
     ZAYA_TRY(side_paths(png_path, dat, gp, sizeof dat));
+    /* the data's extent: no point, no plot; a single x (or y) value gets a range around it, which
+     * gnuplot would otherwise widen itself with an "empty x range" warning */
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (int s = 0; s < nseries; s++)
+        for (int i = 0; i < series[s].n; i++) {
+            const double x = series[s].x[i], y = series[s].y[i];
+            if (!isfinite(x) || !isfinite(y)) continue;
+            x0 = x < x0 ? x : x0, x1 = x > x1 ? x : x1, y0 = y < y0 ? y : y0, y1 = y > y1 ? y : y1;
+        }
+    if (!(x0 <= x1)) return ZAYA_OK;
     FILE *f = fopen(dat, "w");
     if (!f) return zaya_error_set(ZAYA_EIO, "cannot write '%s': %s", dat, strerror(errno));
     for (int s = 0; s < nseries; s++) {
@@ -134,9 +151,19 @@ zaya_status zaya_plot_lines(const char *png_path, const zaya_plot_opts *o, const
     if (o && o->logx) fprintf(f, "set logscale x %d\n", o->logx == 2 || o->logx == ZAYA_PLOT_LOGX_BYTES ? 2 : 10);
     if (o && o->logy) fprintf(f, "set logscale y\n");
     if (o && o->logx == ZAYA_PLOT_LOGX_BYTES) write_byte_tics(f, series, nseries);
+    if (x0 == x1) {
+        if (o && o->logx && x0 > 0) fprintf(f, "set xrange [%.9g:%.9g]\n", x0 / 2, x0 * 2);
+        else fprintf(f, "set xrange [%.9g:%.9g]\n", x0 - 1, x0 + 1);
+    }
+    if (y0 == y1) {
+        if (o && o->logy && y0 > 0) fprintf(f, "set yrange [%.9g:%.9g]\n", y0 / 2, y0 * 2);
+        else fprintf(f, "set yrange [%.9g:%.9g]\n", y0 - (y0 != 0 ? fabs(y0) / 10 : 1), y0 + (y0 != 0 ? fabs(y0) / 10 : 1));
+    }
     fprintf(f, "plot ");
-    for (int s = 0; s < nseries; s++) {
-        fprintf(f, "%s\"", s ? ", \\\n     " : "");
+    for (int s = 0, first = 1; s < nseries; s++) {
+        if (series[s].n == 0) continue; /* an empty block: gnuplot would warn about it */
+        fprintf(f, "%s\"", first ? "" : ", \\\n     ");
+        first = 0;
         write_escaped(f, dat);
         fprintf(f, "\" index %d using 1:2 with %s lw 2 title \"", s, (o && o->points) ? "linespoints" : "lines");
         write_escaped(f, series[s].title ? series[s].title : "");

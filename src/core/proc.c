@@ -273,14 +273,44 @@ static int list_descendants(int *out, int cap) {
     return total - 1;
 }
 
-int zaya_proc_kill_descendants(void) {
-    int pids[4096], found = 0;
+int zaya_proc_kill_descendants(void) { return zaya_proc_kill_descendants_named(NULL, 0); }
+
+int zaya_proc_count_descendants(void) {
+    static int pids[4096];
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+    int n = list_descendants(pids, 4096), alive = 0;
+    for (int i = 0; i < n; i++) {
+        char buf[512];
+        const char *p = proc_stat_fields(pids[i], buf, sizeof buf);
+        alive += p && p[0] != 'Z';
+    }
+    return alive;
+}
+
+int zaya_proc_kill_descendants_named(char *names, size_t cap) {
+    static int pids[4096];
+    int found = 0;
+    size_t used = 0;
+    if (names && cap) names[0] = 0;
     for (int round = 0; round < 200; round++) {
         int n = list_descendants(pids, 4096);
-        for (int i = 0; i < n; i++) kill(pids[i], SIGKILL);
+        for (int i = 0; i < n; i++) {
+            /* a zombie has already exited: reaping it is not killing a leftover */
+            char buf[512], comm[64] = "?", st = '?';
+            const char *p = proc_stat_fields(pids[i], buf, sizeof buf);
+            const char *lp = strchr(buf, '(');
+            if (p) st = p[0];
+            if (p && lp && p - 2 > lp + 1) snprintf(comm, sizeof comm, "%.*s", (int)(p - 2 - lp - 1), lp + 1);
+            if (st != 'Z' && round == 0) {
+                found++;
+                if (names && used + 80 < cap)
+                    used += (size_t)snprintf(names + used, cap - used, "%s%s (pid %d)", used ? ", " : "", comm, pids[i]);
+            }
+            kill(pids[i], SIGKILL);
+        }
         int reaped = 0;
         while (waitpid(-1, NULL, WNOHANG) > 0) reaped++;
-        found += n;
         if (n == 0) break;
         if (!reaped) usleep(5000);
     }

@@ -53,6 +53,11 @@ void zaya_progress_update(zaya_progress *p, int64_t done, const char *note) {
     emit(p, done, note, 0);
 }
 
+void zaya_progress_stop(zaya_progress *p, int64_t done, const char *note) {
+    if (!p->enabled) return;
+    emit(p, done, note, 1);
+}
+
 void zaya_progress_finish(zaya_progress *p, const char *note) {
     if (!p->enabled) return;
     emit(p, p->total, note, 1);

@@ -12,7 +12,8 @@
 
 /* The paper's recipe at CPU scale: broad text at short context, then code upweighted, then context
  * extension with 4x longer sequences and a 10x RoPE base (the paper goes 4K -> 32K with theta
- * 10K -> 1M). Every phase moves 2048 tokens per step once the batch ramp is over. */
+ * 10K -> 1M). Every phase moves 4096 tokens per step once the batch ramp is over; docs/data-format.md
+ * states its numbers through tests/builtin_run_doc.c, which fails when they go stale. */
 const char zaya_run_default_json[] =
     "{\n"
     "  \"name\": \"zaya1-cpu-3phase\",\n"

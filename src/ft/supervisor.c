@@ -226,8 +226,12 @@ static void kill_job_tree(sup *S) {
         if (local_rank(S, r) && r->section != ZAYA_FT_DONE && zaya_proc_pid_alive(r->pid)) kill(r->pid, SIGKILL);
     }
     if (S->job > 0) kill(-S->job, SIGKILL);
-    int n = zaya_proc_kill_descendants();
-    if (n > 0) say(S, "killed and reaped %d leftover process%s of attempt %d", n, n == 1 ? "" : "es", S->attempt);
+    /* what a finished job leaves (Open MPI's singleton orted ends a moment after its rank) gets up to
+     * a second to exit by itself before it counts as a leftover */
+    for (int i = 0; i < 100 && zaya_proc_count_descendants() > 0; i++) usleep(10000);
+    char names[600];
+    int n = zaya_proc_kill_descendants_named(names, sizeof names);
+    if (n > 0) say(S, "killed and reaped %d leftover process%s of attempt %d: %s", n, n == 1 ? "" : "es", S->attempt, names);
     S->job = 0;
 }
 
@@ -480,10 +484,10 @@ static poll_verdict attempt_poll(sup *S, attempt *A, incident **fail, outcome *o
         return POLL_RETURN;
     }
     if (stop_signal && A->forwarded < 0) {
-        say(S, "received %s: asking the job to checkpoint and exit", strsignal(stop_signal));
         A->forwarded = now;
         if (m->nranks > 0) signal_ranks(S, SIGTERM);
         else kill(-A->pid, SIGTERM);
+        say(S, "received %s: asked the job to checkpoint and exit", strsignal(stop_signal)); /* after the kill: a reader of this line knows the job has it */
     }
     if (A->forwarded >= 0) {
         if (now - A->forwarded > o->preempt_timeout_s) {

@@ -121,7 +121,7 @@ zaya_status zaya_infer_bench_run(const zaya_infer_bench_opts *opt, FILE *outf) {
     fprintf(stderr, "measuring STREAM triad (%lld MiB arrays, %d threads)...\n", (long long)triad_mib, nth);
     zaya_mem_triad tri;
     ZAYA_TRY(zaya_mem_triad_init(&tri, triad_mib * 1048576 / 8));
-    double bw = zaya_mem_triad_gbps(&tri, 5), bws[3] = {bw, 0, 0};
+    double bw = zaya_mem_triad_gbps(&tri, 5), bws[3] = {bw, NAN, NAN}; /* NAN: not measured (one dtype) */
     double *fr = malloc(sizeof(double) * (size_t)reps), *bwr = malloc(sizeof(double) * (size_t)reps);
 
     row rows[1024];
@@ -234,10 +234,12 @@ zaya_status zaya_infer_bench_run(const zaya_infer_bench_opts *opt, FILE *outf) {
     const double rss = (double)zaya_sysinfo_peak_rss_bytes();
 
     /* table, infer.json, infer.csv */
-    fprintf(outf, "model %s, %d threads, STREAM triad %.1f GB/s (best of %.1f / %.1f / %.1f measured before, between, after)\n"
-           "decode rows: triad measured next to every repetition; bound at the mean triad, fraction = mean of the\n"
-           "per-repetition fractions\n",
-           mo.checkpoint ? mo.checkpoint : mo.config, nth, bw, bws[0], bws[1], bws[2]);
+    char bwt[3][16];
+    for (int i = 0; i < 3; i++) snprintf(bwt[i], sizeof bwt[i], isnan(bws[i]) ? "-" : "%.1f", bws[i]);
+    fprintf(outf, "model %s, %d threads, STREAM triad %.1f GB/s (best of %s / %s / %s measured before, between, after;\n"
+           "-: not measured, one dtype ran); decode rows: triad measured next to every repetition; bound at the mean\n"
+           "triad, fraction = mean of the per-repetition fractions\n",
+           mo.checkpoint ? mo.checkpoint : mo.config, nth, bw, bwt[0], bwt[1], bwt[2]);
     fprintf(outf, "peak RSS %.1f MiB (the largest dtype's weights + engine + the triad arrays)\n\n", rss / 1048576.0);
     fprintf(outf, "| dtype | test  | kernel | batch | depth |          t/s | triad GB/s | bound t/s |   of bound |\n");
     fprintf(outf, "|-------|-------|--------|------:|------:|-------------:|-----------:|----------:|-----------:|\n");
@@ -258,7 +260,7 @@ zaya_status zaya_infer_bench_run(const zaya_infer_bench_opts *opt, FILE *outf) {
     cJSON_AddNumberToObject(root, "triad_gbps", bw);
     cJSON_AddNumberToObject(root, "peak_rss_bytes", rss);
     cJSON *tr = cJSON_AddArrayToObject(root, "triad_samples_gbps");
-    for (int i = 0; i < 3; i++) cJSON_AddItemToArray(tr, cJSON_CreateNumber(bws[i]));
+    for (int i = 0; i < 3; i++) cJSON_AddItemToArray(tr, isnan(bws[i]) ? cJSON_CreateNull() : cJSON_CreateNumber(bws[i]));
     cJSON_AddNumberToObject(root, "reps", reps);
     char csv[65536];
     size_t o = (size_t)snprintf(csv, sizeof csv, "dtype,test,kernel,batch,depth,tokens,tps_mean,tps_stddev,triad_gbps,bound_tps,fraction,fraction_stddev\n");

@@ -195,14 +195,17 @@ zaya_status zaya_infer_eval_run(const zaya_infer_eval_opts *o, FILE *f) {
         for (int k = 0; k < nt; k++) {
             const zaya_mc_result *r = &mres[k];
             const int lambada = fmts[k] == ZAYA_MC_LAMBADA;
-            if (lambada) /* lm-eval lambada_openai: acc = the last word is the greedy continuation; perplexity */
-                fprintf(f, "%-32s %-10s %8lld %8.4f +- %.4f %8s %-8.4g %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
-                        (long long)r->n, r->acc_greedy, isnan(r->acc_greedy_stderr) ? 0.0 : r->acc_greedy_stderr, "ppl",
-                        r->ppl_gold, r->seconds);
-            else
-                fprintf(f, "%-32s %-10s %8lld %8.4f +- %.4f %8.4f +- %.4f %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
-                        (long long)r->n, r->acc, isnan(r->acc_stderr) ? 0.0 : r->acc_stderr, r->acc_norm,
-                        isnan(r->acc_norm_stderr) ? 0.0 : r->acc_norm_stderr, r->seconds);
+            char se[2][16]; /* no stderr (fewer than 2 items): "n/a", as eval.json's null */
+            if (lambada) { /* lm-eval lambada_openai: acc = the last word is the greedy continuation; perplexity */
+                snprintf(se[0], sizeof se[0], isnan(r->acc_greedy_stderr) ? "n/a" : "%.4f", r->acc_greedy_stderr);
+                fprintf(f, "%-32s %-10s %8lld %8.4f +- %-6s %8s %-8.4g %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
+                        (long long)r->n, r->acc_greedy, se[0], "ppl", r->ppl_gold, r->seconds);
+            } else {
+                snprintf(se[0], sizeof se[0], isnan(r->acc_stderr) ? "n/a" : "%.4f", r->acc_stderr);
+                snprintf(se[1], sizeof se[1], isnan(r->acc_norm_stderr) ? "n/a" : "%.4f", r->acc_norm_stderr);
+                fprintf(f, "%-32s %-10s %8lld %8.4f +- %-6s %8.4f +- %-6s %10.2f\n", tasks[k], zaya_mc_format_name(fmts[k]),
+                        (long long)r->n, r->acc, se[0], r->acc_norm, se[1], r->seconds);
+            }
             cJSON *j = cJSON_CreateObject();
             char name[32];
             snprintf(name, sizeof name, "items-%d.jsonl", k);

@@ -116,7 +116,7 @@ zaya_status zaya_infer_generate_run(const zaya_infer_generate_opts *o, FILE *f) 
     }
     const int64_t ctx = mc->max_position_embeddings;
     int64_t longest = 0;
-    const int32_t bos = zaya_tokenizer_special_id(tok, "bos");
+    const int32_t bos = o->no_bos ? -1 : zaya_tokenizer_special_id(tok, "bos");
     for (int i = 0; i < np; i++) {
         size_t n = 0, cap = 0;
         if (bos >= 0) { /* documents start with bos when the tokenizer defines one */
@@ -130,7 +130,8 @@ zaya_status zaya_infer_generate_run(const zaya_infer_generate_opts *o, FILE *f) 
             goto done;
         }
         if (n == 0) {
-            snprintf(msg, sizeof msg, "prompt %d is empty (and the tokenizer has no bos token to start from)", i + 1);
+            snprintf(msg, sizeof msg, "prompt %d is empty (and no bos token to start from: %s)", i + 1,
+                     o->no_bos ? "--no-bos" : "the tokenizer has none");
             rs = zaya_error_set(ZAYA_EINVAL, "%s", msg);
             goto done;
         }

@@ -125,6 +125,11 @@ zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t to
     return s;
 }
 
+zaya_status zaya_train_checkpoint_poll(zaya_trainer *t) {
+    if (!t->ckpt_pending || !zaya_ckpt_writer_done(t->ckpt_pending)) return ZAYA_OK;
+    return zaya_train_checkpoint_wait(t); /* finished: its failure stops the run now, naming the step */
+}
+
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t) {
     if (!t->ckpt_pending) return ZAYA_OK;
     zaya_ckpt_save_stats st;

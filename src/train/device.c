@@ -38,10 +38,17 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
         d.index = t->rank % n;
         zaya_device_format(d, name, sizeof name);
     }
+    char who[64];
+    if (d.kind == ZAYA_DEVICE_CPU) snprintf(who, sizeof who, "--engine");
+    else snprintf(who, sizeof who, "--device %s", name);
+    if (o->cp > 1)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: context parallelism (--cp %d) runs on the CPU trainer only (%s)",
+                              who, o->cp, d.kind == ZAYA_DEVICE_CPU ? "drop --engine" : "use --device cpu");
     for (int p = 0; p < t->run.nphases; p++)
-        if (t->run.phases[p].cp > 1 || o->cp > 1)
-            return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: context parallelism (phase '%s') runs on the CPU "
-                                  "trainer only", name, t->run.phases[p].name);
+        if (t->run.phases[p].cp > 1)
+            return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: context parallelism (phase '%s' sets \"cp\": %lld) runs on the "
+                                  "CPU trainer only (%s)", who, t->run.phases[p].name, (long long)t->run.phases[p].cp,
+                                  d.kind == ZAYA_DEVICE_CPU ? "drop --engine" : "use --device cpu");
     ZAYA_TRY(zaya_engine_backend_open(d, &t->be));
     ZAYA_TRY(zaya_engine_init(&t->eng, t->be, &t->model));
     ZAYA_TRY(zaya_engine_optim_init(t->eng, &t->opt));

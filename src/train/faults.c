@@ -8,6 +8,11 @@
  *   ZAYA_FAULT_CORRUPT_CKPT=S       once checkpoint S has landed, one byte of its model file is flipped
  *   ZAYA_FAULT_KILL_SAVE=R:S        rank R SIGKILLs itself while checkpoint S is being written
  *   ZAYA_FAULT_SLOW=R:SECONDS[:S]   rank R sleeps SECONDS in the data section of every step (from step S)
+ * a handshake for drills that inject faults from outside (it injects nothing itself):
+ *   ZAYA_PAUSE_AT=S[:SECTION] with ZAYA_PAUSE_FILE=PATH: every rank, on entering SECTION (default data)
+ *                                   of step S, creates PATH.rRRRRR (its step and section) and waits,
+ *                                   its heartbeat ticking, until that file is removed (first
+ *                                   attempt only)
  * and the supervisor's rollback of numeric faults:
  *   ZAYA_ROLLBACK_TO=S              before resuming, checkpoints after step S are moved aside
  *   ZAYA_SKIP_STEPS=S1,S2,...       the updates of these steps are skipped (their batches consumed)
@@ -36,7 +41,9 @@ typedef struct fault {
 
 static struct {
     int armed; /* this attempt injects faults */
-    fault crash, hang, nan, spike, corrupt, kill_save, slow;
+    fault crash, hang, nan, spike, corrupt, kill_save, slow, pause;
+    char pause_file[4096];
+    int pause_armed; /* the pause holds the first attempt only, whatever ZAYA_FAULT_ATTEMPTS says */
     char ckpt_dir[4096];
     int64_t skip[64];
     int nskip;
@@ -154,12 +161,20 @@ void zaya_ft_init(zaya_trainer *t) {
     const char *att = getenv(ZAYA_ENV_ATTEMPT), *upto = getenv("ZAYA_FAULT_ATTEMPTS");
     int attempt = att ? atoi(att) : 1, n = upto ? atoi(upto) : 1;
     ft.armed = n <= 0 || attempt <= n;
+    ft.pause_armed = attempt == 1;
     parse_fault("ZAYA_FAULT_CRASH", &ft.crash, 1, ZAYA_FT_DATA, 0);
     parse_fault("ZAYA_FAULT_HANG", &ft.hang, 1, ZAYA_FT_FORWARD, 0);
     parse_fault("ZAYA_FAULT_NAN", &ft.nan, 0, ZAYA_FT_DATA, 0);
     parse_fault("ZAYA_FAULT_SPIKE", &ft.spike, 0, ZAYA_FT_DATA, 1000);
     parse_fault("ZAYA_FAULT_CORRUPT_CKPT", &ft.corrupt, 0, ZAYA_FT_CHECKPOINT, 0);
     parse_fault("ZAYA_FAULT_KILL_SAVE", &ft.kill_save, 1, ZAYA_FT_CHECKPOINT, 0);
+    const char *pf = getenv("ZAYA_PAUSE_FILE");
+    if (pf && *pf) {
+        snprintf(ft.pause_file, sizeof ft.pause_file, "%s.r%05d", pf, t->rank);
+        parse_fault("ZAYA_PAUSE_AT", &ft.pause, 0, ZAYA_FT_DATA, 0);
+        const char *pa = getenv("ZAYA_PAUSE_AT"), *c = pa ? strchr(pa, ':') : NULL;
+        if (c) ft.pause.section = parse_section(c + 1, ZAYA_FT_DATA);
+    }
     const char *slow = getenv("ZAYA_FAULT_SLOW");
     if (slow && *slow) { /* R:SECONDS[:FROM_STEP], every step (from FROM_STEP on) */
         ft.slow.on = 1;
@@ -194,8 +209,32 @@ static int fires(const fault *f, int rank, int64_t step) {
     return ft.armed && f->on && f->rank == rank && f->step == step;
 }
 
+/* The pause handshake: announce the step and section in the pause file (written whole by a rename),
+ * then wait until the drill removes it; the heartbeat keeps ticking, so no timeout fires meanwhile. */
+static void pause_here(int64_t step, zaya_ft_section s) {
+    if (!ft.pause_armed || !ft.pause.on || ft.pause.step != step || ft.pause.section != s) return;
+    ft.pause.on = 0; /* once */
+    char tmp[4200], body[96];
+    snprintf(tmp, sizeof tmp, "%s.tmp", ft.pause_file);
+    int n = snprintf(body, sizeof body, "{\"step\":%lld,\"section\":\"%s\",\"pid\":%d}\n", (long long)step,
+                     zaya_ft_section_name(s), (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fwrite(body, 1, (size_t)n, f) == (size_t)n;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, ft.pause_file) != 0) {
+        ZAYA_WARN("pause handshake: cannot create '%s'; not pausing", ft.pause_file);
+        return;
+    }
+    struct timespec ts = {0, 5000000};
+    while (access(ft.pause_file, F_OK) == 0) {
+        zaya_hb_tick();
+        nanosleep(&ts, NULL);
+    }
+}
+
 void zaya_ft_enter(zaya_trainer *t, zaya_ft_section s) {
     zaya_hb_section(s, t->step);
+    pause_here(t->step, s);
     if (s == ZAYA_FT_DATA && ft.slow.on && ft.armed && ft.slow.rank == t->rank && ft.slow.value > 0 && t->step >= ft.slow.step) {
         struct timespec ts = {(time_t)ft.slow.value, (long)((ft.slow.value - floor(ft.slow.value)) * 1e9)};
         nanosleep(&ts, NULL);
@@ -305,6 +344,7 @@ static void *kill_watch(void *arg) {
 
 void zaya_ft_saving(zaya_trainer *t, int64_t step) {
     zaya_hb_section(ZAYA_FT_CHECKPOINT, step);
+    pause_here(step, ZAYA_FT_CHECKPOINT);
     if (!fires(&ft.kill_save, t->rank, step)) return;
     zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, step, "kill_save");
     pthread_t th;

@@ -124,10 +124,16 @@ zaya_status zaya_train_engine_start(zaya_trainer *t);
 /* Before anything else is prepared: the device the options name exists (cheap, no allocation). */
 zaya_status zaya_train_engine_probe(const zaya_train_opts *o);
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
+/* peak.c: the matmul peak for MFU when the engine names none, and its source in words:
+ * --peak-gflops, the machine profile (--profile, ZAYA_PROFILE), the host's cached peak, or (labelled,
+ * then cached by rank 0) a start-up measurement. */
+zaya_status zaya_train_peak_resolve(const zaya_train_opts *o, int rank, double *gflops, char *source, size_t cap);
 /* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);
 zaya_status zaya_train_checkpoint_wait(zaya_trainer *t);
+/* After a step: a background save that has finished is joined; its failure is returned then. */
+zaya_status zaya_train_checkpoint_poll(zaya_trainer *t);
 zaya_status zaya_train_checkpoint_resume(zaya_trainer *t, int64_t *tokens, int *found);
 
 /* lifeline.c: rank 0 locks the output (and checkpoint) directory; collective. */
@@ -142,5 +148,7 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
 zaya_status zaya_train_report(zaya_trainer *t, const zaya_step_info *last);
 void zaya_train_history_free(zaya_train_history *h);
 void zaya_train_history_summary(const zaya_train_history *h, zaya_train_result *res);
+/* A resumed run: its history before step START from the metrics.jsonl at PATH (rank 0). */
+void zaya_train_history_load(zaya_trainer *t, const char *path, int64_t start);
 
 #endif

@@ -70,6 +70,69 @@ void zaya_train_history_free(zaya_train_history *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* A resumed run's history so far, from the metrics.jsonl its earlier attempts wrote: steps before
+ * START (the last record of a step wins: an attempt that died after its last checkpoint logged steps
+ * the next one redid) and validations up to START. Best effort: without the file the history starts
+ * at START, as before. */
+void zaya_train_history_load(zaya_trainer *t, const char *path, int64_t start) {
+    FILE *f = fopen(path, "r");
+    if (!f || start <= 0) {
+        if (f) fclose(f);
+        return;
+    }
+    const int ns = t->val_ds.nsources;
+    const size_t n = (size_t)start + 1;
+    double *loss = malloc(n * sizeof(double)), *lr = malloc(n * sizeof(double)), *tok = malloc(n * sizeof(double));
+    double *val = malloc(n * (size_t)(ns + 1) * sizeof(double));
+    char *have = calloc(n, 2);
+    char *line = NULL;
+    size_t cap = 0;
+    while (loss && lr && tok && val && have && getline(&line, &cap, f) > 0) {
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "step");
+        const double sv = cJSON_IsNumber(st) ? st->valuedouble : -1;
+        const cJSON *vl = cJSON_GetObjectItemCaseSensitive(j, "val_loss"), *l = cJSON_GetObjectItemCaseSensitive(j, "loss");
+        if (sv >= 0 && sv <= (double)start && cJSON_IsNumber(vl)) {
+            const size_t k = (size_t)sv;
+            val[k * (size_t)(ns + 1)] = vl->valuedouble;
+            for (int i = 0; i < ns; i++) {
+                char key[96];
+                snprintf(key, sizeof key, "val_%s", t->val_ds.src[i].name);
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+                val[k * (size_t)(ns + 1) + 1 + (size_t)i] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            }
+            have[2 * k + 1] = 1;
+        } else if (sv >= 0 && sv < (double)start && cJSON_IsNumber(l)) {
+            const size_t k = (size_t)sv;
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "lr"), *b = cJSON_GetObjectItemCaseSensitive(j, "tok_s");
+            loss[k] = l->valuedouble;
+            lr[k] = cJSON_IsNumber(a) ? a->valuedouble : NAN;
+            tok[k] = cJSON_IsNumber(b) ? b->valuedouble : NAN;
+            have[2 * k] = 1;
+        }
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    zaya_train_history *h = &t->hist;
+    for (size_t k = 0; have && loss && lr && tok && val && k < n; k++) {
+        if (have[2 * k]) {
+            series_add(&h->loss, (double)k, loss[k]);
+            series_add(&h->lr, (double)k, lr[k]);
+            series_add(&h->tok_s, (double)k, tok[k]);
+        }
+        if (have[2 * k + 1]) {
+            series_add(&h->val_mean, (double)k, val[k * (size_t)(ns + 1)]);
+            for (int i = 0; i < ns; i++) series_add(&h->val[i], (double)k, val[k * (size_t)(ns + 1) + 1 + (size_t)i]);
+        }
+    }
+    free(line);
+    free(loss);
+    free(lr);
+    free(tok);
+    free(val);
+    free(have);
+}
+
 void zaya_train_history_summary(const zaya_train_history *h, zaya_train_result *res) {
     if (h->val_mean.n) {
         res->first_val_loss = h->val_mean.y[0];
@@ -150,6 +213,13 @@ void zaya_train_log_step(zaya_trainer *t, const zaya_step_info *si, const zaya_s
 
 void zaya_train_log_eval(zaya_trainer *t, const double *per, double mean, double seconds, double run_t0) {
     zaya_train_history *h = &t->hist;
+    /* a resumed run validates again at the step its history ends with: that record replaces the old one */
+    const int again = h->val_mean.n > 0 && h->val_mean.x[h->val_mean.n - 1] == (double)t->step;
+    if (again) {
+        h->val_mean.n--;
+        for (int s = 0; s < t->val_ds.nsources; s++)
+            if (h->val[s].n > 0) h->val[s].n--;
+    }
     series_add(&h->val_mean, (double)t->step, mean);
     fprintf(t->metrics, "{\"step\":%lld,\"val_loss\":%.6f", (long long)t->step, mean);
     for (int s = 0; s < t->val_ds.nsources; s++) {

@@ -21,6 +21,7 @@
 void zaya_train_opts_default(zaya_train_opts *o) {
     memset(o, 0, sizeof *o);
     o->config = "zaya1-tiny";
+    o->seed = -1;
     o->out_dir = "out/train";
     o->dtype = ZAYA_DTYPE_BF16; /* bf16 GEMM operands, f32 master weights, optimizer state and statistics */
     o->optimizer_muon = 1;
@@ -73,6 +74,7 @@ static zaya_status open_data(zaya_trainer *t) {
     }
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 0, 0, &t->train_ds));
     ZAYA_TRY(zaya_run_open_dataset(&t->run, 1, 0, &t->val_ds));
+    if (o->seed >= 0) t->run.seed = (uint64_t)o->seed; /* --seed over the run file's */
     ZAYA_TRY(zaya_loader_init(&t->loader, &t->train_ds, t->run.seed));
     char tok[4096];
     ZAYA_TRY(zaya_path_join(tok, sizeof tok, t->data_dir, "tokenizer.json"));
@@ -659,6 +661,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     const int64_t start = t->step, start_tokens = tokens;
     char path[4096];
     zaya_path_join(path, sizeof path, o->out_dir, "metrics.jsonl");
+    if (resumed && t->rank == 0) zaya_train_history_load(t, path, start); /* the summary covers the whole run */
     t->metrics = t->rank == 0 ? fopen(path, resumed ? "a" : "w") : fopen("/dev/null", "w");
     if (!t->metrics || !t->route_counts || !t->layer_max_share || !t->layer_load || !t->expert_share ||
         !t->route_stats || !t->route_sigma || !t->recount || !t->bal_scratch) {
@@ -668,8 +671,10 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
     double peak = o->peak_gflops;
+    char peak_src[1400] = "given by --peak-gflops";
     if (peak <= 0 && t->eng) s = zaya_train_engine_peak(t, &peak);
-    if (peak <= 0 && s == ZAYA_OK) peak = zaya_bench_matmul_peak_gflops(o->dtype);
+    if (peak > 0 && o->peak_gflops <= 0) snprintf(peak_src, sizeof peak_src, "the device's, measured at start-up");
+    if (peak <= 0 && s == ZAYA_OK) s = zaya_train_peak_resolve(o, t->rank, &peak, peak_src, sizeof peak_src);
     if (s != ZAYA_OK) {
         trainer_free(t);
         zaya_dist_finalize(t->comm);
@@ -684,9 +689,9 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
                o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads, t->world, t->world > 1 ? "s" : "",
                t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce", t->eng ? ", step on the engine over backend " : "",
                t->eng ? t->be->name : "");
-        printf("run '%s': %d phases, %lld steps, %lld tokens; data %s; matmul peak %.0f GFLOP/s (measured)\n",
-               t->run.name, t->run.nphases, (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir,
-               peak);
+        printf("run '%s': %d phases, %lld steps, %lld tokens; data %s\n", t->run.name, t->run.nphases,
+               (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir);
+        printf("MFU against a matmul peak of %.0f GFLOP/s: %s\n", peak, peak_src);
         zaya_optim_plan_print(&t->plan, stdout);
         fflush(stdout);
     }
@@ -721,6 +726,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         s = train_step(t, &si, &sm);
         if (s != ZAYA_OK) break;
         zaya_ft_step_done(t, sm.seconds, sm.seconds - sm.comm_wait_s - sm.gather_s, sm.skipped, sm.loss, sm.grad_norm);
+        if ((s = zaya_train_checkpoint_poll(t)) != ZAYA_OK) break; /* a failed background save stops the run now */
         tokens += sm.tokens;
         zaya_train_log_step(t, &si, &sm, tokens, run_t0);
         char note[96];
@@ -744,12 +750,13 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     }
     if (s == ZAYA_OK) s = zaya_train_checkpoint_wait(t);
     else zaya_train_checkpoint_wait(t);
-    if (s == ZAYA_OK && total > 0) {
+    if (s == ZAYA_OK && total > 0 && !zaya_ft_preempted()) { /* a stop request exits after its checkpoint */
         zaya_run_step(&t->run, total - 1, &si);
         if (t->step == start) s = plan_phase(t, &si); /* nothing left to train: plan for the evaluation */
         if (s == ZAYA_OK && t->dp_rank == 0) s = eval_and_log(t, &si, run_t0);
     }
-    if (!o->quiet) zaya_progress_finish(&prog, NULL);
+    if (!o->quiet && s == ZAYA_OK && !zaya_ft_preempted()) zaya_progress_finish(&prog, NULL);
+    else if (!o->quiet) zaya_progress_stop(&prog, t->step, s == ZAYA_OK ? "stopped on request: checkpoint saved" : "failed");
     double seconds = zaya_now_s() - run_t0;
     double blocking = s == ZAYA_OK ? zaya_dp_blocking_comm_seconds(&t->dp) : 0;
     if (s == ZAYA_OK && t->rank == 0) s = zaya_train_report(t, &si);
@@ -758,9 +765,14 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     res->tokens = tokens - start_tokens; /* in this invocation */
     res->skipped_updates = t->skipped;
     res->seconds = seconds;
-    res->tokens_per_s = seconds > 0 ? (double)tokens / seconds : 0;
+    res->tokens_per_s = seconds > 0 ? (double)(tokens - start_tokens) / seconds : 0;
+    res->run_steps = t->step;
+    res->run_tokens = tokens;
+    res->start_step = start;
     res->world = t->world;
     res->rank = t->rank;
+    res->dp_size = t->dp_size;
+    res->cp = t->cp;
     res->comm_wait_s = t->comm_wait_s;
     res->gather_s = t->gather_s;
     res->comm_blocking_s = blocking * (double)t->step; /* per-step cost measured once, as a total */

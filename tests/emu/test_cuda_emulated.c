@@ -212,6 +212,12 @@ int main(void) {
     CHECK(zaya_emu_backend_init(&emu) == ZAYA_OK, "emulated backend: %s", zaya_error_message());
     CHECK(zaya_backend_cpu_init(&cpu) == ZAYA_OK, "cpu backend: %s", zaya_error_message());
     if (!emu || !cpu) return th_finish("cuda_emulated");
+    /* the CUDA backend fills every slot of the operation list (zaya/backend.h) */
+    CHECK(emu->version == ZAYA_BACKEND_VERSION, "cuda backend table version %d, want %d", emu->version,
+          ZAYA_BACKEND_VERSION);
+    for (int op = 0; op < ZAYA_BACKEND_NOPS; op++)
+        CHECK(zaya_backend_supports(emu, (zaya_backend_op)op), "the cuda backend leaves %s empty",
+              zaya_backend_op_name((zaya_backend_op)op));
     printf("-- the CUDA backend (emulated) against the CPU backend:\n");
     const int failed = zaya_backend_check_all(emu, cpu, stdout);
     CHECK(failed == 0, "%d of %d backend checks fail", failed, zaya_backend_check_count());

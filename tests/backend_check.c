@@ -270,6 +270,13 @@ static void ck_softmax_forward(hc *c) {
     BOTH(softmax_forward, F(y), F(x), NR, ND);
     hc_cmp_f32(c, y, NR * ND);
 }
+static void ck_softmax_ld_forward(hc *c) {
+    /* rows 3 floats longer than the softmax: those columns come back zero over a non-zero start */
+    const int64_t ld = ND + 3;
+    dbuf x = hc_rand(c, NR * ND, -8, 8), y = hc_rand(c, NR * ld, -1, 1);
+    BOTH(softmax_ld_forward, F(y), ld, F(x), NR, ND);
+    hc_cmp_f32(c, y, NR * ld);
+}
 static void ck_add(hc *c) {
     dbuf x = hc_rand(c, NR * ND, -1, 1), y = hc_rand(c, NR * ND, -1, 1);
     BOTH(add, F(y), F(x), NR * ND);
@@ -694,6 +701,7 @@ static const check g_checks[] = {
     {"swiglu_forward", ck_swiglu_forward, F32},
     {"swiglu_backward", ck_swiglu_backward, F32},
     {"softmax_forward", ck_softmax_forward, F32},
+    {"softmax_ld_forward", ck_softmax_ld_forward, F32},
     {"add", ck_add, F32},
     {"scale", ck_scale, F32},
     {"add_bias", ck_add_bias, F32},

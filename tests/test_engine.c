@@ -19,16 +19,17 @@ static void count_hook(void *ctx, zaya_engine *e, int layer) {
     hook_calls++;
 }
 
-static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
-    const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
+static void compare_model(int variant, zaya_dtype dt, double grad_tol, double step_tol) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", variant_name(variant), dt == ZAYA_DTYPE_F32 ? "f32" : "bf16");
     zaya_config c;
-    engine_small_config(&c);
+    variant_config(variant, &c);
     zaya_model ref, mod;
     CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
     zaya_model_init_weights(&ref, 7);
     zaya_model_init_weights(&mod, 7);
     /* the skip class back to a neutral bias so every class gets tokens */
-    for (int l = 0; l < (int)c.num_hidden_layers; l++) {
+    for (int l = 0; l < (int)c.num_hidden_layers && zaya_config_is_moe(&c); l++) {
         ref.p.layers[l].bal_bias[c.num_experts] = 0.0f;
         mod.p.layers[l].bal_bias[c.num_experts] = 0.0f;
     }
@@ -55,7 +56,8 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     CHECK(zaya_engine_forward(e, ids, tg, 1, &le) == ZAYA_OK, "engine forward: %s", zaya_error_message());
     CHECK(zaya_engine_backward(e) == ZAYA_OK, "engine backward: %s", zaya_error_message());
     zaya_engine_set_route_hook(e, NULL, NULL);
-    CHECK(hook_calls == (int)c.num_hidden_layers, "%s: route hook ran %d times", name, hook_calls);
+    CHECK(hook_calls == (zaya_config_is_moe(&c) ? (int)c.num_hidden_layers : 0), "%s: route hook ran %d times", name,
+          hook_calls);
     CHECK(lr_ == le, "%s: loss %.9g vs %.9g", name, le, lr_);
     CHECK(zaya_engine_last_tokens(e) == ref.last_tokens, "tokens");
     /* routing: the same classes, counts and statistics */
@@ -67,7 +69,8 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
               (long long)ref.route_counts[i]);
         routed += i % E1 < c.num_experts && rc[i] > 0;
     }
-    CHECK(routed >= 2 * (int)L, "%s: the batch exercises several experts per block (%d)", name, routed);
+    if (zaya_config_is_moe(&c))
+        CHECK(routed >= 2 * (int)L, "%s: the batch exercises several experts per block (%d)", name, routed);
     for (int64_t l = 0; l < L; l++)
         CHECK(fabs(zaya_engine_route_spread(e)[l] - ref.route_spread[l]) <= 1e-9 * (1 + ref.route_spread[l]),
               "%s: spread %lld", name, (long long)l);
@@ -95,6 +98,15 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     CHECK(zaya_engine_backward(e) == ZAYA_OK, "again");
     zaya_engine_pull_grads(e, g2);
     CHECK(!memcmp(g, g2, sizeof(float) * (size_t)mod.nfloats), "%s: a second run gives the same gradient bits", name);
+    if (variant != V_ZAYA1) { /* the variants change the step's forward and backward, not the optimizer */
+        free(g);
+        free(g2);
+        zaya_engine_free(e);
+        zaya_backend_free(be);
+        zaya_model_free(&ref);
+        zaya_model_free(&mod);
+        return;
+    }
 
     /* two optimizer steps from the same gradients on both sides */
     zaya_optim_plan plan;
@@ -156,19 +168,27 @@ static void refusals(void) {
     zaya_backend *be = NULL;
     CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK, "cpu backend");
     zaya_config c;
-    engine_small_config(&c);
-    c.attention = ZAYA_ATTENTION_GQA;
+    /* a backend without an operation the config needs is refused at init, naming backend and operation;
+     * a config that does not call it runs */
+    zaya_backend holed = *be;
+    snprintf(holed.name, sizeof holed.name, "cpu-without-softmax-ld");
+    holed.softmax_ld_forward = NULL;
+    variant_config(V_LINEAR_ROUTER, &c);
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     zaya_engine *e = (zaya_engine *)1;
-    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && e == NULL && strstr(zaya_error_message(), "CCA"),
-          "softmax attention refused: %s", zaya_error_message());
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_EUNSUPPORTED && e == NULL &&
+              strstr(zaya_error_message(), "backend cpu-without-softmax-ld does not implement softmax_ld_forward") &&
+              strstr(zaya_error_message(), "linear router"),
+          "a missing operation refused: %s", zaya_error_message());
     zaya_model_free(&m);
-    engine_small_config(&c);
-    c.router = ZAYA_ROUTER_LINEAR;
+    variant_config(V_ZAYA1, &c);
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
-    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "linear"),
-          "linear router refused: %s", zaya_error_message());
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_OK, "the ZAYA router does not need it: %s", zaya_error_message());
+    zaya_engine_free(e);
+    holed.version = ZAYA_BACKEND_VERSION - 1;
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "table version"),
+          "another table version refused: %s", zaya_error_message());
     zaya_model_free(&m);
     engine_small_config(&c);
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
@@ -192,8 +212,8 @@ static void refusals(void) {
 
 int main(void) {
     /* The CPU backend runs the CPU model's own kernels and primitives (backend.h): bit-identical. */
-    compare_model(ZAYA_DTYPE_F32, 0.0, 0.0);
-    compare_model(ZAYA_DTYPE_BF16, 0.0, 0.0);
     refusals();
+    for (int v = 0; v < V_COUNT; v++) compare_model(v, ZAYA_DTYPE_F32, 0.0, 0.0);
+    for (int v = 0; v < V_COUNT; v++) compare_model(v, ZAYA_DTYPE_BF16, 0.0, 0.0);
     return th_finish("engine");
 }

@@ -74,6 +74,9 @@ typedef struct zaya_backend zaya_backend;
     X(swiglu_forward, (zaya_backend *be, float *y, const float *gu, int64_t n, int64_t d))                            \
     X(swiglu_backward, (zaya_backend *be, float *dgu, const float *dy, const float *gu, int64_t n, int64_t d))        \
     X(softmax_forward, (zaya_backend *be, float *y, const float *x, int64_t n, int64_t d))                            \
+    /* y[i, :d] = softmax(x[i, :d]) (zaya_softmax_forward row by row) with the rows of y ldy >= d apart and           \
+     * y[i, d:ldy] = 0: the linear router's scores over E experts in [n, E + 1] rows, the skip class 0 */             \
+    X(softmax_ld_forward, (zaya_backend *be, float *y, int64_t ldy, const float *x, int64_t n, int64_t d))            \
     X(add, (zaya_backend *be, float *y, const float *x, int64_t n)) /* y += x */                                      \
     X(scale, (zaya_backend *be, float *x, float s, int64_t n)) /* x *= s, in place */                                 \
     X(add_bias, (zaya_backend *be, float *y, const float *b, int64_t n, int64_t d)) /* y[i,:] += b */                 \

@@ -14,9 +14,9 @@
  * exception: the host copy is the master (the balancer updates it) and the engine uploads a block's
  * biases before each selection.
  *
- * Scope: CCA attention, the ZAYA router (with or without EDA) or the linear router, top-1 MoE or the
- * dense MLP, scaled or plain residuals, f32 or bf16 GEMM operands. Context parallelism is not
- * supported on an engine (zaya_engine_init refuses a model with cp.size > 1). */
+ * Scope: CCA or softmax (GQA / MHA) attention, the ZAYA router (with or without EDA) or the linear
+ * router, top-1 MoE or the dense MLP, scaled or plain residuals, f32 or bf16 GEMM operands. Context
+ * parallelism is not supported on an engine yet (zaya_engine_init refuses a model with cp.size > 1). */
 #ifndef ZAYA_ENGINE_H
 #define ZAYA_ENGINE_H
 
@@ -42,8 +42,14 @@ zaya_status zaya_engine_backend_open(zaya_device d, zaya_backend **out);
  * for the CPU backend (the caller measures the CPU's own). */
 zaya_status zaya_engine_backend_peak(zaya_backend *be, zaya_dtype dt, double *gflops);
 
+/* Whether backend `be` can run the training step of config c: the operation table's version, then
+ * every operation the config's forward, backward and optimizer call (ZAYA_EUNSUPPORTED naming the
+ * backend, the first missing operation and the part of the config that needs it). zaya_engine_init
+ * runs it first, so a run is refused before its first step. */
+zaya_status zaya_engine_check_backend(const zaya_backend *be, const zaya_config *c);
 /* Uploads the host model's parameters (and their bf16 shadow in bf16) to a new engine on `be` (the
- * backend stays the caller's). Refused: context parallelism, softmax attention variants. */
+ * backend stays the caller's). Refused: context parallelism, a backend that lacks an operation the
+ * config needs (zaya_engine_check_backend). */
 zaya_status zaya_engine_init(zaya_engine **out, zaya_backend *be, zaya_model *host);
 void zaya_engine_free(zaya_engine *e);
 zaya_backend *zaya_engine_backend(const zaya_engine *e);

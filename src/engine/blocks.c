@@ -69,7 +69,60 @@ void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn
     zaya_engine_lin_backward(e, dxn, 1.0f, G->wqk, e->dqk2, A->xn, P->wqk, N, D, C, 0);
 }
 
+/* GQA / MHA (zaya_attention "gqa" | "mha", src/model/softmax_attn.c): q|k and v projections, RoPE on
+ * q and k, causal attention, o_proj; no convolutions, value shift, QK norm or temperatures. */
+void zaya_engine_softmax_attn_forward(zaya_engine *e, int l) {
+    const zaya_config *c = e->c;
+    zaya_backend *be = e->be;
+    const zaya_layer_params *P = &e->p.layers[l];
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t B = e->B, T = e->T, N = B * T, D = c->hidden_size, hd = c->head_dim;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
+    zaya_engine_lin_forward(e, A->qk, A->xn, P->wqk, N, D, qd + kvd, 0.0f, 0);
+    zaya_engine_lin_forward(e, A->v, A->xn, P->wv, N, D, kvd, 0.0f, 0);
+    be->rope_forward(be, A->qk, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
+    be->split_qk(be, A->q, A->k, A->qk, N, qd, kvd);
+    be->attention_forward(be, e->dt, A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    zaya_engine_lin_forward(e, A->a, A->att, P->wo, N, qd, D, 0.0f, 0);
+}
+
+void zaya_engine_softmax_attn_backward(zaya_engine *e, int l, const float *da, float *dxn) {
+    const zaya_config *c = e->c;
+    zaya_backend *be = e->be;
+    const zaya_layer_params *P = &e->p.layers[l];
+    zaya_layer_params *G = &e->g.layers[l];
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t B = e->B, T = e->T, N = B * T, D = c->hidden_size, hd = c->head_dim;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
+    zaya_engine_lin_backward(e, e->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D, 0);
+    be->attention_backward(be, e->dt, e->dq, e->dk, e->dv, e->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
+                           1.0f / sqrtf((float)hd));
+    zaya_engine_lin_backward(e, dxn, 0.0f, G->wv, e->dv, A->xn, P->wv, N, D, kvd, 0);
+    be->merge_qk(be, e->dqk2, e->dq, e->dk, N, qd, kvd);
+    be->rope_backward(be, e->dqk2, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
+    zaya_engine_lin_backward(e, dxn, 1.0f, G->wqk, e->dqk2, A->xn, P->wqk, N, D, qd + kvd, 0);
+}
+
 /* ---------------------------------------------------------------- router */
+
+/* The linear router (zaya_router "linear"): probs = softmax(z W^T) over the E experts in the first E
+ * columns of the [N, E + 1] score rows, the skip column 0 (never selected). */
+static void linear_router_forward(zaya_engine *e, int l) {
+    const zaya_config *c = e->c;
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts;
+    zaya_engine_lin_forward(e, e->dprobs, A->z, e->p.layers[l].r_lin_w, N, D, E, 0.0f, 0); /* [N, E] logits */
+    e->be->softmax_ld_forward(e->be, A->probs, E + 1, e->dprobs, N, E);
+}
+
+/* d(logit_e) = p_e dgate ([e == idx] - p_idx) over the E experts; dz += dlogits W. */
+static void linear_router_backward(zaya_engine *e, int l, float *dz) {
+    const zaya_config *c = e->c;
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts;
+    e->be->router_dlogits(e->be, e->dprobs, A->probs, E + 1, e->dgate, A->idx, N, E);
+    zaya_engine_lin_backward(e, dz, 1.0f, e->g.layers[l].r_lin_w, e->dprobs, A->z, e->p.layers[l].r_lin_w, N, D, E, 0);
+}
 
 static void zaya_router_forward(zaya_engine *e, int l) {
     const zaya_config *c = e->c;
@@ -153,7 +206,8 @@ zaya_status zaya_engine_moe_forward(zaya_engine *e, int l) {
         e->route_spread[l] = 0.0;
         return ZAYA_OK;
     }
-    zaya_router_forward(e, l); /* the linear router is refused at init */
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(e, l);
+    else zaya_router_forward(e, l);
     ZAYA_TRY(route_stats(e, l));
     if (e->route_hook) e->route_hook(e->route_hook_ctx, e, l);
     ZAYA_TRY(zaya_engine_push_bias(e, l));
@@ -236,7 +290,8 @@ void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz)
                                  Wgu, ne, D, 2 * F, 1);
     }
     be->scatter_rows(be, dz, e->dxe, A->idx, A->row_of, N, D, E);
-    zaya_router_backward(e, l, dz);
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_backward(e, l, dz);
+    else zaya_router_backward(e, l, dz);
 }
 
 /* ---------------------------------------------------------------- recounts */

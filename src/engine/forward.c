@@ -81,7 +81,8 @@ static zaya_status blocks_forward(zaya_engine *e) {
         zaya_engine_layer *A = &e->L[l];
         const zaya_layer_params *P = &e->p.layers[l];
         be->rmsnorm_forward(be, A->xn, A->rstd_in, A->x, P->in_norm, N, D, eps);
-        zaya_engine_cca_forward(e, l);
+        if (c->attention == ZAYA_ATTENTION_CCA) zaya_engine_cca_forward(e, l);
+        else zaya_engine_softmax_attn_forward(e, l);
         be->merge_forward(be, A->h, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, N, D);
         be->rmsnorm_forward(be, A->z, A->rstd_post, A->h, P->post_norm, N, D, eps);
         ZAYA_TRY(zaya_engine_moe_forward(e, l));
@@ -148,7 +149,8 @@ zaya_status zaya_engine_backward(zaya_engine *e) {
         be->add(be, e->dh, e->dxn, N * D);
         be->merge_backward(be, e->da, e->dx, 0, e->dh, A->a, P->att_hb, P->att_hs, A->x, P->att_rb, P->att_rs, G->att_hb,
                            G->att_hs, G->att_rb, G->att_rs, N, D);
-        zaya_engine_cca_backward(e, l, e->da, e->dxn);
+        if (c->attention == ZAYA_ATTENTION_CCA) zaya_engine_cca_backward(e, l, e->da, e->dxn);
+        else zaya_engine_softmax_attn_backward(e, l, e->da, e->dxn);
         be->rmsnorm_backward(be, e->dz, G->in_norm, e->dxn, A->x, P->in_norm, A->rstd_in, N, D);
         be->add(be, e->dx, e->dz, N * D);
     }

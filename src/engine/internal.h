@@ -76,6 +76,8 @@ void zaya_engine_lin_backward(zaya_engine *e, float *dx, float beta, float *dW, 
 /* Blocks (blocks.c). */
 void zaya_engine_cca_forward(zaya_engine *e, int l);
 void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn);
+void zaya_engine_softmax_attn_forward(zaya_engine *e, int l);
+void zaya_engine_softmax_attn_backward(zaya_engine *e, int l, const float *da, float *dxn);
 zaya_status zaya_engine_moe_forward(zaya_engine *e, int l);
 void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz);
 /* Uploads block l's balancing biases from the host master. */

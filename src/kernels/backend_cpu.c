@@ -200,6 +200,14 @@ static void cpu_softmax_forward(zaya_backend *be, float *y, const float *x, int6
     (void)be;
     zaya_softmax_forward(y, x, n, d);
 }
+static void cpu_softmax_ld_forward(zaya_backend *be, float *y, int64_t ldy, const float *x, int64_t n, int64_t d) {
+    (void)be;
+#pragma omp parallel for schedule(static) if (n * d > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        zaya_softmax_forward(y + i * ldy, x + i * d, 1, d);
+        for (int64_t j = d; j < ldy; j++) y[i * ldy + j] = 0.0f;
+    }
+}
 static void cpu_add(zaya_backend *be, float *y, const float *x, int64_t n) {
     (void)be;
 #pragma omp parallel for schedule(static) if (n >= 2 * BLOCK)

@@ -102,6 +102,11 @@ zaya_status zaya_engine_push(zaya_engine *e);
 /* Gradients into a host block of host->nfloats floats (tests). */
 zaya_status zaya_engine_pull_grads(zaya_engine *e, float *dst);
 
+/* The phase profile of zaya_model_profile_attach (zaya/model.h) for the engine's forward and backward:
+ * the same phases, spans, matmul seconds (bf16 staging included), staging seconds and FLOPs. On a
+ * device backend each phase boundary waits for the backend's queue. NULL detaches. */
+void zaya_engine_profile_attach(zaya_engine *e, zaya_model_profile *prof);
+
 /* Loss / targets counted of the last forward. */
 float zaya_engine_last_loss(const zaya_engine *e);
 int64_t zaya_engine_last_tokens(const zaya_engine *e);

@@ -157,12 +157,24 @@ zaya_status zaya_engine_init(zaya_engine **out, zaya_backend *be, zaya_model *ho
         zaya_engine_free(e);
         return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the engine's tables");
     }
-    zaya_status s = balloc(e, (void **)&e->params, (size_t)nf * sizeof(float));
-    if (s == ZAYA_OK) s = balloc(e, (void **)&e->grads, (size_t)nf * sizeof(float));
-    if (s == ZAYA_OK && e->dt == ZAYA_DTYPE_BF16) s = balloc(e, (void **)&e->params_bf16, (size_t)nf * sizeof(uint16_t));
+    /* A host backend works on the host model's own parameter, gradient and shadow blocks: nothing to
+     * copy, and what reads the host model (checkpoints, data parallelism's reductions, fault injection,
+     * sampling) sees the engine's values as they are. */
+    e->aliased = be->is_host;
+    zaya_status s = ZAYA_OK;
+    if (e->aliased) {
+        e->params = host->params;
+        e->grads = host->grads;
+        e->params_bf16 = host->params_bf16;
+    } else {
+        s = balloc(e, (void **)&e->params, (size_t)nf * sizeof(float));
+        if (s == ZAYA_OK) s = balloc(e, (void **)&e->grads, (size_t)nf * sizeof(float));
+        if (s == ZAYA_OK && e->dt == ZAYA_DTYPE_BF16)
+            s = balloc(e, (void **)&e->params_bf16, (size_t)nf * sizeof(uint16_t));
+        if (s == ZAYA_OK) s = be->upload(be, e->params, host->params, (size_t)nf * sizeof(float));
+    }
     if (s == ZAYA_OK) s = balloc(e, (void **)&e->stats, (size_t)(E1 + 1) * sizeof(double));
     if (s == ZAYA_OK) s = balloc(e, (void **)&e->counts, (size_t)(E1 + 1) * sizeof(int64_t));
-    if (s == ZAYA_OK) s = be->upload(be, e->params, host->params, (size_t)nf * sizeof(float));
     if (s == ZAYA_OK) s = zaya_engine_sync_rope(e);
     if (s != ZAYA_OK) {
         zaya_engine_free(e);
@@ -199,9 +211,11 @@ void zaya_engine_free(zaya_engine *e) {
     zaya_engine_optim_free(e);
     free_plan(e);
     zaya_backend *be = e->be;
-    be->free(be, e->params);
-    be->free(be, e->grads);
-    be->free(be, e->params_bf16);
+    if (!e->aliased) {
+        be->free(be, e->params);
+        be->free(be, e->grads);
+        be->free(be, e->params_bf16);
+    }
     be->free(be, e->rope_cos);
     be->free(be, e->rope_sin);
     be->free(be, e->stats);
@@ -402,7 +416,7 @@ zaya_status zaya_engine_scale_grads(zaya_engine *e, float s) {
 
 zaya_status zaya_engine_push_bias(zaya_engine *e, int l) {
     const float *hb = e->host->p.layers[l].bal_bias;
-    if (!hb) return ZAYA_OK;
+    if (!hb || e->aliased) return ZAYA_OK; /* aliased: the engine reads the host's biases themselves */
     return e->be->upload(e->be, e->p.layers[l].bal_bias, hb, sizeof(float) * (size_t)(e->c->num_experts + 1));
 }
 
@@ -414,6 +428,7 @@ static zaya_status push_biases(zaya_engine *e) {
 
 zaya_status zaya_engine_pull(zaya_engine *e) {
     zaya_model *h = e->host;
+    if (e->aliased) return ZAYA_OK; /* the host's blocks are the engine's */
     ZAYA_TRY(push_biases(e));
     ZAYA_TRY(e->be->download(e->be, h->params, e->params, (size_t)h->nfloats * sizeof(float)));
     zaya_model_sync_weights(h);
@@ -424,6 +439,10 @@ zaya_status zaya_engine_pull(zaya_engine *e) {
 
 zaya_status zaya_engine_push(zaya_engine *e) {
     zaya_model *h = e->host;
+    if (e->aliased) {
+        sync_shadow(e);
+        return e->be->sync(e->be);
+    }
     ZAYA_TRY(e->be->upload(e->be, e->params, h->params, (size_t)h->nfloats * sizeof(float)));
     if (e->opt && e->opt->state_floats > 0)
         ZAYA_TRY(e->be->upload(e->be, e->state, e->opt->state_block, (size_t)e->opt->state_floats * sizeof(float)));

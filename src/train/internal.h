@@ -124,6 +124,11 @@ zaya_status zaya_train_engine_start(zaya_trainer *t);
 /* Before anything else is prepared: the device the options name exists (cheap, no allocation). */
 zaya_status zaya_train_engine_probe(const zaya_train_opts *o);
 zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
+/* device.c: the data-parallel gradient reduction (armed before the last micro-batch's backward,
+ * finished after it) and the parameter sharing after the optimizer step, for the step's memory. */
+void zaya_train_grads_arm(zaya_trainer *t);
+zaya_status zaya_train_grads_finish(zaya_trainer *t);
+zaya_status zaya_train_params_share(zaya_trainer *t);
 /* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);

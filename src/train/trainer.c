@@ -418,7 +418,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         ZAYA_TRY(t->bal_status);
         if (in_forward) t->balancer.drift_ready = 1;
         /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
-        if (mb == t->accum - 1 && !t->eng) zaya_dp_arm(&t->dp);
+        if (mb == t->accum - 1) zaya_train_grads_arm(t);
         zaya_ft_enter(t, ZAYA_FT_BACKWARD);
         if (t->eng) {
             ZAYA_TRY(zaya_engine_backward(t->eng));
@@ -435,8 +435,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_stats[L + i] += rp[i];
     }
     zaya_ft_enter(t, ZAYA_FT_COMM);
-    if (t->eng) ZAYA_TRY(zaya_engine_reduce_grads(t->eng, zaya_train_engine_allreduce, t, t->world));
-    else ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
+    ZAYA_TRY(zaya_train_grads_finish(t));
     zaya_ft_inject_grads(t);
     /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
     if (t->accum > 1 && t->eng) {
@@ -480,8 +479,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
         if (t->eng) ZAYA_TRY(zaya_engine_optim_step(t->eng, sm->lr, scale));
         else zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
-        if (t->eng) ZAYA_TRY(zaya_engine_share_params(t->eng, zaya_train_engine_allreduce, t));
-        else ZAYA_TRY(zaya_dp_gather_params(&t->dp));
+        ZAYA_TRY(zaya_train_params_share(t));
         if (!in_forward) {
             /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
             zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);

@@ -3,12 +3,16 @@
  * activations in the backend's memory (src/engine, docs/gpu.md).
  *
  * It runs the same math, in the same order, as the CPU model (zaya/model.h) and optimizer
- * (zaya/optim.h): with the CPU backend it reproduces them to rounding, which is how it is tested in a
- * CPU-only build; with the CUDA backend it is `zaya train --device cuda`.
+ * (zaya/optim.h): with the CPU backend it reproduces them bit for bit (tests/test_engine.c). It is the
+ * step of `zaya train` (the CPU backend by default, the CUDA backend with `--device cuda`), `zaya
+ * study` and `zaya bench model|train`.
  *
  * Ownership. An engine is built over a host zaya_model (config, tensor table, RoPE table) and, for
  * training, a host zaya_optim (the unit plan, the state layout, the step counters): those stay the
- * checkpoint's view. The backend holds the working copies; zaya_engine_pull() refreshes the host copies
+ * checkpoint's view. On a host backend (the CPU one) the engine works on the host model's parameter,
+ * gradient and bf16-shadow blocks and the host optimizer's state block themselves: pull and push only
+ * refresh the shadow, and the host model's on_grads_ready hook runs during the backward at
+ * zaya_model_backward's points. A device backend holds working copies; zaya_engine_pull() refreshes the host copies
  * (parameters, optimizer state) before a checkpoint, a sample or an evaluation on the host, and
  * zaya_engine_push() loads them after a resume. The balancing biases (ZAYA_OPT_NONE buffers) are the
  * exception: the host copy is the master (the balancer updates it) and the engine uploads a block's

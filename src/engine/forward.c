@@ -137,6 +137,9 @@ static zaya_status blocks_forward(zaya_engine *e) {
 zaya_status zaya_engine_forward(zaya_engine *e, const int32_t *ids, const int32_t *targets, int backward_ready,
                                 float *loss) {
     if (!e->L) return zaya_error_set(ZAYA_EINVAL, "engine: zaya_engine_plan first");
+    if (e->host->cp.size > 1)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "the engine does not run context parallelism (cp %d) yet",
+                              e->host->cp.size);
     if (backward_ready && !targets) return zaya_error_set(ZAYA_EINVAL, "a backward-ready forward needs targets");
     zaya_backend *be = e->be;
     const int64_t N = e->B * e->T, D = e->c->hidden_size, V = e->c->vocab_size;

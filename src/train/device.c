@@ -2,8 +2,9 @@
  * (working on the host model's own blocks), a CUDA device with `--device cuda[:N]`. The step loop is
  * trainer.c's; here the backend is opened, the engine built over the resumed model and optimizer, the
  * data-parallel reduction and parameter sharing chosen for the backend's memory, and the device's
- * matmul peak measured for MFU. A run with context parallelism still steps on the CPU model
- * (src/model's forward and backward; the engine has no CP yet). */
+ * matmul peak measured for MFU. A context-parallel phase (CPU only) runs its forward and backward on
+ * the CPU model (src/model; the engine has no CP yet) over the same blocks; the rest of its step
+ * (gradient norm, optimizer, sharing) is the engine's. */
 #include <string.h>
 
 #include "train/internal.h"
@@ -30,9 +31,6 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
     if (o->device) ZAYA_TRY(zaya_device_parse(o->device, &d));
     if (o->engine && t->rank == 0)
         ZAYA_WARN("--engine is the default now (every step runs on the engine); the flag does nothing and will go");
-    int cp = o->cp > 1;
-    for (int p = 0; p < t->run.nphases; p++) cp |= t->run.phases[p].cp > 1;
-    if (d.kind == ZAYA_DEVICE_CPU && cp) return ZAYA_OK; /* context parallelism: the CPU model's step */
     char name[32];
     zaya_device_format(d, name, sizeof name);
     if (d.kind == ZAYA_DEVICE_CUDA && t->world > 1 && !strchr(o->device, ':')) {
@@ -42,10 +40,10 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
         d.index = t->rank % n;
         zaya_device_format(d, name, sizeof name);
     }
-    for (int p = 0; p < t->run.nphases; p++)
+    for (int p = 0; p < t->run.nphases && d.kind != ZAYA_DEVICE_CPU; p++)
         if (t->run.phases[p].cp > 1 || o->cp > 1)
             return zaya_error_set(ZAYA_EUNSUPPORTED, "--device %s: context parallelism (phase '%s') runs on the CPU "
-                                  "trainer only", name, t->run.phases[p].name);
+                                  "only", name, t->run.phases[p].name);
     ZAYA_TRY(zaya_engine_backend_open(d, &t->be));
     ZAYA_TRY(zaya_engine_init(&t->eng, t->be, &t->model));
     ZAYA_TRY(zaya_engine_optim_init(t->eng, &t->opt));
@@ -71,22 +69,21 @@ zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n) {
  * is the host model's) the buckets are reduced during the backward (dp.c's gradients-ready hook);
  * on a device, after it, over NCCL. */
 void zaya_train_grads_arm(zaya_trainer *t) {
-    if (!t->eng || t->be->is_host) zaya_dp_arm(&t->dp);
+    if (t->be->is_host) zaya_dp_arm(&t->dp);
 }
 
 zaya_status zaya_train_grads_finish(zaya_trainer *t) {
-    if (!t->eng || t->be->is_host) return zaya_dp_finish_grads(&t->dp);
+    if (t->be->is_host) return zaya_dp_finish_grads(&t->dp);
     return zaya_engine_reduce_grads(t->eng, zaya_train_engine_allreduce, t, t->world);
 }
 
 /* After the optimizer step: under ZeRO-1 every rank's updated units to all, then (engine, bf16) the
  * shadow of what came in. */
 zaya_status zaya_train_params_share(zaya_trainer *t) {
-    if (t->eng && !t->be->is_host) return zaya_engine_share_params(t->eng, zaya_train_engine_allreduce, t);
+    if (!t->be->is_host) return zaya_engine_share_params(t->eng, zaya_train_engine_allreduce, t);
     ZAYA_TRY(zaya_dp_gather_params(&t->dp));
-    /* the engine refreshed the shadow of its own units; gathered ones need theirs (the CPU model's
-     * shadow follows after the balancing, trainer.c) */
-    if (t->eng && t->dp.mode == ZAYA_DP_ZERO1 && t->world > 1) return zaya_engine_push(t->eng);
+    /* the engine refreshed the shadow of its own units; gathered ones need theirs */
+    if (t->dp.mode == ZAYA_DP_ZERO1 && t->world > 1) return zaya_engine_push(t->eng);
     return ZAYA_OK;
 }
 

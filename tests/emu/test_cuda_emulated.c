@@ -251,11 +251,11 @@ int main(void) {
         compare_engine(medium, V_ZAYA1, ZAYA_DTYPE_F32, 1e-4, 1e-5);
         compare_engine(medium, V_ZAYA1, ZAYA_DTYPE_BF16, 2e-2, 1e-5);
     }
-    /* every study variant's step (GQA, MHA, linear router, no EDA, dense MLP, plain residuals) */
-    for (int v = V_ZAYA1 + 1; v < V_COUNT; v++) {
-        compare_engine(0, v, ZAYA_DTYPE_F32, 1e-4, 1e-5);
-        compare_engine(0, v, ZAYA_DTYPE_BF16, 2e-2, 1e-5);
-    }
+    /* every study variant's step (GQA, MHA, linear router, no EDA, dense MLP, plain residuals) in f32;
+     * bf16 changes only the operands of the GEMMs and of the attention and grouped-convolution kernels,
+     * which the zaya1 bf16 cases and the backend checks cover, so one variant (GQA) runs it too */
+    for (int v = V_ZAYA1 + 1; v < V_COUNT; v++) compare_engine(0, v, ZAYA_DTYPE_F32, 1e-4, 1e-5);
+    compare_engine(0, V_GQA, ZAYA_DTYPE_BF16, 2e-2, 1e-5);
     printf("cuda_emulated: %ld kernel launches\n", zaya_emu_launch_count());
     return th_finish("cuda_emulated");
 }

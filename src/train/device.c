@@ -48,7 +48,7 @@ zaya_status zaya_train_engine_start(zaya_trainer *t) {
     ZAYA_TRY(zaya_engine_init(&t->eng, t->be, &t->model));
     ZAYA_TRY(zaya_engine_optim_init(t->eng, &t->opt));
     if (t->world > 1 && d.kind == ZAYA_DEVICE_CUDA) ZAYA_TRY(zaya_nccl_init(t->comm, 1, &d.index, &t->nccl));
-    ZAYA_DEBUG("the step runs on the engine over backend %s", t->be->name);
+    ZAYA_INFO("the step runs on the engine over backend %s", t->be->name);
     return ZAYA_OK;
 }
 

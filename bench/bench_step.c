@@ -6,7 +6,9 @@
  * --ns-batch sets zaya_optim_config.muon_batch_floats (0: the default).
  * CONFIG is a preset or a config.json. Prints the median of each phase over S steps (after one warm-up
  * step) and its share of the median step; Muon's Newton-Schulz is shown separately (the optimizer's own
- * timers). Before that, the model's own profile of the median step (zaya_model_profile_attach): forward
+ * timers). Forward and backward run on the training engine over the CPU backend (the trainer's step;
+ * the optimizer phases are src/optim's on the same blocks, timed apart). Before that, the engine's
+ * profile of the median step (zaya_engine_profile_attach): forward
  * and backward by op class (embedding, norms, projections, CCA convolutions, QK norm + RoPE, attention,
  * router, dispatch, experts, head), with each class's matmul time and rate, the bf16 operand staging,
  * and how many oneDNN primitives the timed steps created. With -o writes DIR/bench_step.json. */
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "zaya/config.h"
+#include "zaya/engine.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
 #include "zaya/matmul.h"
@@ -78,7 +81,10 @@ int main(int argc, char **argv) {
     if (zaya_model_init(&m, &cfg, dt) != ZAYA_OK) return fail("model");
     zaya_model_init_weights(&m, 1234);
     zaya_model_sync_weights(&m);
-    if (zaya_model_plan(&m, B, T) != ZAYA_OK) return fail("plan");
+    zaya_backend *be = NULL;
+    zaya_engine *eng = NULL;
+    if (zaya_backend_cpu_init(&be) != ZAYA_OK || zaya_engine_init(&eng, be, &m) != ZAYA_OK) return fail("engine");
+    if (zaya_engine_plan(eng, B, T) != ZAYA_OK) return fail("plan");
     const int64_t n = B * T;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)n), *tgt = malloc(sizeof(int32_t) * (size_t)n);
     double *t = calloc((size_t)(NP * (steps + 1)), sizeof(double));
@@ -116,13 +122,13 @@ int main(int argc, char **argv) {
     for (int s = 0; s <= steps; s++) { /* s = 0 warms up (primitive creation, first touch) */
         double *ts = t + (size_t)s * NP, c[8];
         float loss = 0;
-        zaya_model_profile_attach(&m, &pstep[s]);
+        zaya_engine_profile_attach(eng, &pstep[s]);
         c[0] = zaya_now_s();
-        zaya_model_zero_grad(&m);
+        if (zaya_engine_zero_grad(eng) != ZAYA_OK) return fail("zero_grad");
         c[1] = zaya_now_s();
-        if (zaya_model_forward(&m, ids, tgt, 1, &loss) != ZAYA_OK) return fail("forward");
+        if (zaya_engine_forward(eng, ids, tgt, 1, &loss) != ZAYA_OK) return fail("forward");
         c[2] = zaya_now_s();
-        zaya_model_backward(&m);
+        if (zaya_engine_backward(eng) != ZAYA_OK) return fail("backward");
         c[3] = zaya_now_s();
         double sq = 0;
         if (zaya_optim_grad_sqnorm_local(&opt, m.grads, &sq) != ZAYA_OK) return fail("grad norm");
@@ -137,7 +143,7 @@ int main(int argc, char **argv) {
         for (int p = 0; p < 7; p++) ts[p < P_NS ? p : p + 1] = c[p + 1] - c[p];
         ts[P_NS] = opt.muon_ns_s;
         ts[P_STEP] = c[7] - c[0];
-        zaya_model_profile_attach(&m, NULL);
+        zaya_engine_profile_attach(eng, NULL);
         if (s == 0) prims_warm = zaya_matmul_cache_size();
     }
     /* the profile of the median step (by step time) stands for the run */
@@ -149,7 +155,7 @@ int main(int argc, char **argv) {
         for (int s = 1; s <= steps; s++)
             if (fabs(t[(size_t)s * NP + P_STEP] - mstep) < fabs(t[(size_t)best * NP + P_STEP] - mstep)) best = s;
         prof = pstep[best];
-        printf("# model profile of the median step (step %d): wall ms per phase, of which matmul calls (bf16\n"
+        printf("# engine profile of the median step (step %d): wall ms per phase, of which matmul calls (bf16\n"
                "# staging included) and their rate; the head's backward GEMMs run in the forward pass\n", best);
         printf("%-18s %9s %9s %9s %9s %9s %9s %9s\n", "phase", "fwd ms", "gemm ms", "GFLOP/s", "bwd ms", "gemm ms",
                "GFLOP/s", "share");
@@ -224,6 +230,8 @@ int main(int argc, char **argv) {
     }
     zaya_optim_free(&opt);
     zaya_optim_plan_free(&plan);
+    zaya_engine_free(eng);
+    zaya_backend_free(be);
     zaya_model_free(&m);
     free(ids), free(tgt), free(t), free(pstep);
     return 0;

@@ -270,6 +270,13 @@ static void ck_softmax_forward(hc *c) {
     BOTH(softmax_forward, F(y), F(x), NR, ND);
     hc_cmp_f32(c, y, NR * ND);
 }
+static void ck_softmax_ld_forward(hc *c) {
+    /* rows 3 floats longer than the softmax: those columns come back zero over a non-zero start */
+    const int64_t ld = ND + 3;
+    dbuf x = hc_rand(c, NR * ND, -8, 8), y = hc_rand(c, NR * ld, -1, 1);
+    BOTH(softmax_ld_forward, F(y), ld, F(x), NR, ND);
+    hc_cmp_f32(c, y, NR * ld);
+}
 static void ck_add(hc *c) {
     dbuf x = hc_rand(c, NR * ND, -1, 1), y = hc_rand(c, NR * ND, -1, 1);
     BOTH(add, F(y), F(x), NR * ND);
@@ -694,6 +701,7 @@ static const check g_checks[] = {
     {"swiglu_forward", ck_swiglu_forward, F32},
     {"swiglu_backward", ck_swiglu_backward, F32},
     {"softmax_forward", ck_softmax_forward, F32},
+    {"softmax_ld_forward", ck_softmax_ld_forward, F32},
     {"add", ck_add, F32},
     {"scale", ck_scale, F32},
     {"add_bias", ck_add_bias, F32},
@@ -749,10 +757,40 @@ static const check g_checks[] = {
 int zaya_backend_check_count(void) { return NCHECKS; }
 const char *zaya_backend_check_name(int i) { return i >= 0 && i < NCHECKS ? g_checks[i].name : NULL; }
 
+/* The operation of the list (zaya/backend.h) a check is named after: the longest operation name that
+ * is the check's name or its prefix before a '_' suffix ("gemm_batched_bf16": gemm_batched). */
+int zaya_backend_check_op_of(int i) {
+    const char *name = zaya_backend_check_name(i);
+    int best = -1;
+    size_t best_len = 0;
+    for (int op = 0; name && op < ZAYA_BACKEND_NOPS; op++) {
+        const char *o = zaya_backend_op_name((zaya_backend_op)op);
+        const size_t n = strlen(o);
+        if (strncmp(name, o, n) == 0 && (name[n] == 0 || name[n] == '_') && n > best_len) best = op, best_len = n;
+    }
+    return best;
+}
+
+int zaya_backend_check_uncovered(void) {
+    for (int op = 0; op < ZAYA_BACKEND_NOPS; op++) {
+        int covered = 0;
+        for (int i = 0; i < NCHECKS && !covered; i++) covered = zaya_backend_check_op_of(i) == op;
+        if (!covered) return op;
+    }
+    return -1;
+}
+
 int zaya_backend_check_op(zaya_backend *test, zaya_backend *ref, int i, double *err, double *bound) {
     *err = INFINITY;
     *bound = i >= 0 && i < NCHECKS ? g_checks[i].bound : 0.0;
     if (i < 0 || i >= NCHECKS) return -1;
+    const int op = zaya_backend_check_op_of(i);
+    for (int s = 0; s < 2 && op >= 0; s++)
+        if (!zaya_backend_supports(s ? ref : test, (zaya_backend_op)op)) {
+            zaya_error_set(ZAYA_EUNSUPPORTED, "backend %s does not implement %s", (s ? ref : test)->name,
+                           zaya_backend_op_name((zaya_backend_op)op));
+            return -1;
+        }
     hc c = {.be = {test, ref}, .stream = 1000 * (uint64_t)(i + 1)};
     g_checks[i].run(&c);
     for (int s = 0; s < 2; s++) note(&c, c.be[s]->sync(c.be[s]));

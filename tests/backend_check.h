@@ -17,6 +17,11 @@ int zaya_backend_check_count(void);
 const char *zaya_backend_check_name(int i);
 /* Runs check i on both backends: *err is its largest error, *bound its bound. Returns 1 when the
  * error is within the bound, 0 when not, -1 when a backend call failed (zaya_error_message()). */
+/* The operation (zaya_backend_op) check i covers, -1 for "memory"; the first operation of the list no
+ * check covers, -1 when every one is. A check of an operation a backend does not implement (its slot
+ * empty) fails with a message naming both. */
+int zaya_backend_check_op_of(int i);
+int zaya_backend_check_uncovered(void);
 int zaya_backend_check_op(zaya_backend *test, zaya_backend *ref, int i, double *err, double *bound);
 /* Every check, one table row each (name, error, bound, ok / FAIL) to log (NULL: silent); returns the
  * number of checks that failed or could not run. */

@@ -24,6 +24,30 @@ int main(void) {
     if (!g_cpu || !ref) return th_finish("backend_check_cpu");
     CHECK(zaya_backend_check_count() >= 50, "%d checks", zaya_backend_check_count());
 
+    /* the operation list (zaya/backend.h): every slot filled, every operation checked, names round-trip */
+    CHECK(g_cpu->version == ZAYA_BACKEND_VERSION, "cpu backend version %d", g_cpu->version);
+    for (int op = 0; op < ZAYA_BACKEND_NOPS; op++)
+        CHECK(zaya_backend_supports(g_cpu, (zaya_backend_op)op), "the cpu backend leaves %s empty",
+              zaya_backend_op_name((zaya_backend_op)op));
+    CHECK(!zaya_backend_supports(g_cpu, ZAYA_BACKEND_NOPS) && zaya_backend_op_name(ZAYA_BACKEND_NOPS) == NULL,
+          "an id past the list is no operation");
+    const int unc = zaya_backend_check_uncovered();
+    CHECK(unc < 0, "no backend check covers %s", unc >= 0 ? zaya_backend_op_name((zaya_backend_op)unc) : "");
+    CHECK(zaya_backend_check_op_of(0) < 0 && !strcmp(zaya_backend_check_name(0), "memory"), "check 0 is memory");
+    {
+        zaya_backend holed = *g_cpu;
+        holed.xent = NULL;
+        CHECK(!zaya_backend_supports(&holed, ZAYA_OP_xent) && zaya_backend_supports(&holed, ZAYA_OP_gemm),
+              "supports() reads the slot");
+        int xi = -1;
+        for (int i = 0; i < zaya_backend_check_count(); i++)
+            if (!strcmp(zaya_backend_check_name(i), "xent")) xi = i;
+        double err, bound;
+        CHECK(xi >= 0 && zaya_backend_check_op(&holed, ref, xi, &err, &bound) == -1 &&
+                  strstr(zaya_error_message(), "does not implement xent"),
+              "an empty slot fails its check by name: %s", zaya_error_message());
+    }
+
     printf("-- the CPU backend against another CPU backend:\n");
     int failed = zaya_backend_check_all(g_cpu, ref, stdout);
     CHECK(failed == 0, "%d checks fail CPU against CPU", failed);

@@ -26,6 +26,24 @@ static inline void engine_small_config(zaya_config *c) {
     c->max_position_embeddings = 32;
 }
 
+/* The study variants (zaya study) over the small config: each changes one part of the step. */
+enum { V_ZAYA1, V_GQA, V_MHA, V_LINEAR_ROUTER, V_NO_EDA, V_DENSE, V_PLAIN_RESIDUAL, V_COUNT };
+static inline const char *variant_name(int v) {
+    static const char *const names[V_COUNT] = {"zaya1", "gqa", "mha", "linear-router", "no-eda", "dense-mlp",
+                                               "plain-residual"};
+    return v >= 0 && v < V_COUNT ? names[v] : "?";
+}
+
+static inline void variant_config(int v, zaya_config *c) {
+    engine_small_config(c);
+    if (v == V_GQA) c->attention = ZAYA_ATTENTION_GQA;
+    if (v == V_MHA) c->attention = ZAYA_ATTENTION_MHA, c->num_key_value_heads = c->num_attention_heads;
+    if (v == V_LINEAR_ROUTER) c->router = ZAYA_ROUTER_LINEAR;
+    if (v == V_NO_EDA) c->router = ZAYA_ROUTER_NO_EDA;
+    if (v == V_DENSE) c->mlp = ZAYA_MLP_DENSE;
+    if (v == V_PLAIN_RESIDUAL) c->residual = ZAYA_RESIDUAL_PLAIN;
+}
+
 /* Largest |a - b| over a tensor divided by its largest |b| (the difference alone for an all-zero b);
  * a NaN anywhere is an infinite error. */
 static inline double engine_tensor_err(const float *a, const float *b, int64_t n) {

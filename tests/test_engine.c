@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "zaya/engine.h"
 #include "zaya/rng.h"
+#include "zaya/timer.h"
 
 static int hook_calls;
 static void count_hook(void *ctx, zaya_engine *e, int layer) {
@@ -19,16 +20,17 @@ static void count_hook(void *ctx, zaya_engine *e, int layer) {
     hook_calls++;
 }
 
-static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
-    const char *name = dt == ZAYA_DTYPE_F32 ? "f32" : "bf16";
+static void compare_model(int variant, zaya_dtype dt, double grad_tol, double step_tol) {
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", variant_name(variant), dt == ZAYA_DTYPE_F32 ? "f32" : "bf16");
     zaya_config c;
-    engine_small_config(&c);
+    variant_config(variant, &c);
     zaya_model ref, mod;
     CHECK(zaya_model_init(&ref, &c, dt) == ZAYA_OK && zaya_model_init(&mod, &c, dt) == ZAYA_OK, "init");
     zaya_model_init_weights(&ref, 7);
     zaya_model_init_weights(&mod, 7);
     /* the skip class back to a neutral bias so every class gets tokens */
-    for (int l = 0; l < (int)c.num_hidden_layers; l++) {
+    for (int l = 0; l < (int)c.num_hidden_layers && zaya_config_is_moe(&c); l++) {
         ref.p.layers[l].bal_bias[c.num_experts] = 0.0f;
         mod.p.layers[l].bal_bias[c.num_experts] = 0.0f;
     }
@@ -55,7 +57,8 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     CHECK(zaya_engine_forward(e, ids, tg, 1, &le) == ZAYA_OK, "engine forward: %s", zaya_error_message());
     CHECK(zaya_engine_backward(e) == ZAYA_OK, "engine backward: %s", zaya_error_message());
     zaya_engine_set_route_hook(e, NULL, NULL);
-    CHECK(hook_calls == (int)c.num_hidden_layers, "%s: route hook ran %d times", name, hook_calls);
+    CHECK(hook_calls == (zaya_config_is_moe(&c) ? (int)c.num_hidden_layers : 0), "%s: route hook ran %d times", name,
+          hook_calls);
     CHECK(lr_ == le, "%s: loss %.9g vs %.9g", name, le, lr_);
     CHECK(zaya_engine_last_tokens(e) == ref.last_tokens, "tokens");
     /* routing: the same classes, counts and statistics */
@@ -67,7 +70,8 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
               (long long)ref.route_counts[i]);
         routed += i % E1 < c.num_experts && rc[i] > 0;
     }
-    CHECK(routed >= 2 * (int)L, "%s: the batch exercises several experts per block (%d)", name, routed);
+    if (zaya_config_is_moe(&c))
+        CHECK(routed >= 2 * (int)L, "%s: the batch exercises several experts per block (%d)", name, routed);
     for (int64_t l = 0; l < L; l++)
         CHECK(fabs(zaya_engine_route_spread(e)[l] - ref.route_spread[l]) <= 1e-9 * (1 + ref.route_spread[l]),
               "%s: spread %lld", name, (long long)l);
@@ -95,6 +99,15 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     CHECK(zaya_engine_backward(e) == ZAYA_OK, "again");
     zaya_engine_pull_grads(e, g2);
     CHECK(!memcmp(g, g2, sizeof(float) * (size_t)mod.nfloats), "%s: a second run gives the same gradient bits", name);
+    if (variant != V_ZAYA1) { /* the variants change the step's forward and backward, not the optimizer */
+        free(g);
+        free(g2);
+        zaya_engine_free(e);
+        zaya_backend_free(be);
+        zaya_model_free(&ref);
+        zaya_model_free(&mod);
+        return;
+    }
 
     /* two optimizer steps from the same gradients on both sides */
     zaya_optim_plan plan;
@@ -129,12 +142,9 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     CHECK(serr <= step_tol, "%s: optimizer state after two steps: rel err %.3e", name, serr);
     printf("engine %s: after two optimizer steps, worst parameter rel err %.2e, state %.2e\n", name, worst, serr);
 
-    /* push: a changed host copy reaches the backend */
-    mod.params[0] += 1.0f;
-    CHECK(zaya_engine_push(e) == ZAYA_OK, "push");
-    mod.params[0] -= 1.0f;
-    CHECK(zaya_engine_pull(e) == ZAYA_OK, "pull");
-    CHECK(mod.params[0] == ref.params[0] + 1.0f || fabsf(mod.params[0] - ref.params[0] - 1.0f) < 1e-5f, "push reached");
+    /* the CPU backend works on the host's own blocks: no copies to go stale */
+    CHECK(zaya_engine_params(e) == mod.params && zaya_engine_grads(e) == mod.grads, "the host blocks are the engine's");
+    CHECK(zaya_engine_push(e) == ZAYA_OK && zaya_engine_pull(e) == ZAYA_OK, "push / pull");
 
     /* bad input: an id outside the vocabulary is named, nothing runs */
     ids[5] = (int32_t)c.vocab_size;
@@ -152,23 +162,122 @@ static void compare_model(zaya_dtype dt, double grad_tol, double step_tol) {
     zaya_model_free(&mod);
 }
 
+/* The host model's gradients-ready hook, called by the engine's backward as zaya_model_backward calls
+ * it: after the final norm (L), after each block (L-1 .. 0), at the end (-1); at each call the gradients
+ * it announces are final (equal to the finished backward's). */
+typedef struct ready_rec {
+    int calls, order_ok, layers;
+    const zaya_model *m;
+    const float *final_grads;
+    int final_ok;
+} ready_rec;
+static void on_ready(void *ctx, int layer) {
+    ready_rec *r = ctx;
+    const int want = r->calls == 0 ? r->layers : r->layers - r->calls;
+    r->order_ok &= layer == (want < 0 ? -1 : want) || (r->calls == r->layers + 1 && layer == -1);
+    r->calls++;
+    if (!r->final_grads) return;
+    for (int i = 0; i < r->m->ntensors; i++) {
+        const zaya_tensor_info *t = &r->m->tensors[i];
+        const int bucket = t->layer >= 0 ? t->layer : !strcmp(t->name, "model.norm.weight") ? r->layers : -1;
+        if (bucket != layer) continue;
+        r->final_ok &= !memcmp(r->m->grads + t->offset, r->final_grads + t->offset, sizeof(float) * (size_t)t->numel);
+    }
+}
+
+static void hooks_and_profile(void) {
+    zaya_config c;
+    engine_small_config(&c);
+    zaya_model m;
+    CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
+    zaya_model_init_weights(&m, 5);
+    zaya_backend *be = NULL;
+    zaya_engine *e = NULL;
+    CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK && zaya_engine_init(&e, be, &m) == ZAYA_OK, "engine: %s",
+          zaya_error_message());
+    if (!e) return;
+    const int64_t B = 2, T = 16, N = B * T, L = c.num_hidden_layers, V = c.vocab_size;
+    CHECK(zaya_engine_plan(e, B, T) == ZAYA_OK, "plan");
+    int32_t ids[32], tg[32];
+    engine_batch(ids, tg, N, V, 3);
+    /* a reference backward, then the same again with the hook checking each announced block */
+    float *final = malloc(sizeof(float) * (size_t)m.nfloats);
+    zaya_engine_zero_grad(e);
+    CHECK(zaya_engine_forward(e, ids, tg, 1, NULL) == ZAYA_OK && zaya_engine_backward(e) == ZAYA_OK, "step");
+    memcpy(final, m.grads, sizeof(float) * (size_t)m.nfloats);
+    ready_rec r = {0, 1, (int)L, &m, final, 1};
+    m.on_grads_ready = on_ready;
+    m.on_grads_ready_ctx = &r;
+    zaya_engine_zero_grad(e);
+    CHECK(zaya_engine_forward(e, ids, tg, 1, NULL) == ZAYA_OK && zaya_engine_backward(e) == ZAYA_OK, "hooked step");
+    m.on_grads_ready = NULL;
+    CHECK(r.calls == (int)L + 2 && r.order_ok, "gradients-ready hook: %d calls, order %s", r.calls,
+          r.order_ok ? "ok" : "wrong");
+    CHECK(r.final_ok, "every announced gradient is final when announced");
+    free(final);
+
+    /* the phase profile: every phase with work charged, phases within the passes' wall time, the
+     * projection and head FLOPs exactly the products the step runs; detached: unchanged */
+    zaya_model_profile p;
+    memset(&p, 0, sizeof p);
+    zaya_engine_profile_attach(e, &p);
+    zaya_engine_zero_grad(e);
+    const double t0 = zaya_now_s();
+    CHECK(zaya_engine_forward(e, ids, tg, 1, NULL) == ZAYA_OK, "profiled forward");
+    const double t1 = zaya_now_s();
+    CHECK(zaya_engine_backward(e) == ZAYA_OK, "profiled backward");
+    const double t2 = zaya_now_s();
+    zaya_engine_profile_attach(e, NULL);
+    double sum[2] = {0, 0};
+    for (int ph = 0; ph < ZAYA_PROF_NPHASES; ph++) {
+        sum[0] += p.s[0][ph], sum[1] += p.s[1][ph];
+        CHECK(p.s[0][ph] > 0, "forward phase %s not charged", zaya_prof_phase_name((zaya_prof_phase)ph));
+        if (ph != ZAYA_PROF_HEAD)
+            CHECK(p.s[1][ph] > 0, "backward phase %s not charged", zaya_prof_phase_name((zaya_prof_phase)ph));
+        CHECK(p.gemm_s[0][ph] <= p.s[0][ph] && p.gemm_s[1][ph] <= p.s[1][ph], "phase %s: matmul time above its wall",
+              zaya_prof_phase_name((zaya_prof_phase)ph));
+    }
+    CHECK(sum[0] <= t1 - t0 && sum[1] <= t2 - t1, "phases %.6f / %.6f s within passes of %.6f / %.6f s", sum[0], sum[1],
+          t1 - t0, t2 - t1);
+    const double D = (double)c.hidden_size, qd = (double)zaya_config_q_dim(&c), kvd = (double)zaya_config_kv_dim(&c);
+    const double proj = 2.0 * (double)N * (D * (qd + kvd) + D * kvd + qd * D) * (double)L;
+    CHECK(p.flop[0][ZAYA_PROF_ATTN_PROJ] == proj && p.flop[1][ZAYA_PROF_ATTN_PROJ] == 2 * proj,
+          "projection FLOPs %.0f / %.0f, want %.0f / %.0f", p.flop[0][ZAYA_PROF_ATTN_PROJ], p.flop[1][ZAYA_PROF_ATTN_PROJ],
+          proj, 2 * proj);
+    CHECK(p.flop[0][ZAYA_PROF_HEAD] == 3 * 2.0 * (double)N * D * (double)V, "head FLOPs %.0f", p.flop[0][ZAYA_PROF_HEAD]);
+    const zaya_model_profile before = p;
+    CHECK(zaya_engine_forward(e, ids, tg, 0, NULL) == ZAYA_OK, "detached forward");
+    CHECK(!memcmp(&before, &p, sizeof p), "a detached profile changed");
+    zaya_engine_free(e);
+    zaya_backend_free(be);
+    zaya_model_free(&m);
+}
+
 static void refusals(void) {
     zaya_backend *be = NULL;
     CHECK(zaya_backend_cpu_init(&be) == ZAYA_OK, "cpu backend");
     zaya_config c;
-    engine_small_config(&c);
-    c.attention = ZAYA_ATTENTION_GQA;
+    /* a backend without an operation the config needs is refused at init, naming backend and operation;
+     * a config that does not call it runs */
+    zaya_backend holed = *be;
+    snprintf(holed.name, sizeof holed.name, "cpu-without-softmax-ld");
+    holed.softmax_ld_forward = NULL;
+    variant_config(V_LINEAR_ROUTER, &c);
     zaya_model m;
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
     zaya_engine *e = (zaya_engine *)1;
-    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && e == NULL && strstr(zaya_error_message(), "CCA"),
-          "softmax attention refused: %s", zaya_error_message());
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_EUNSUPPORTED && e == NULL &&
+              strstr(zaya_error_message(), "backend cpu-without-softmax-ld does not implement softmax_ld_forward") &&
+              strstr(zaya_error_message(), "linear router"),
+          "a missing operation refused: %s", zaya_error_message());
     zaya_model_free(&m);
-    engine_small_config(&c);
-    c.router = ZAYA_ROUTER_LINEAR;
+    variant_config(V_ZAYA1, &c);
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
-    CHECK(zaya_engine_init(&e, be, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "linear"),
-          "linear router refused: %s", zaya_error_message());
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_OK, "the ZAYA router does not need it: %s", zaya_error_message());
+    zaya_engine_free(e);
+    holed.version = ZAYA_BACKEND_VERSION - 1;
+    CHECK(zaya_engine_init(&e, &holed, &m) == ZAYA_EUNSUPPORTED && strstr(zaya_error_message(), "table version"),
+          "another table version refused: %s", zaya_error_message());
     zaya_model_free(&m);
     engine_small_config(&c);
     CHECK(zaya_model_init(&m, &c, ZAYA_DTYPE_F32) == ZAYA_OK, "init");
@@ -192,8 +301,9 @@ static void refusals(void) {
 
 int main(void) {
     /* The CPU backend runs the CPU model's own kernels and primitives (backend.h): bit-identical. */
-    compare_model(ZAYA_DTYPE_F32, 0.0, 0.0);
-    compare_model(ZAYA_DTYPE_BF16, 0.0, 0.0);
     refusals();
+    hooks_and_profile();
+    for (int v = 0; v < V_COUNT; v++) compare_model(v, ZAYA_DTYPE_F32, 0.0, 0.0);
+    for (int v = 0; v < V_COUNT; v++) compare_model(v, ZAYA_DTYPE_BF16, 0.0, 0.0);
     return th_finish("engine");
 }

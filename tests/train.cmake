@@ -34,6 +34,6 @@ set_tests_properties(train_stop PROPERTIES LABELS train TIMEOUT 600)
 add_test(NAME train_peak COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_peak.sh $<TARGET_FILE:zaya>)
 set_tests_properties(train_peak PROPERTIES LABELS train TIMEOUT 600)
 
-# Small defaults: range errors naming the flag, train --seed, no gnuplot warnings, --engine --cp.
+# Small defaults: range errors naming the flag, train --seed, no gnuplot warnings, --engine --cp (a deprecated no-op).
 add_test(NAME defaults_cli COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/defaults_cli.sh $<TARGET_FILE:zaya>)
 set_tests_properties(defaults_cli PROPERTIES LABELS cli TIMEOUT 600)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The trainer on the engine against the CPU trainer, on the tiny corpus (two phases, a batch ramp, a
 # RoPE change, balancing in the forward):
-#   train_engine.sh ZAYA engine   the engine over the CPU reference backend (--engine): no device needed
+#   train_engine.sh ZAYA engine   the deprecated --engine alias against the default step (both the engine
+#                                 over the CPU backend since the CPU model's step went: the alias must
+#                                 change nothing); no device needed
 #   train_engine.sh ZAYA cuda     the engine on the GPU (--device cuda); 77 (skipped) without one
 # Checks: 20 steps' losses against the CPU trainer (the CPU backend: identical; the GPU: f32 relative
 # 1e-4, bf16 2e-2), the same run twice

@@ -3,20 +3,24 @@
  * activations in the backend's memory (src/engine, docs/gpu.md).
  *
  * It runs the same math, in the same order, as the CPU model (zaya/model.h) and optimizer
- * (zaya/optim.h): with the CPU backend it reproduces them to rounding, which is how it is tested in a
- * CPU-only build; with the CUDA backend it is `zaya train --device cuda`.
+ * (zaya/optim.h): with the CPU backend it reproduces them bit for bit (tests/test_engine.c). It is the
+ * step of `zaya train` (the CPU backend by default, the CUDA backend with `--device cuda`), `zaya
+ * study` and `zaya bench model|train`.
  *
  * Ownership. An engine is built over a host zaya_model (config, tensor table, RoPE table) and, for
  * training, a host zaya_optim (the unit plan, the state layout, the step counters): those stay the
- * checkpoint's view. The backend holds the working copies; zaya_engine_pull() refreshes the host copies
+ * checkpoint's view. On a host backend (the CPU one) the engine works on the host model's parameter,
+ * gradient and bf16-shadow blocks and the host optimizer's state block themselves: pull and push only
+ * refresh the shadow, and the host model's on_grads_ready hook runs during the backward at
+ * zaya_model_backward's points. A device backend holds working copies; zaya_engine_pull() refreshes the host copies
  * (parameters, optimizer state) before a checkpoint, a sample or an evaluation on the host, and
  * zaya_engine_push() loads them after a resume. The balancing biases (ZAYA_OPT_NONE buffers) are the
  * exception: the host copy is the master (the balancer updates it) and the engine uploads a block's
  * biases before each selection.
  *
- * Scope: CCA attention, the ZAYA router (with or without EDA) or the linear router, top-1 MoE or the
- * dense MLP, scaled or plain residuals, f32 or bf16 GEMM operands. Context parallelism is not
- * supported on an engine (zaya_engine_init refuses a model with cp.size > 1). */
+ * Scope: CCA or softmax (GQA / MHA) attention, the ZAYA router (with or without EDA) or the linear
+ * router, top-1 MoE or the dense MLP, scaled or plain residuals, f32 or bf16 GEMM operands. Context
+ * parallelism is not supported on an engine yet (zaya_engine_init refuses a model with cp.size > 1). */
 #ifndef ZAYA_ENGINE_H
 #define ZAYA_ENGINE_H
 
@@ -42,8 +46,14 @@ zaya_status zaya_engine_backend_open(zaya_device d, zaya_backend **out);
  * for the CPU backend (the caller measures the CPU's own). */
 zaya_status zaya_engine_backend_peak(zaya_backend *be, zaya_dtype dt, double *gflops);
 
+/* Whether backend `be` can run the training step of config c: the operation table's version, then
+ * every operation the config's forward, backward and optimizer call (ZAYA_EUNSUPPORTED naming the
+ * backend, the first missing operation and the part of the config that needs it). zaya_engine_init
+ * runs it first, so a run is refused before its first step. */
+zaya_status zaya_engine_check_backend(const zaya_backend *be, const zaya_config *c);
 /* Uploads the host model's parameters (and their bf16 shadow in bf16) to a new engine on `be` (the
- * backend stays the caller's). Refused: context parallelism, softmax attention variants. */
+ * backend stays the caller's). Refused: context parallelism, a backend that lacks an operation the
+ * config needs (zaya_engine_check_backend). */
 zaya_status zaya_engine_init(zaya_engine **out, zaya_backend *be, zaya_model *host);
 void zaya_engine_free(zaya_engine *e);
 zaya_backend *zaya_engine_backend(const zaya_engine *e);
@@ -95,6 +105,11 @@ zaya_status zaya_engine_pull(zaya_engine *e);
 zaya_status zaya_engine_push(zaya_engine *e);
 /* Gradients into a host block of host->nfloats floats (tests). */
 zaya_status zaya_engine_pull_grads(zaya_engine *e, float *dst);
+
+/* The phase profile of zaya_model_profile_attach (zaya/model.h) for the engine's forward and backward:
+ * the same phases, spans, matmul seconds (bf16 staging included), staging seconds and FLOPs. On a
+ * device backend each phase boundary waits for the backend's queue. NULL detaches. */
+void zaya_engine_profile_attach(zaya_engine *e, zaya_model_profile *prof);
 
 /* Loss / targets counted of the last forward. */
 float zaya_engine_last_loss(const zaya_engine *e);

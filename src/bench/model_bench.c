@@ -14,6 +14,7 @@
 #include "zaya/engine.h"
 #include "zaya/fs.h"
 #include "zaya/json.h"
+#include "zaya/log.h"
 #include "zaya/model.h"
 #include "zaya/optim.h"
 #include "zaya/proc.h"
@@ -25,14 +26,8 @@
 #endif
 #define TORCH_PYTHON ZAYA_BENCH_MODEL_PYTHON
 
-typedef struct step_ctx {
-    zaya_model *m;
-    const int32_t *ids, *tgt;
-    int backward;
-    zaya_optim *opt; /* bench train: a whole training step (clipped Muon + AdamW update) */
-} step_ctx;
-
-/* The same step on the engine (bench train --device cuda, or --engine on the CPU reference backend). */
+/* One timed step on the engine, over the CPU backend or a device's (bench train: a whole training step,
+ * clipped Muon + AdamW update included). */
 typedef struct engine_step_ctx {
     zaya_engine *e;
     const int32_t *ids, *tgt;
@@ -53,21 +48,6 @@ static zaya_status engine_step_call(void *ctx) {
     return ZAYA_OK;
 }
 
-static zaya_status step_call(void *ctx) {
-    step_ctx *s = ctx;
-    float loss = 0;
-    if (s->backward) zaya_model_zero_grad(s->m);
-    ZAYA_TRY(zaya_model_forward(s->m, s->ids, s->tgt, s->backward, &loss));
-    if (s->backward) zaya_model_backward(s->m);
-    if (s->backward && s->opt) {
-        double sq = 0;
-        ZAYA_TRY(zaya_optim_grad_sqnorm_local(s->opt, s->m->grads, &sq));
-        zaya_optim_step(s->opt, s->m->params, s->m->grads, 1e-4, zaya_optim_clip_scale(sqrt(sq), 1.0));
-        zaya_model_sync_weights(s->m);
-    }
-    return ZAYA_OK;
-}
-
 /* One side's figures. */
 typedef struct mres {
     char who[16], dtype[8];
@@ -78,7 +58,7 @@ typedef struct mres {
 
 typedef struct mbench {
     int train; /* 1: `bench train` (steps include the optimizer) */
-    zaya_backend *be; /* the engine's backend (--device cuda, --engine), NULL: the CPU model */
+    zaya_backend *be; /* the engine's backend: the CPU one, or --device cuda's */
     int adamw_only; /* train: AdamW everywhere instead of Muon for the hidden matrices */
     FILE *out;
     const char *name; /* "bench model" or "bench train" */
@@ -93,7 +73,7 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
     ZAYA_TRY(zaya_model_init(&m, &mb->cfg, dt));
     zaya_model_init_weights(&m, 1234);
     zaya_model_sync_weights(&m);
-    zaya_status st = zaya_model_plan(&m, mb->B, mb->T);
+    zaya_status st = ZAYA_OK;
     int64_t n = mb->B * mb->T;
     int32_t *ids = malloc((size_t)n * sizeof(int32_t)), *tgt = malloc((size_t)n * sizeof(int32_t));
     if (st == ZAYA_OK && (!ids || !tgt)) st = zaya_error_set(ZAYA_ENOMEM, "bench model: token buffers");
@@ -127,17 +107,16 @@ static zaya_status run_zaya(const mbench *mb, zaya_dtype dt, mres *r) {
             if (st == ZAYA_OK) st = zaya_optim_init(&opt, &plan, &oc, 0);
         }
         zaya_engine *eng = NULL;
-        if (st == ZAYA_OK && mb->be) {
+        if (st == ZAYA_OK) {
             st = zaya_engine_init(&eng, mb->be, &m);
             if (st == ZAYA_OK) st = zaya_engine_plan(eng, mb->B, mb->T);
             if (st == ZAYA_OK && mb->train) st = zaya_engine_optim_init(eng, &opt);
         }
-        step_ctx sf = {&m, ids, tgt, 0, NULL}, sb = {&m, ids, tgt, 1, mb->train ? &opt : NULL};
         engine_step_ctx ef = {eng, ids, tgt, 0, 0}, eb = {eng, ids, tgt, 1, mb->train};
-        if (st == ZAYA_OK) st = eng ? zaya_bench_time(engine_step_call, &ef, &o, &f) : zaya_bench_time(step_call, &sf, &o, &f);
-        if (st == ZAYA_OK) st = eng ? zaya_bench_time(engine_step_call, &eb, &o, &fb) : zaya_bench_time(step_call, &sb, &o, &fb);
+        if (st == ZAYA_OK) st = zaya_bench_time(engine_step_call, &ef, &o, &f);
+        if (st == ZAYA_OK) st = zaya_bench_time(engine_step_call, &eb, &o, &fb);
         if (st == ZAYA_OK) r->fwd_s = f.best_s, r->fwdbwd_s = fb.best_s, r->ok = 1;
-        if (eng && st == ZAYA_OK) memcpy(m.route_counts, zaya_engine_route_counts(eng),
+        if (st == ZAYA_OK) memcpy(m.route_counts, zaya_engine_route_counts(eng),
                                          sizeof(int64_t) * (size_t)(mb->cfg.num_hidden_layers * (mb->cfg.num_experts + 1)));
         zaya_engine_free(eng);
         if (mb->train) {
@@ -335,7 +314,8 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     zaya_bench_opts po = {1, 3, 0, 0};
     zaya_device dev = {ZAYA_DEVICE_CPU, 0};
     if (st == ZAYA_OK && o->device) st = zaya_device_parse(o->device, &dev);
-    if (st == ZAYA_OK && (dev.kind != ZAYA_DEVICE_CPU || o->engine)) st = zaya_engine_backend_open(dev, &mb.be);
+    if (o->engine) ZAYA_WARN("--engine is the default now (zaya's steps always run on the engine); the flag will go");
+    if (st == ZAYA_OK) st = zaya_engine_backend_open(dev, &mb.be);
     for (int d = 0; d < 2 && st == ZAYA_OK; d++) {
         if (!want[d]) continue;
         if (mb.be) st = zaya_engine_backend_peak(mb.be, (zaya_dtype)d, &peak[d]);
@@ -373,8 +353,7 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     if (train)
         fprintf(out, "# \"f+b\" columns are whole training steps (forward, backward, optimizer update: %s)\n",
                 mb.adamw_only ? "AdamW everywhere" : "Muon for hidden matrices + AdamW");
-    if (mb.be)
-        fprintf(out, "# zaya rows: the engine on backend %s%s\n", mb.be->name,
+    fprintf(out, "# zaya rows: the engine on backend %s%s\n", mb.be->name,
                 mb.be->is_host ? " (the CPU reference backend)" : "; peak: measured 8192^3 bf16 cuBLASLt GEMM (bf16), datasheet FP32 (f32)");
     fprintf(out, "# FLOPs per step: forward %.3f GFLOP, forward+backward %.3f GFLOP; peak f32 %.1f, bf16 %.1f GFLOP/s\n",
            mb.fwd_flops * 1e-9, mb.train_flops * 1e-9, peak[0], peak[1]);
@@ -384,8 +363,8 @@ zaya_status zaya_bench_model_run(const zaya_bench_model_opts *o, FILE *out) {
     for (int i = 0; i < nres; i++)
         if (!strcmp(res[i].who, "zaya"))
             fprintf(out, "# zaya %s: %.1f%% of token-blocks took the skip class (FLOPs count one expert for every token)%s%s\n",
-                   res[i].dtype, 100 * res[i].skip, strcmp(res[i].dtype, "bf16") || mb.be ? "" : "; attention kernel: ",
-                   strcmp(res[i].dtype, "bf16") || mb.be ? "" : zaya_attention_bf16_impl(mb.cfg.head_dim));
+                   res[i].dtype, 100 * res[i].skip, strcmp(res[i].dtype, "bf16") || !mb.be->is_host ? "" : "; attention kernel: ",
+                   strcmp(res[i].dtype, "bf16") || !mb.be->is_host ? "" : zaya_attention_bf16_impl(mb.cfg.head_dim));
     if (tr->ok) {
         fprintf(out, "# peer: PyTorch %s (%s), %s; its torch.mm at 2048^3: f32 %.1f, bf16 %.1f GFLOP/s (zaya's oneDNN "
                      "peak above)%s\n",

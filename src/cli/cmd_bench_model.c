@@ -18,7 +18,8 @@ static const char *g_details_train =
     "optimizer's Newton-Schulz FLOPs are overhead). Writes train.json and train.csv.";
 
 static const char *g_details =
-    "Times zaya_model_forward (with the loss) and forward + backward (zero_grad, forward, backward) on\n"
+    "Times the training engine's forward (with the loss) and forward + backward (zero_grad, forward,\n"
+    "backward) over the CPU backend (or --device's) on\n"
     "deterministic weights (zaya_model_init_weights) and synthetic tokens; best of -n samples after a\n"
     "warm-up. FLOPs come from zaya_model_costs_at (training = 3x forward); MFU divides by the oneDNN\n"
     "matmul peak of the same dtype measured at the start of this run. The PyTorch reference\n"
@@ -50,8 +51,8 @@ static int bench_model_or_train(int argc, char **argv, int train) {
         {"no-compile", 0, ZAYA_FLAG_BOOL, &no_compile, NULL, "skip the torch.compile variants of the peer"},
         {"torch-timeout", 0, ZAYA_FLAG_INT, &torch_timeout, "S", "seconds per peer variant, compilation included (default 600)"},
         ZAYA_FLAG_THREADS(&threads),
-        {"device", 0, ZAYA_FLAG_STRING, &device, "cpu|cuda[:N]", "where zaya's steps run: the CPU model, or the engine on a CUDA device with the peer on the same GPU (default: cpu)"},
-        {"engine", 0, ZAYA_FLAG_BOOL, &engine, NULL, "with --device cpu: zaya's steps through the engine on the CPU reference backend"},
+        {"device", 0, ZAYA_FLAG_STRING, &device, "cpu|cuda[:N]", "the engine's backend for zaya's steps: the CPU one, or a CUDA device with the peer on the same GPU (default: cpu)"},
+        {"engine", 0, ZAYA_FLAG_BOOL, &engine, NULL, "deprecated, does nothing: zaya's steps always run on the engine"},
         {"out", 'o', ZAYA_FLAG_STRING, &outdir, "DIR", "output directory (default: out/bench-model or out/bench-train)"},
         {"optimizer", 0, ZAYA_FLAG_STRING, &optimizer, "muon|adamw",
          "bench train: Muon for hidden matrices + AdamW, or AdamW everywhere, in zaya and the peer (default: muon)"},

@@ -24,17 +24,22 @@ void zaya_engine_cca_forward(zaya_engine *e, int l) {
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
     /* q|k and v projections of the same normed input (x staged once in bf16 on the CPU; twice here) */
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
     zaya_engine_lin_forward(e, A->qk_pre, A->xn, P->wqk, N, D, C, 0.0f, 0);
     zaya_engine_lin_forward(e, A->vv, A->xn, P->wv, N, D, kvd, 0.0f, 0);
+    zaya_engine_prof_mark(e, ZAYA_PROF_CONV);
     be->value_shift_forward(be, A->v, A->vv, B, T, kvd);
     be->conv_dw_forward(be, A->conv0, A->qk_pre, P->conv0_w, P->conv0_b, B, T, C, k0, (k0 - 1) + (k1 - 1));
     be->conv_grouped_forward(be, e->dt, A->qk_raw, A->conv0, P->conv1_w, P->conv1_b, B, T + k1 - 1, C, Hq + Hkv, k1, 0);
     be->qk_mean_skip_forward(be, A->qk_raw, A->qk_pre, N, Hq, Hkv, hd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_QKNORM_ROPE);
     set_qk_mult(e, P->temp);
     be->l2norm_forward(be, A->qk, A->inv_norm, A->qk_raw, e->qk_mult, sqrtf((float)hd), N, Hq + Hkv, hd, FLT_EPSILON);
     be->rope_forward(be, A->qk, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
     be->split_qk(be, A->q, A->k, A->qk, N, qd, kvd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTENTION);
     be->attention_forward(be, e->dt, A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
     zaya_engine_lin_forward(e, A->a, A->att, P->wo, N, qd, D, 0.0f, 0);
 }
 
@@ -48,12 +53,17 @@ void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn
     const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads;
     const int64_t qd = Hq * hd, kvd = Hkv * hd, C = qd + kvd, k0 = c->cca_time0, k1 = c->cca_time1;
 
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
     zaya_engine_lin_backward(e, e->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D, 0);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTENTION);
     be->attention_backward(be, e->dt, e->dq, e->dk, e->dv, e->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
                            1.0f / sqrtf((float)hd));
+    zaya_engine_prof_mark(e, ZAYA_PROF_CONV);
     be->value_shift_backward(be, e->dvv, e->dv, B, T, kvd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
     zaya_engine_lin_backward(e, dxn, 0.0f, G->wv, e->dvv, A->xn, P->wv, N, D, kvd, 0);
 
+    zaya_engine_prof_mark(e, ZAYA_PROF_QKNORM_ROPE);
     be->merge_qk(be, e->dqk2, e->dq, e->dk, N, qd, kvd);
     be->rope_backward(be, e->dqk2, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
     set_qk_mult(e, P->temp);
@@ -61,15 +71,79 @@ void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn
     be->l2norm_backward(be, e->dqk, e->dqk_mult, e->dqk2, A->qk_raw, A->inv_norm, e->qk_mult, sqrtf((float)hd), N,
                         Hq + Hkv, hd);
     be->add(be, G->temp, e->dqk_mult + Hq, Hkv);
+    zaya_engine_prof_mark(e, ZAYA_PROF_CONV);
     be->conv_grouped_backward(be, e->dt, e->dconv0, G->conv1_w, G->conv1_b, e->dqk, A->conv0, P->conv1_w, B, T + k1 - 1, C,
                               Hq + Hkv, k1, 0);
     be->conv_dw_backward(be, e->dqk2, G->conv0_w, G->conv0_b, e->dconv0, A->qk_pre, P->conv0_w, B, T, C, k0,
                          (k0 - 1) + (k1 - 1));
     be->qk_mean_skip_backward(be, e->dqk2, e->dqk, N, Hq, Hkv, hd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
     zaya_engine_lin_backward(e, dxn, 1.0f, G->wqk, e->dqk2, A->xn, P->wqk, N, D, C, 0);
 }
 
+/* GQA / MHA (zaya_attention "gqa" | "mha", src/model/softmax_attn.c): q|k and v projections, RoPE on
+ * q and k, causal attention, o_proj; no convolutions, value shift, QK norm or temperatures. */
+void zaya_engine_softmax_attn_forward(zaya_engine *e, int l) {
+    const zaya_config *c = e->c;
+    zaya_backend *be = e->be;
+    const zaya_layer_params *P = &e->p.layers[l];
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t B = e->B, T = e->T, N = B * T, D = c->hidden_size, hd = c->head_dim;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
+    zaya_engine_lin_forward(e, A->qk, A->xn, P->wqk, N, D, qd + kvd, 0.0f, 0);
+    zaya_engine_lin_forward(e, A->v, A->xn, P->wv, N, D, kvd, 0.0f, 0);
+    zaya_engine_prof_mark(e, ZAYA_PROF_QKNORM_ROPE);
+    be->rope_forward(be, A->qk, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
+    be->split_qk(be, A->q, A->k, A->qk, N, qd, kvd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTENTION);
+    be->attention_forward(be, e->dt, A->att, A->lse, A->q, A->k, A->v, B, T, Hq, Hkv, hd, 1.0f / sqrtf((float)hd));
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
+    zaya_engine_lin_forward(e, A->a, A->att, P->wo, N, qd, D, 0.0f, 0);
+}
+
+void zaya_engine_softmax_attn_backward(zaya_engine *e, int l, const float *da, float *dxn) {
+    const zaya_config *c = e->c;
+    zaya_backend *be = e->be;
+    const zaya_layer_params *P = &e->p.layers[l];
+    zaya_layer_params *G = &e->g.layers[l];
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t B = e->B, T = e->T, N = B * T, D = c->hidden_size, hd = c->head_dim;
+    const int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, qd = Hq * hd, kvd = Hkv * hd;
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
+    zaya_engine_lin_backward(e, e->datt, 0.0f, G->wo, da, A->att, P->wo, N, qd, D, 0);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTENTION);
+    be->attention_backward(be, e->dt, e->dq, e->dk, e->dv, e->datt, A->q, A->k, A->v, A->att, A->lse, B, T, Hq, Hkv, hd,
+                           1.0f / sqrtf((float)hd));
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
+    zaya_engine_lin_backward(e, dxn, 0.0f, G->wv, e->dv, A->xn, P->wv, N, D, kvd, 0);
+    zaya_engine_prof_mark(e, ZAYA_PROF_QKNORM_ROPE);
+    be->merge_qk(be, e->dqk2, e->dq, e->dk, N, qd, kvd);
+    be->rope_backward(be, e->dqk2, e->rope_cos, e->rope_sin, e->host->rope.rot_dims, e->pos, N, Hq + Hkv, hd);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ATTN_PROJ);
+    zaya_engine_lin_backward(e, dxn, 1.0f, G->wqk, e->dqk2, A->xn, P->wqk, N, D, qd + kvd, 0);
+}
+
 /* ---------------------------------------------------------------- router */
+
+/* The linear router (zaya_router "linear"): probs = softmax(z W^T) over the E experts in the first E
+ * columns of the [N, E + 1] score rows, the skip column 0 (never selected). */
+static void linear_router_forward(zaya_engine *e, int l) {
+    const zaya_config *c = e->c;
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts;
+    zaya_engine_lin_forward(e, e->dprobs, A->z, e->p.layers[l].r_lin_w, N, D, E, 0.0f, 0); /* [N, E] logits */
+    e->be->softmax_ld_forward(e->be, A->probs, E + 1, e->dprobs, N, E);
+}
+
+/* d(logit_e) = p_e dgate ([e == idx] - p_idx) over the E experts; dz += dlogits W. */
+static void linear_router_backward(zaya_engine *e, int l, float *dz) {
+    const zaya_config *c = e->c;
+    zaya_engine_layer *A = &e->L[l];
+    const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts;
+    e->be->router_dlogits(e->be, e->dprobs, A->probs, E + 1, e->dgate, A->idx, N, E);
+    zaya_engine_lin_backward(e, dz, 1.0f, e->g.layers[l].r_lin_w, e->dprobs, A->z, e->p.layers[l].r_lin_w, N, D, E, 0);
+}
 
 static void zaya_router_forward(zaya_engine *e, int l) {
     const zaya_config *c = e->c;
@@ -147,19 +221,24 @@ zaya_status zaya_engine_moe_forward(zaya_engine *e, int l) {
     zaya_engine_layer *A = &e->L[l];
     const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts, E1 = E + 1, F = c->moe_intermediate_size;
     if (c->mlp == ZAYA_MLP_DENSE) {
+        zaya_engine_prof_mark(e, ZAYA_PROF_EXPERTS);
         dense_forward(e, l);
         memset(e->route_counts + (int64_t)l * E1, 0, sizeof(int64_t) * (size_t)E1);
         memset(e->route_psum + (int64_t)l * E, 0, sizeof(double) * (size_t)E);
         e->route_spread[l] = 0.0;
         return ZAYA_OK;
     }
-    zaya_router_forward(e, l); /* the linear router is refused at init */
+    zaya_engine_prof_mark(e, ZAYA_PROF_ROUTER);
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_forward(e, l);
+    else zaya_router_forward(e, l);
     ZAYA_TRY(route_stats(e, l));
     if (e->route_hook) e->route_hook(e->route_hook_ctx, e, l);
+    zaya_engine_prof_mark(e, ZAYA_PROF_DISPATCH);
     ZAYA_TRY(zaya_engine_push_bias(e, l));
     be->top1(be, A->idx, A->gate, A->probs, E1, P->bal_bias, N, zaya_config_router_classes(c));
     ZAYA_TRY(dispatch(e, A, l));
     be->gather_rows(be, A->xe, A->z, A->perm, N, D);
+    zaya_engine_prof_mark(e, ZAYA_PROF_EXPERTS);
     for (int64_t x = 0; x < E; x++) {
         const int64_t o = A->off[x], ne = A->off[x + 1] - o;
         if (ne == 0) continue;
@@ -167,6 +246,7 @@ zaya_status zaya_engine_moe_forward(zaya_engine *e, int l) {
         be->swiglu_forward(be, A->act + o * F, A->gu + o * 2 * F, ne, F);
         zaya_engine_lin_forward(e, A->ye + o * D, A->act + o * F, P->down + x * D * F, ne, F, D, 0.0f, 1);
     }
+    zaya_engine_prof_mark(e, ZAYA_PROF_DISPATCH);
     be->moe_combine_forward(be, A->m, A->ye, A->z, A->idx, A->gate, A->row_of, N, D, E,
                             c->skip_mode == ZAYA_SKIP_IDENTITY);
     return ZAYA_OK;
@@ -216,6 +296,7 @@ void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz)
     const zaya_config *c = e->c;
     zaya_backend *be = e->be;
     if (c->mlp == ZAYA_MLP_DENSE) {
+        zaya_engine_prof_mark(e, ZAYA_PROF_EXPERTS);
         dense_backward(e, l, dm, dz);
         return;
     }
@@ -223,8 +304,10 @@ void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz)
     zaya_layer_params *G = &e->g.layers[l];
     zaya_engine_layer *A = &e->L[l];
     const int64_t N = e->B * e->T, D = c->hidden_size, E = c->num_experts, F = c->moe_intermediate_size;
+    zaya_engine_prof_mark(e, ZAYA_PROF_DISPATCH);
     be->moe_combine_backward(be, e->dye, dz, e->dgate, dm, A->ye, A->z, A->idx, A->gate, A->row_of, N, D, E,
                              c->skip_mode == ZAYA_SKIP_IDENTITY);
+    zaya_engine_prof_mark(e, ZAYA_PROF_EXPERTS);
     for (int64_t x = 0; x < E; x++) {
         const int64_t o = A->off[x], ne = A->off[x + 1] - o;
         if (ne == 0) continue;
@@ -235,8 +318,11 @@ void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz)
         zaya_engine_lin_backward(e, e->dxe + o * D, 0.0f, G->gate_up + x * 2 * F * D, e->dgu + o * 2 * F, A->xe + o * D,
                                  Wgu, ne, D, 2 * F, 1);
     }
+    zaya_engine_prof_mark(e, ZAYA_PROF_DISPATCH);
     be->scatter_rows(be, dz, e->dxe, A->idx, A->row_of, N, D, E);
-    zaya_router_backward(e, l, dz);
+    zaya_engine_prof_mark(e, ZAYA_PROF_ROUTER);
+    if (c->router == ZAYA_ROUTER_LINEAR) linear_router_backward(e, l, dz);
+    else zaya_router_backward(e, l, dz);
 }
 
 /* ---------------------------------------------------------------- recounts */

@@ -86,18 +86,60 @@ zaya_status zaya_engine_sync_rope(zaya_engine *e) {
     return ZAYA_OK;
 }
 
+/* The operations each part of a config's step calls (forward, backward, optimizer). */
+static const zaya_backend_op k_ops_all[] = {
+    ZAYA_OP_gemm, ZAYA_OP_rmsnorm_forward, ZAYA_OP_rmsnorm_backward, ZAYA_OP_merge_forward, ZAYA_OP_merge_backward,
+    ZAYA_OP_add, ZAYA_OP_scale, ZAYA_OP_embed_forward, ZAYA_OP_embed_backward, ZAYA_OP_rope_forward,
+    ZAYA_OP_rope_backward, ZAYA_OP_split_qk, ZAYA_OP_merge_qk, ZAYA_OP_attention_forward, ZAYA_OP_attention_backward,
+    ZAYA_OP_swiglu_forward, ZAYA_OP_swiglu_backward, ZAYA_OP_xent, ZAYA_OP_adamw, ZAYA_OP_muon_momentum,
+    ZAYA_OP_sqnorm, ZAYA_OP_normalize_batched, ZAYA_OP_lincomb, ZAYA_OP_transpose, ZAYA_OP_muon_apply,
+    ZAYA_OP_gemm_batched, ZAYA_OP_to_bf16};
+static const zaya_backend_op k_ops_cca[] = {
+    ZAYA_OP_conv_dw_forward, ZAYA_OP_conv_dw_backward, ZAYA_OP_conv_grouped_forward, ZAYA_OP_conv_grouped_backward,
+    ZAYA_OP_qk_mean_skip_forward, ZAYA_OP_qk_mean_skip_backward, ZAYA_OP_value_shift_forward,
+    ZAYA_OP_value_shift_backward, ZAYA_OP_l2norm_forward, ZAYA_OP_l2norm_backward};
+static const zaya_backend_op k_ops_moe[] = {
+    ZAYA_OP_top1, ZAYA_OP_top1_count, ZAYA_OP_route_stats, ZAYA_OP_router_dlogits, ZAYA_OP_gather_rows,
+    ZAYA_OP_moe_combine_forward, ZAYA_OP_moe_combine_backward, ZAYA_OP_scatter_rows};
+static const zaya_backend_op k_ops_zaya_router[] = {ZAYA_OP_add_bias, ZAYA_OP_gelu_forward, ZAYA_OP_gelu_backward,
+                                                    ZAYA_OP_softmax_forward, ZAYA_OP_colsum_add};
+static const zaya_backend_op k_ops_eda[] = {ZAYA_OP_eda_forward, ZAYA_OP_eda_backward};
+static const zaya_backend_op k_ops_linear_router[] = {ZAYA_OP_softmax_ld_forward};
+
+static zaya_status need_ops(const zaya_backend *be, const zaya_backend_op *ops, size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++)
+        if (!zaya_backend_supports(be, ops[i]))
+            return zaya_error_set(ZAYA_EUNSUPPORTED, "backend %s does not implement %s, which %s needs", be->name,
+                                  zaya_backend_op_name(ops[i]), what);
+    return ZAYA_OK;
+}
+#define NEED(ops, what) ZAYA_TRY(need_ops(be, ops, sizeof ops / sizeof ops[0], what))
+
+zaya_status zaya_engine_check_backend(const zaya_backend *be, const zaya_config *c) {
+    if (be->version != ZAYA_BACKEND_VERSION)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "backend %s fills operation table version %d, this build needs %d",
+                              be->name, be->version, ZAYA_BACKEND_VERSION);
+    NEED(k_ops_all, "every training step");
+    if (c->attention == ZAYA_ATTENTION_CCA) NEED(k_ops_cca, "CCA attention (zaya_attention \"cca\")");
+    if (zaya_config_is_moe(c)) {
+        NEED(k_ops_moe, "the MoE (zaya_mlp \"moe\")");
+        if (c->router == ZAYA_ROUTER_LINEAR) {
+            NEED(k_ops_linear_router, "the linear router (zaya_router \"linear\")");
+        } else {
+            NEED(k_ops_zaya_router, "the ZAYA router");
+            if (zaya_config_has_eda(c)) NEED(k_ops_eda, "the router's depth averaging (EDA)");
+        }
+    }
+    return ZAYA_OK;
+}
+
 zaya_status zaya_engine_init(zaya_engine **out, zaya_backend *be, zaya_model *host) {
     *out = NULL;
     const zaya_config *c = &host->cfg;
     if (host->cp.size > 1)
         return zaya_error_set(ZAYA_EUNSUPPORTED, "the %s engine does not run context parallelism (cp %d): use the CPU "
                               "trainer for it", be->name, host->cp.size);
-    if (c->attention != ZAYA_ATTENTION_CCA)
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "the %s engine runs CCA attention only (this config's zaya_attention is "
-                              "a softmax-attention study variant)", be->name);
-    if (c->mlp == ZAYA_MLP_MOE && c->router == ZAYA_ROUTER_LINEAR)
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "the %s engine runs the ZAYA router only (this config's zaya_router "
-                              "\"linear\" is a study variant)", be->name);
+    ZAYA_TRY(zaya_engine_check_backend(be, c));
     zaya_engine *e = calloc(1, sizeof *e);
     if (!e) return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the engine");
     e->be = be;
@@ -115,12 +157,24 @@ zaya_status zaya_engine_init(zaya_engine **out, zaya_backend *be, zaya_model *ho
         zaya_engine_free(e);
         return zaya_error_set(ZAYA_ENOMEM, "cannot allocate the engine's tables");
     }
-    zaya_status s = balloc(e, (void **)&e->params, (size_t)nf * sizeof(float));
-    if (s == ZAYA_OK) s = balloc(e, (void **)&e->grads, (size_t)nf * sizeof(float));
-    if (s == ZAYA_OK && e->dt == ZAYA_DTYPE_BF16) s = balloc(e, (void **)&e->params_bf16, (size_t)nf * sizeof(uint16_t));
+    /* A host backend works on the host model's own parameter, gradient and shadow blocks: nothing to
+     * copy, and what reads the host model (checkpoints, data parallelism's reductions, fault injection,
+     * sampling) sees the engine's values as they are. */
+    e->aliased = be->is_host;
+    zaya_status s = ZAYA_OK;
+    if (e->aliased) {
+        e->params = host->params;
+        e->grads = host->grads;
+        e->params_bf16 = host->params_bf16;
+    } else {
+        s = balloc(e, (void **)&e->params, (size_t)nf * sizeof(float));
+        if (s == ZAYA_OK) s = balloc(e, (void **)&e->grads, (size_t)nf * sizeof(float));
+        if (s == ZAYA_OK && e->dt == ZAYA_DTYPE_BF16)
+            s = balloc(e, (void **)&e->params_bf16, (size_t)nf * sizeof(uint16_t));
+        if (s == ZAYA_OK) s = be->upload(be, e->params, host->params, (size_t)nf * sizeof(float));
+    }
     if (s == ZAYA_OK) s = balloc(e, (void **)&e->stats, (size_t)(E1 + 1) * sizeof(double));
     if (s == ZAYA_OK) s = balloc(e, (void **)&e->counts, (size_t)(E1 + 1) * sizeof(int64_t));
-    if (s == ZAYA_OK) s = be->upload(be, e->params, host->params, (size_t)nf * sizeof(float));
     if (s == ZAYA_OK) s = zaya_engine_sync_rope(e);
     if (s != ZAYA_OK) {
         zaya_engine_free(e);
@@ -157,9 +211,11 @@ void zaya_engine_free(zaya_engine *e) {
     zaya_engine_optim_free(e);
     free_plan(e);
     zaya_backend *be = e->be;
-    be->free(be, e->params);
-    be->free(be, e->grads);
-    be->free(be, e->params_bf16);
+    if (!e->aliased) {
+        be->free(be, e->params);
+        be->free(be, e->grads);
+        be->free(be, e->params_bf16);
+    }
     be->free(be, e->rope_cos);
     be->free(be, e->rope_sin);
     be->free(be, e->stats);
@@ -360,7 +416,7 @@ zaya_status zaya_engine_scale_grads(zaya_engine *e, float s) {
 
 zaya_status zaya_engine_push_bias(zaya_engine *e, int l) {
     const float *hb = e->host->p.layers[l].bal_bias;
-    if (!hb) return ZAYA_OK;
+    if (!hb || e->aliased) return ZAYA_OK; /* aliased: the engine reads the host's biases themselves */
     return e->be->upload(e->be, e->p.layers[l].bal_bias, hb, sizeof(float) * (size_t)(e->c->num_experts + 1));
 }
 
@@ -372,6 +428,7 @@ static zaya_status push_biases(zaya_engine *e) {
 
 zaya_status zaya_engine_pull(zaya_engine *e) {
     zaya_model *h = e->host;
+    if (e->aliased) return ZAYA_OK; /* the host's blocks are the engine's */
     ZAYA_TRY(push_biases(e));
     ZAYA_TRY(e->be->download(e->be, h->params, e->params, (size_t)h->nfloats * sizeof(float)));
     zaya_model_sync_weights(h);
@@ -382,6 +439,10 @@ zaya_status zaya_engine_pull(zaya_engine *e) {
 
 zaya_status zaya_engine_push(zaya_engine *e) {
     zaya_model *h = e->host;
+    if (e->aliased) {
+        sync_shadow(e);
+        return e->be->sync(e->be);
+    }
     ZAYA_TRY(e->be->upload(e->be, e->params, h->params, (size_t)h->nfloats * sizeof(float)));
     if (e->opt && e->opt->state_floats > 0)
         ZAYA_TRY(e->be->upload(e->be, e->state, e->opt->state_block, (size_t)e->opt->state_floats * sizeof(float)));

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "zaya/engine.h"
+#include "zaya/timer.h"
 
 /* Saved activations of one block (the fields of src/model/internal.h's zaya_layer_acts). */
 typedef struct zaya_engine_layer {
@@ -64,7 +65,31 @@ struct zaya_engine {
     float *ns_x, *ns_y, *ns_a, *ns_b, *ns_u; /* Newton-Schulz batch iterates, Gram matrices, a unit's update */
     uint16_t *ns_xh, *ns_ah, *ns_bh;
     float *exchange; /* ZeRO-1: [nfloats] the owned units' new values, zeros elsewhere */
+    /* host backends: params, grads, the bf16 shadow and the optimizer state are the host's own blocks */
+    int aliased;
+    /* the phase profile (zaya_engine_profile_attach): as zaya_model's */
+    zaya_model_profile *prof;
+    int prof_pass, prof_phase;
+    uint64_t prof_t0;
 };
+
+/* Phase profile marks (as src/model/internal.h's zaya_prof_mark / zaya_prof_begin): charges the span
+ * since the last mark to the phase being timed, then times `phase` (-1: stop). On a device backend a
+ * mark first waits for the queued operations, so that each span holds its own phase's work. */
+static inline void zaya_engine_prof_mark(zaya_engine *e, int phase) {
+    if (!e->prof) return;
+    if (!e->be->is_host) (void)e->be->sync(e->be);
+    const uint64_t t = zaya_now_ns();
+    if (e->prof_phase >= 0) e->prof->s[e->prof_pass][e->prof_phase] += (double)(t - e->prof_t0) * 1e-9;
+    e->prof_phase = phase;
+    e->prof_t0 = t;
+}
+static inline void zaya_engine_prof_begin(zaya_engine *e, int pass, int phase) {
+    if (!e->prof) return;
+    e->prof_pass = pass;
+    e->prof_phase = -1;
+    zaya_engine_prof_mark(e, phase);
+}
 
 /* Linear layers (forward.c), as src/model/linear.c: y = x W^T (+ y with beta 1); backward dx (=, or +=
  * with beta 1; NULL: none) = dy W and dW += dy^T x. vary: an expert's changing row count. */
@@ -76,6 +101,8 @@ void zaya_engine_lin_backward(zaya_engine *e, float *dx, float beta, float *dW, 
 /* Blocks (blocks.c). */
 void zaya_engine_cca_forward(zaya_engine *e, int l);
 void zaya_engine_cca_backward(zaya_engine *e, int l, const float *da, float *dxn);
+void zaya_engine_softmax_attn_forward(zaya_engine *e, int l);
+void zaya_engine_softmax_attn_backward(zaya_engine *e, int l, const float *da, float *dxn);
 zaya_status zaya_engine_moe_forward(zaya_engine *e, int l);
 void zaya_engine_moe_backward(zaya_engine *e, int l, const float *dm, float *dz);
 /* Uploads block l's balancing biases from the host master. */

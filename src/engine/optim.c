@@ -28,7 +28,7 @@ static int ns_batch(const zaya_engine *e, const zaya_ns_group *gr) {
 
 void zaya_engine_optim_free(zaya_engine *e) {
     zaya_backend *be = e->be;
-    be->free(be, e->state);
+    if (!e->aliased) be->free(be, e->state);
     be->free(be, e->unit_sums);
     be->free(be, e->ns_x);
     be->free(be, e->ns_y);
@@ -67,7 +67,9 @@ zaya_status zaya_engine_optim_init(zaya_engine *e, zaya_optim *opt) {
         if ((size_t)(b * gr->m * gr->n) > mn) mn = (size_t)(b * gr->m * gr->n);
         if ((size_t)(b * gr->m * gr->m) > mm) mm = (size_t)(b * gr->m * gr->m);
     }
-    zaya_status s = be->alloc(be, (void **)&e->state, (size_t)opt->state_floats * f);
+    zaya_status s = ZAYA_OK;
+    if (e->aliased) e->state = opt->state_block; /* a host backend works on the host optimizer's state */
+    else s = be->alloc(be, (void **)&e->state, (size_t)opt->state_floats * f);
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->unit_sums, (size_t)(n > 0 ? n : 1) * sizeof(double));
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_x, mn * f);
     if (s == ZAYA_OK) s = be->alloc(be, (void **)&e->ns_y, mn * f);
@@ -81,7 +83,7 @@ zaya_status zaya_engine_optim_init(zaya_engine *e, zaya_optim *opt) {
     }
     if (s == ZAYA_OK && opt->plan.world_size > 1)
         s = be->alloc(be, (void **)&e->exchange, (size_t)e->host->nfloats * f);
-    if (s == ZAYA_OK && opt->state_floats > 0)
+    if (s == ZAYA_OK && opt->state_floats > 0 && !e->aliased)
         s = be->upload(be, e->state, opt->state_block, (size_t)opt->state_floats * f);
     if (s != ZAYA_OK) {
         zaya_engine_optim_free(e);

@@ -497,6 +497,7 @@ extern "C" zaya_status zaya_gpu_backend_init(zaya_device d, zaya_backend **out) 
     zaya_backend *be = &s->be;
     be->ctx = c;
     be->is_host = 0;
+    be->version = ZAYA_BACKEND_VERSION;
     zaya_device_format(d, be->name, sizeof be->name);
     c->device = d.index;
     c->err = ZAYA_OK;

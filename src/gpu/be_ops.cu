@@ -280,11 +280,11 @@ static void be_swiglu_backward(zaya_backend *be, float *dgu, const float *dy, co
 // ---- softmax (src/kernels/softmax.c) ----
 
 __global__ static void __launch_bounds__(MAX_THREADS)
-softmax_forward_kernel(float *y, const float *x, int64_t n, int64_t d) {
+softmax_forward_kernel(float *y, int64_t ldy, const float *x, int64_t n, int64_t d) {
     __shared__ float sh[MAX_THREADS];
     ROW_STRIDE(r, n) {
         const float *xr = x + r * d;
-        float *yr = y + r * d;
+        float *yr = y + r * ldy;
         float m = -INFINITY;
         for (int64_t i = threadIdx.x; i < d; i += blockDim.x) m = xr[i] > m ? xr[i] : m;
         m = block_max(m, sh);
@@ -298,14 +298,22 @@ softmax_forward_kernel(float *y, const float *x, int64_t n, int64_t d) {
         sum = block_sum(sum, sh);
         const float inv = 1.0f / sum;
         for (int64_t i = threadIdx.x; i < d; i += blockDim.x) yr[i] *= inv; // the thread's own writes
+        for (int64_t i = d + threadIdx.x; i < ldy; i += blockDim.x) yr[i] = 0.0f; // columns past d (ld rows)
     }
 }
 
 static void be_softmax_forward(zaya_backend *be, float *y, const float *x, int64_t n, int64_t d) {
     if (n <= 0) return;
     softmax_forward_kernel<<<zaya_cuda_be_blocks(be, n, 1), row_threads(d, 256), 0, zaya_cuda_be_of(be)->stream>>>(
-        y, x, n, d);
+        y, d, x, n, d);
     zaya_cuda_be_check_launch(be, "softmax_forward");
+}
+
+static void be_softmax_ld_forward(zaya_backend *be, float *y, int64_t ldy, const float *x, int64_t n, int64_t d) {
+    if (n <= 0) return;
+    softmax_forward_kernel<<<zaya_cuda_be_blocks(be, n, 1), row_threads(d, 256), 0, zaya_cuda_be_of(be)->stream>>>(
+        y, ldy, x, n, d);
+    zaya_cuda_be_check_launch(be, "softmax_ld_forward");
 }
 
 // ---- embedding with the input affine x = (table[ids] + bias) * scale (src/model/forward.c) ----
@@ -683,6 +691,7 @@ extern "C" void zaya_cuda_be_install_ops(zaya_backend *be) {
     be->swiglu_forward = be_swiglu_forward;
     be->swiglu_backward = be_swiglu_backward;
     be->softmax_forward = be_softmax_forward;
+    be->softmax_ld_forward = be_softmax_ld_forward;
     be->embed_forward = be_embed_forward;
     be->embed_backward = be_embed_backward;
     be->eda_forward = be_eda_forward;

@@ -200,6 +200,14 @@ static void cpu_softmax_forward(zaya_backend *be, float *y, const float *x, int6
     (void)be;
     zaya_softmax_forward(y, x, n, d);
 }
+static void cpu_softmax_ld_forward(zaya_backend *be, float *y, int64_t ldy, const float *x, int64_t n, int64_t d) {
+    (void)be;
+#pragma omp parallel for schedule(static) if (n * d > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        zaya_softmax_forward(y + i * ldy, x + i * d, 1, d);
+        for (int64_t j = d; j < ldy; j++) y[i * ldy + j] = 0.0f;
+    }
+}
 static void cpu_add(zaya_backend *be, float *y, const float *x, int64_t n) {
     (void)be;
 #pragma omp parallel for schedule(static) if (n >= 2 * BLOCK)
@@ -499,6 +507,7 @@ zaya_status zaya_backend_cpu_init(zaya_backend **out) {
     }
     snprintf(be->name, sizeof be->name, "cpu");
     be->is_host = 1;
+    be->version = ZAYA_BACKEND_VERSION;
     be->ctx = c;
     be->alloc = cpu_alloc;
     be->free = cpu_free;
@@ -509,62 +518,33 @@ zaya_status zaya_backend_cpu_init(zaya_backend **out) {
     be->sync = cpu_sync;
     be->reserve = cpu_reserve;
     be->destroy = cpu_destroy;
-    be->gemm = cpu_gemm;
-    be->gemm_batched = cpu_gemm_batched;
-    be->to_bf16 = cpu_to_bf16;
-    be->rmsnorm_forward = cpu_rmsnorm_forward;
-    be->rmsnorm_backward = cpu_rmsnorm_backward;
-    be->gelu_forward = cpu_gelu_forward;
-    be->gelu_backward = cpu_gelu_backward;
-    be->swiglu_forward = cpu_swiglu_forward;
-    be->swiglu_backward = cpu_swiglu_backward;
-    be->softmax_forward = cpu_softmax_forward;
-    be->add = cpu_add;
-    be->scale = cpu_scale;
-    be->add_bias = cpu_add_bias;
-    be->colsum_add = cpu_colsum_add;
-    be->merge_forward = cpu_merge_forward;
-    be->merge_backward = cpu_merge_backward;
-    be->embed_forward = cpu_embed_forward;
-    be->embed_backward = cpu_embed_backward;
-    be->conv_dw_forward = cpu_conv_dw_forward;
-    be->conv_dw_backward = cpu_conv_dw_backward;
-    be->conv_grouped_forward = cpu_conv_grouped_forward;
-    be->conv_grouped_backward = cpu_conv_grouped_backward;
-    be->qk_mean_skip_forward = cpu_qk_mean_skip_forward;
-    be->qk_mean_skip_backward = cpu_qk_mean_skip_backward;
-    be->value_shift_forward = cpu_value_shift_forward;
-    be->value_shift_backward = cpu_value_shift_backward;
-    be->l2norm_forward = cpu_l2norm_forward;
-    be->l2norm_backward = cpu_l2norm_backward;
-    be->rope_forward = cpu_rope_forward;
-    be->rope_backward = cpu_rope_backward;
-    be->split_qk = cpu_split_qk;
-    be->merge_qk = cpu_merge_qk;
-    be->attention_forward = cpu_attention_forward;
-    be->attention_backward = cpu_attention_backward;
-    be->eda_forward = cpu_eda_forward;
-    be->eda_backward = cpu_eda_backward;
-    be->top1 = cpu_top1;
-    be->top1_count = cpu_top1_count;
-    be->route_stats = cpu_route_stats;
-    be->router_dlogits = cpu_router_dlogits;
-    be->gather_rows = cpu_gather_rows;
-    be->moe_combine_forward = cpu_moe_combine_forward;
-    be->moe_combine_backward = cpu_moe_combine_backward;
-    be->scatter_rows = cpu_scatter_rows;
-    be->xent = cpu_xent;
-    be->adamw = cpu_adamw;
-    be->muon_momentum = cpu_muon_momentum;
-    be->sqnorm = cpu_sqnorm;
-    be->normalize_batched = cpu_normalize_batched;
-    be->lincomb = cpu_lincomb;
-    be->transpose = cpu_transpose;
-    be->muon_apply = cpu_muon_apply;
+#define CPU_SLOT(name, params) be->name = cpu_##name;
+    ZAYA_BACKEND_OPS(CPU_SLOT)
+#undef CPU_SLOT
     *out = be;
     return ZAYA_OK;
 }
 
 void zaya_backend_free(zaya_backend *be) {
     if (be) be->destroy(be);
+}
+
+const char *zaya_backend_op_name(zaya_backend_op op) {
+    static const char *const names[] = {
+#define OP_NAME(name, params) #name,
+        ZAYA_BACKEND_OPS(OP_NAME)
+#undef OP_NAME
+    };
+    return (int)op >= 0 && op < ZAYA_BACKEND_NOPS ? names[op] : NULL;
+}
+
+int zaya_backend_supports(const zaya_backend *be, zaya_backend_op op) {
+    if (!be) return 0;
+    switch (op) {
+#define OP_FILLED(name, params) \
+    case ZAYA_OP_##name: return be->name != NULL;
+        ZAYA_BACKEND_OPS(OP_FILLED)
+#undef OP_FILLED
+    default: return 0;
+    }
 }

@@ -55,7 +55,7 @@ zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t to
             return zaya_error_context(s, "the background save of step %lld failed (seen before saving step %lld)",
                                       (long long)t->ckpt_pending_step, (long long)step);
     }
-    if (t->eng) ZAYA_TRY(zaya_engine_pull(t->eng)); /* the engine's weights and optimizer state to the host copies */
+    ZAYA_TRY(zaya_engine_pull(t->eng)); /* the engine's weights and optimizer state to the host copies */
     zaya_ckpt_comm comm = {t->rank, t->world, t->comm, gather_cb, bcast_cb};
     zaya_ckpt_options copt = zaya_ckpt_default_options();
     copt.keep_last = o->keep_last;

@@ -254,20 +254,14 @@ void zaya_ft_enter(zaya_trainer *t, zaya_ft_section s) {
 }
 
 void zaya_ft_inject_grads(zaya_trainer *t) {
-    float *g = t->model.grads;
-    const int64_t n = t->model.nfloats;
     if (ft.armed && ft.nan.on && ft.nan.step == t->step) {
         if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "nan");
-        if (t->eng) zaya_engine_scale_grads(t->eng, NAN); /* every gradient NaN on the backend */
-        else
-            for (int64_t i = 0; i < n; i++) g[i] = NAN;
+        zaya_engine_scale_grads(t->eng, NAN); /* every gradient NaN on the backend */
     }
     if (ft.armed && ft.spike.on && ft.spike.step == t->step) {
         if (t->rank == 0) zaya_hb_event(ZAYA_FT_EV_FAULT_INJECTED, t->step, "spike");
         const float f = (float)ft.spike.value;
-        if (t->eng) zaya_engine_scale_grads(t->eng, f);
-        else
-            for (int64_t i = 0; i < n; i++) g[i] *= f;
+        zaya_engine_scale_grads(t->eng, f);
     }
 }
 

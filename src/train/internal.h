@@ -128,6 +128,11 @@ zaya_status zaya_train_engine_peak(zaya_trainer *t, double *gflops);
  * --peak-gflops, the machine profile (--profile, ZAYA_PROFILE), the host's cached peak, or (labelled,
  * then cached by rank 0) a start-up measurement. */
 zaya_status zaya_train_peak_resolve(const zaya_train_opts *o, int rank, double *gflops, char *source, size_t cap);
+/* device.c: the data-parallel gradient reduction (armed before the last micro-batch's backward,
+ * finished after it) and the parameter sharing after the optimizer step, for the step's memory. */
+void zaya_train_grads_arm(zaya_trainer *t);
+zaya_status zaya_train_grads_finish(zaya_trainer *t);
+zaya_status zaya_train_params_share(zaya_trainer *t);
 /* The engine's in-place data-parallel sum (zaya_engine_allreduce_fn; ctx is the trainer). */
 zaya_status zaya_train_engine_allreduce(void *ctx, float *buf, int64_t n);
 zaya_status zaya_train_checkpoint_save(zaya_trainer *t, int64_t step, int64_t tokens);

@@ -230,9 +230,10 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
     int64_t micro = t->opts->micro_batch > 0 ? t->opts->micro_batch : local;
     if (micro > local) micro = local;
     while (local % micro) micro--;
-    if (t->eng && (t->micro != micro || t->plan_T != Tc)) ZAYA_TRY(zaya_engine_plan(t->eng, micro, Tc));
-    else if (!t->eng && (cp_changed || t->model.B != micro || t->model.T != Tc))
-        ZAYA_TRY(zaya_model_plan(&t->model, micro, Tc));
+    if (t->cp > 1 && (cp_changed || t->model.B != micro || t->model.T != Tc))
+        ZAYA_TRY(zaya_model_plan(&t->model, micro, Tc)); /* context parallelism: the CPU model's passes */
+    else if (t->cp == 1 && (cp_changed || t->micro != micro || t->plan_T != Tc))
+        ZAYA_TRY(zaya_engine_plan(t->eng, micro, Tc));
     ZAYA_TRY(zaya_model_set_rope_theta(&t->model, si->rope_theta)); /* the engine follows the host's table */
     t->plan_T = Tc;
     t->micro = micro;
@@ -264,7 +265,7 @@ static zaya_status plan_phase(zaya_trainer *t, const zaya_step_info *si) {
     ZAYA_INFO("phase %d '%s': seq %lld, global batch %lld (micro-batch %lld x %lld)%s, RoPE theta %g, %.1f MiB of activations",
               si->phase, t->run.phases[si->phase].name, (long long)si->seq_len, (long long)si->global_batch,
               (long long)micro, (long long)t->accum, cpnote, si->rope_theta,
-              (double)(t->eng ? zaya_engine_activation_bytes(t->eng) : t->model.activation_bytes) / 1048576.0);
+              (double)(t->cp > 1 ? t->model.activation_bytes : zaya_engine_activation_bytes(t->eng)) / 1048576.0);
     return ZAYA_OK;
 }
 
@@ -316,7 +317,7 @@ static void summarize_load(zaya_trainer *t, zaya_balance_stats *b) {
  * the block routes with the result. The step unit is this batch's score spread. */
 /* The selection block l's biases would make now, counted (host model or engine). */
 static zaya_status count_layer(zaya_trainer *t, int l, int64_t *cnt) {
-    if (t->eng) return zaya_engine_route_count_layer(t->eng, l, cnt);
+    if (t->cp == 1) return zaya_engine_route_count_layer(t->eng, l, cnt);
     zaya_model_route_count_layer(&t->model, l, cnt);
     return ZAYA_OK;
 }
@@ -383,8 +384,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     double t0 = zaya_now_s();
     zaya_ft_enter(t, ZAYA_FT_DATA);
     ZAYA_TRY(zaya_loader_next(&t->loader, si->global_batch, t->dp_rank, t->dp_size, t->batch, NULL));
-    if (t->eng) ZAYA_TRY(zaya_engine_zero_grad(t->eng));
-    else zaya_model_zero_grad(m);
+    ZAYA_TRY(zaya_engine_zero_grad(t->eng));
     t->cp_link.wait_s = 0;
     memset(&m->cp_traffic, 0, sizeof m->cp_traffic);
     const int64_t E1 = m->cfg.num_experts + 1, L = m->cfg.num_hidden_layers;
@@ -406,7 +406,7 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         zaya_ft_enter(t, ZAYA_FT_FORWARD);
         t->bal_mb = mb;
         zaya_status fs;
-        if (t->eng) {
+        if (t->cp == 1) {
             zaya_engine_set_route_hook(t->eng, in_forward ? balance_in_engine : NULL, t);
             fs = zaya_engine_forward(t->eng, t->inputs, t->targets, 1, &loss);
             zaya_engine_set_route_hook(t->eng, NULL, NULL);
@@ -420,37 +420,29 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
         ZAYA_TRY(t->bal_status);
         if (in_forward) t->balancer.drift_ready = 1;
         /* The last micro-batch's backward launches the gradient reductions bucket by bucket. */
-        if (mb == t->accum - 1 && !t->eng) zaya_dp_arm(&t->dp);
+        if (mb == t->accum - 1) zaya_train_grads_arm(t);
         zaya_ft_enter(t, ZAYA_FT_BACKWARD);
-        if (t->eng) {
+        if (t->cp == 1) {
             ZAYA_TRY(zaya_engine_backward(t->eng));
         } else {
             zaya_model_backward(m);
             ZAYA_TRY(m->cp_status);
         }
         loss_sum += loss;
-        const int64_t *rc = t->eng ? zaya_engine_route_counts(t->eng) : m->route_counts;
-        const double *rs = t->eng ? zaya_engine_route_spread(t->eng) : m->route_spread;
-        const double *rp = t->eng ? zaya_engine_route_psum(t->eng) : m->route_psum;
+        const int64_t *rc = t->cp == 1 ? zaya_engine_route_counts(t->eng) : m->route_counts;
+        const double *rs = t->cp == 1 ? zaya_engine_route_spread(t->eng) : m->route_spread;
+        const double *rp = t->cp == 1 ? zaya_engine_route_psum(t->eng) : m->route_psum;
         for (int64_t i = 0; i < L * E1; i++) t->route_counts[i] += rc[i];
         for (int64_t l = 0; l < L; l++) t->route_stats[l] += rs[l];
         for (int64_t i = 0; i < L * (E1 - 1); i++) t->route_stats[L + i] += rp[i];
     }
     zaya_ft_enter(t, ZAYA_FT_COMM);
-    if (t->eng) ZAYA_TRY(zaya_engine_reduce_grads(t->eng, zaya_train_engine_allreduce, t, t->world));
-    else ZAYA_TRY(zaya_dp_finish_grads(&t->dp));
+    ZAYA_TRY(zaya_train_grads_finish(t));
     zaya_ft_inject_grads(t);
     /* Each micro-batch's loss is a mean over its tokens: average the accumulated gradients too. */
-    if (t->accum > 1 && t->eng) {
-        ZAYA_TRY(zaya_engine_scale_grads(t->eng, 1.0f / (float)t->accum));
-    } else if (t->accum > 1) {
-        const float inv = 1.0f / (float)t->accum;
-        float *g = m->grads;
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < m->nfloats; i++) g[i] *= inv;
-    }
+    if (t->accum > 1) ZAYA_TRY(zaya_engine_scale_grads(t->eng, 1.0f / (float)t->accum));
     double sq = 0;
-    zaya_status gs = t->eng ? zaya_engine_grad_sqnorm(t->eng, &sq) : zaya_optim_grad_sqnorm_local(&t->opt, m->grads, &sq);
+    zaya_status gs = zaya_engine_grad_sqnorm(t->eng, &sq);
     /* Every rank sees the same global loss, norm, finiteness and routing counts, so every rank makes
      * the same skip decision and the same balancing update. */
     double red[3] = {loss_sum / (double)t->accum, t->dp.mode == ZAYA_DP_ZERO1 ? sq : 0.0, gs != ZAYA_OK ? 1.0 : 0.0};
@@ -480,10 +472,8 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
     if (!sm->skipped) {
         zaya_ft_enter(t, ZAYA_FT_OPTIMIZER);
         double scale = zaya_optim_clip_scale(sm->grad_norm, t->opts->clip);
-        if (t->eng) ZAYA_TRY(zaya_engine_optim_step(t->eng, sm->lr, scale));
-        else zaya_optim_step(&t->opt, m->params, m->grads, sm->lr, scale);
-        if (t->eng) ZAYA_TRY(zaya_engine_share_params(t->eng, zaya_train_engine_allreduce, t));
-        else ZAYA_TRY(zaya_dp_gather_params(&t->dp));
+        ZAYA_TRY(zaya_engine_optim_step(t->eng, sm->lr, scale));
+        ZAYA_TRY(zaya_train_params_share(t));
         if (!in_forward) {
             /* the step unit of the whole step's tokens, also for the recounts of its last micro-batch */
             zaya_balancer_spread_units(t->route_stats, t->route_counts, (int)L, (int)(E1 - 1), t->route_sigma);
@@ -491,14 +481,13 @@ static zaya_status train_step(zaya_trainer *t, const zaya_step_info *si, zaya_st
             /* Further controller iterations on this step's own scores: recount the selection with the
              * new biases and update again, so that an overshoot is seen at once instead of a step later. */
             for (int k = 1; k < t->bal_iters; k++) {
-                if (t->eng) ZAYA_TRY(zaya_engine_route_recount(t->eng, t->recount));
+                if (t->cp == 1) ZAYA_TRY(zaya_engine_route_recount(t->eng, t->recount));
                 else zaya_model_route_recount(m, t->recount);
                 ZAYA_TRY(zaya_dp_allreduce_counts(&t->dp, t->recount, (int)(L * E1)));
                 zaya_balancer_update(&t->balancer, t->recount, t->route_sigma, m->params);
             }
             zaya_balancer_follow_drift(&t->balancer, t->route_stats + L, t->route_counts, m->params);
         }
-        if (!t->eng) zaya_model_sync_weights(m); /* the engine refreshed its own shadow */
     } else {
         t->skipped++;
     }
@@ -535,7 +524,7 @@ zaya_status zaya_train_validate(zaya_trainer *t, const zaya_step_info *si, doubl
             ZAYA_TRY(zaya_loader_next(&vl, B, 0, 1, t->batch, NULL));
             split_micro(t, 0, T); /* t->micro == B: the model is planned for one micro-batch */
             float loss = 0;
-            if (t->eng) ZAYA_TRY(zaya_engine_forward(t->eng, t->inputs, t->targets, 0, &loss));
+            if (t->cp == 1) ZAYA_TRY(zaya_engine_forward(t->eng, t->inputs, t->targets, 0, &loss));
             else ZAYA_TRY(zaya_model_forward(m, t->inputs, t->targets, 0, &loss));
             zaya_hb_tick(); /* each batch is progress: the eval timeout need not cover the whole evaluation */
             double l = loss;
@@ -672,7 +661,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
     zaya_param_counts pc = zaya_model_count_params(&t->model.cfg);
     double peak = o->peak_gflops;
     char peak_src[1400] = "given by --peak-gflops";
-    if (peak <= 0 && t->eng) s = zaya_train_engine_peak(t, &peak);
+    if (peak <= 0) s = zaya_train_engine_peak(t, &peak); /* a device's; 0 on the CPU backend */
     if (peak > 0 && o->peak_gflops <= 0) snprintf(peak_src, sizeof peak_src, "the device's, measured at start-up");
     if (peak <= 0 && s == ZAYA_OK) s = zaya_train_peak_resolve(o, t->rank, &peak, peak_src, sizeof peak_src);
     if (s != ZAYA_OK) {
@@ -687,8 +676,7 @@ zaya_status zaya_train_run(const zaya_train_opts *o, zaya_train_result *res) {
         printf("zaya train: %s, %lld parameters (%lld active non-embedding), %s matmuls, %d threads x %d rank%s (%s)%s%s\n",
                t->model.cfg.name, (long long)pc.total, (long long)pc.active_non_embedding,
                o->dtype == ZAYA_DTYPE_BF16 ? "bf16" : "f32", threads, t->world, t->world > 1 ? "s" : "",
-               t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce", t->eng ? ", step on the engine over backend " : "",
-               t->eng ? t->be->name : "");
+               t->dp.mode == ZAYA_DP_ZERO1 ? "ZeRO-1" : "all-reduce", ", step on the engine over backend ", t->be->name);
         printf("run '%s': %d phases, %lld steps, %lld tokens; data %s\n", t->run.name, t->run.nphases,
                (long long)t->run.total_steps, (long long)t->run.total_tokens, t->data_dir);
         printf("MFU against a matmul peak of %.0f GFLOP/s: %s\n", peak, peak_src);

@@ -82,6 +82,11 @@ void zaya_matmul_set_reuse_memory(int on);
  * on the f32 kernels with their operands widened first (same products, f32 sums: see matmul.c). */
 int zaya_matmul_has_native_bf16(void);
 
+/* Allocations made so far outside primitive creation: the one-time thread-count and batch checks'
+ * scratch (grown to the largest check), the widened operands' workspaces (hosts without a bf16
+ * matmul) and the per-shape verdict tables of run-time-shape entries (see matmul.c). */
+long long zaya_matmul_aux_allocs(void);
+
 /* Number of cached primitives (for tests and the benchmark), and a way to drop them. */
 int zaya_matmul_cache_size(void);
 void zaya_matmul_cache_clear(void);

@@ -110,6 +110,7 @@ static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(matmul_entry *) g_buckets[CACHE_BUCKETS];
 static int g_cache_count;
 static atomic_int g_reuse_memory = 1;
+static atomic_llong g_aux_allocs; /* allocations outside primitive creation: zaya_matmul_aux_allocs */
 
 void zaya_matmul_set_reuse_memory(int on) { atomic_store(&g_reuse_memory, on ? 1 : 0); }
 
@@ -401,6 +402,7 @@ static zaya_status execute_widened(const zaya_matmul_desc *r, matmul_entry *e, c
         if (e->ws_elems < na + nb) {
             zaya_free(e->ws);
             e->ws_elems = 0;
+            atomic_fetch_add(&g_aux_allocs, 1);
             if (!(e->ws = zaya_malloc((na + nb) * sizeof(float)))) {
                 atomic_flag_clear(&e->busy);
                 return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate %zu floats to widen bf16 operands", na + nb);
@@ -408,7 +410,7 @@ static zaya_status execute_widened(const zaya_matmul_desc *r, matmul_entry *e, c
             e->ws_elems = na + nb;
         }
         ws = e->ws;
-    } else if (!(ws = zaya_malloc((na + nb) * sizeof(float)))) {
+    } else if (atomic_fetch_add(&g_aux_allocs, 1) < 0 || !(ws = zaya_malloc((na + nb) * sizeof(float)))) {
         return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate %zu floats to widen bf16 operands", na + nb);
     }
     widen_bf16(ws, a, na);
@@ -453,6 +455,37 @@ static void fill_pattern(void *x, size_t n, int bf16, uint32_t seed) {
     }
 }
 
+/* Scratch of the one-time checks: one buffer per kind of check (a batch check runs split checks inside
+ * it), grown to the largest check and kept, so that a check allocates only when it needs more. */
+typedef struct check_scratch {
+    pthread_mutex_t mu;
+    char *buf;
+    size_t bytes;
+} check_scratch;
+static check_scratch g_split_scratch = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+static check_scratch g_batch_scratch = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+long long zaya_matmul_aux_allocs(void) { return atomic_load(&g_aux_allocs); }
+
+/* Locks sc and returns its buffer of at least `bytes` (NULL, unlocked, when it cannot grow). */
+static char *scratch_take(check_scratch *sc, size_t bytes) {
+    pthread_mutex_lock(&sc->mu);
+    if (sc->bytes < bytes) {
+        zaya_free(sc->buf);
+        sc->bytes = 0;
+        if (!(sc->buf = zaya_malloc(bytes))) {
+            pthread_mutex_unlock(&sc->mu);
+            return NULL;
+        }
+        atomic_fetch_add(&g_aux_allocs, 1);
+        sc->bytes = bytes;
+    }
+    return sc->buf;
+}
+
+/* Rounds a byte count up to 64 so that the scratch's parts stay aligned. */
+static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
+
 /* SPLIT_SERIAL when some thread count changes the bits of e's product (see the file comment). */
 static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *serial) {
     *serial = 0;
@@ -463,14 +496,14 @@ static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *
     const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
     const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
     const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
-    void *a = zaya_malloc(na * es), *b = zaya_malloc(nb * es);
-    float *c1 = zaya_malloc(nc * sizeof(float)), *ct = zaya_malloc(nc * sizeof(float));
+    const size_t ba = up64(na * es), bb = up64(nb * es), bc = up64(nc * sizeof(float));
+    char *buf = scratch_take(&g_split_scratch, ba + bb + 2 * bc);
+    if (!buf)
+        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the thread-count check of m=%lld n=%lld k=%lld",
+                              (long long)r->m, (long long)r->n, (long long)r->k);
+    void *a = buf, *b = buf + ba;
+    float *c1 = (float *)(buf + ba + bb), *ct = (float *)(buf + ba + bb + bc);
     zaya_status s = ZAYA_OK;
-    if (!a || !b || !c1 || !ct) {
-        s = zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the thread-count check of m=%lld n=%lld k=%lld",
-                           (long long)r->m, (long long)r->n, (long long)r->k);
-        goto done;
-    }
     fill_pattern(a, na, bf16, 0x9e3779b9u);
     fill_pattern(b, nb, bf16, 0x7f4a7c15u);
     fill_pattern(c1, nc, 0, 0x2545f491u);
@@ -483,10 +516,7 @@ static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *
         *serial = memcmp(c1, ct, nc * sizeof(float)) != 0;
     }
 done:
-    zaya_free(a);
-    zaya_free(b);
-    zaya_free(c1);
-    zaya_free(ct);
+    pthread_mutex_unlock(&g_split_scratch.mu);
     return s;
 }
 
@@ -506,6 +536,7 @@ static int dyn_lookup(matmul_entry *e, const zaya_matmul_desc *r, int *slot, int
     if (!e->dyn_keys) {
         e->dyn_keys = zaya_calloc(DYN_SHAPES, sizeof *e->dyn_keys);
         e->dyn_state = zaya_calloc(DYN_SHAPES, sizeof *e->dyn_state);
+        atomic_fetch_add(&g_aux_allocs, 2);
     }
     if (e->dyn_keys && e->dyn_state) {
         uint32_t h = (uint32_t)(XXH3_64bits(&key, sizeof key) & (DYN_SHAPES - 1));
@@ -538,6 +569,9 @@ static void dyn_store(matmul_entry *e, int slot, int state) {
 }
 
 static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+    /* AVX-512 / AMX hosts run oneDNN's brgemm kernels, which neither split k nor depend on the batch:
+     * no check there (and the pool's result, as before) */
+    if (zaya_matmul_has_native_bf16()) return execute_any(r, e, a, b, c);
     /* inside a parallel region a call runs on one thread; its thread-count setting is made 1 as well,
      * since oneDNN would otherwise partition the work for the pool and run the parts in sequence */
     if (omp_in_parallel()) return execute_threads(r, e, a, b, c, 1);
@@ -647,14 +681,14 @@ static zaya_status check_batch(const zaya_matmul_desc *r, matmul_entry *e, int *
     const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
     const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
     const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
-    void *a = zaya_malloc(na * es), *b = zaya_malloc(nb * es);
-    float *c1 = zaya_malloc(nc * sizeof(float)), *c2 = zaya_malloc(nc * sizeof(float));
+    const size_t ba = up64(na * es), bb = up64(nb * es), bc = up64(nc * sizeof(float));
+    char *buf = scratch_take(&g_batch_scratch, ba + bb + 2 * bc);
+    if (!buf)
+        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the batch check of batch=%lld m=%lld n=%lld k=%lld",
+                              (long long)r->batch, (long long)r->m, (long long)r->n, (long long)r->k);
+    void *a = buf, *b = buf + ba;
+    float *c1 = (float *)(buf + ba + bb), *c2 = (float *)(buf + ba + bb + bc);
     zaya_status s = ZAYA_OK;
-    if (!a || !b || !c1 || !c2) {
-        s = zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the batch check of batch=%lld m=%lld n=%lld k=%lld",
-                           (long long)r->batch, (long long)r->m, (long long)r->n, (long long)r->k);
-        goto done;
-    }
     fill_pattern(a, na, bf16, 0x85ebca6bu);
     fill_pattern(b, nb, bf16, 0xc2b2ae35u);
     fill_pattern(c1, nc, 0, 0x27d4eb2fu);
@@ -663,10 +697,7 @@ static zaya_status check_batch(const zaya_matmul_desc *r, matmul_entry *e, int *
     if ((s = run_unbatched(r, a, b, c2)) != ZAYA_OK) goto done;
     *same = !memcmp(c1, c2, nc * sizeof(float));
 done:
-    zaya_free(a);
-    zaya_free(b);
-    zaya_free(c1);
-    zaya_free(c2);
+    pthread_mutex_unlock(&g_batch_scratch.mu);
     return s;
 }
 
@@ -678,7 +709,7 @@ zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b,
     if (!c) return zaya_error_set(ZAYA_EINVAL, "matmul: c is NULL");
     matmul_entry *e;
     ZAYA_TRY(lookup(&r, &e));
-    if (r.batch > 1) {
+    if (r.batch > 1 && !zaya_matmul_has_native_bf16()) {
         int st = atomic_load_explicit(&e->batch_state, memory_order_acquire);
         if (st == BATCH_UNKNOWN) {
             int expect = BATCH_UNKNOWN;

@@ -19,6 +19,15 @@ extern "C" {
 
 typedef struct zaya_tokenizer zaya_tokenizer;
 
+/* Budgets (docs/limits.md). A pre-token (the unit the BPE model merges; with SentencePiece-style
+ * tokenizers without a pre-tokenizer, a whole document) longer than ZAYA_TOKENIZER_MAX_WORD bytes is
+ * an encoding error naming its length and offset: its work arrays take about 36 bytes per byte. The
+ * normalizer's output for a piece of n bytes is at most NORM_GROWTH * n + NORM_SLACK bytes, else an
+ * error. */
+#define ZAYA_TOKENIZER_MAX_WORD (16u << 20)
+#define ZAYA_TOKENIZER_NORM_GROWTH 16u
+#define ZAYA_TOKENIZER_NORM_SLACK 4096u
+
 typedef struct zaya_bpe_train_opts {
     int64_t vocab_size;    /* target size including the 256 byte tokens and the special tokens */
     const char *bos, *eos, *pad; /* special-token strings, e.g. "<|bos|>"; NULL for none */

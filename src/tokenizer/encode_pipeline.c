@@ -3,6 +3,7 @@
  * normalized=true are split out of the normalized piece; the rest is pre-tokenized (ByteLevel, Split
  * regex + ByteLevel, Metaspace or none) and each word goes through the model; the template adds
  * BOS/EOS around the whole. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,32 +13,52 @@
 
 /* ---- normalizer ---- */
 
-/* Replaces every non-overlapping occurrence of from (left to right) by to. */
+/* Replaces every non-overlapping occurrence of from (left to right) by to, in time linear in n
+ * (memmem); a result longer than `limit` bytes is an error before anything is allocated. */
 static zaya_status replace_all(const uint8_t *s, size_t n, const char *from, size_t fl, const char *to, size_t tl,
-                               uint8_t **out, size_t *out_len) {
+                               size_t limit, uint8_t **out, size_t *out_len) {
     size_t count = 0;
-    for (size_t i = 0; i + fl <= n;) {
-        if (!memcmp(s + i, from, fl)) count++, i += fl;
-        else i++;
+    for (const uint8_t *p = s, *end = s + n; fl && p + fl <= end;) {
+        const uint8_t *q = memmem(p, (size_t)(end - p), from, fl);
+        if (!q) break;
+        count++;
+        p = q + fl;
     }
-    size_t total = n - count * fl + count * tl;
+    /* n - count*fl + count*tl without overflow: count*fl <= n. */
+    size_t grow = tl > fl ? tl - fl : 0, shrink = fl > tl ? fl - tl : 0;
+    if (grow && count > (limit - (n < limit ? n : limit)) / grow)
+        return zaya_error_set(ZAYA_ERANGE, "normalizer: Replace would turn %zu bytes into more than %zu (the limit is %u x the "
+                              "input + %u bytes; docs/limits.md)", n, limit, (unsigned)ZAYA_TOKENIZER_NORM_GROWTH,
+                              (unsigned)ZAYA_TOKENIZER_NORM_SLACK);
+    size_t total = n + count * grow - count * shrink;
     uint8_t *o = malloc(total + 1);
     if (!o) return zaya_error_set(ZAYA_ENOMEM, "normalizer: cannot allocate %zu bytes", total + 1);
     size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        if (i + fl <= n && !memcmp(s + i, from, fl)) {
-            memcpy(o + k, to, tl);
-            k += tl, i += fl;
-        } else {
-            o[k++] = s[i++];
-        }
+    const uint8_t *p = s, *end = s + n;
+    while (count) {
+        const uint8_t *q = memmem(p, (size_t)(end - p), from, fl);
+        memcpy(o + k, p, (size_t)(q - p));
+        k += (size_t)(q - p);
+        memcpy(o + k, to, tl);
+        k += tl;
+        p = q + fl;
+        count--;
     }
+    memcpy(o + k, p, (size_t)(end - p));
+    k += (size_t)(end - p);
     *out = o;
     *out_len = k;
     return ZAYA_OK;
 }
 
+/* The normalizer's output budget for an input of n bytes. */
+static size_t norm_limit(size_t n) {
+    if (n > (SIZE_MAX - ZAYA_TOKENIZER_NORM_SLACK) / ZAYA_TOKENIZER_NORM_GROWTH) return SIZE_MAX;
+    return n * ZAYA_TOKENIZER_NORM_GROWTH + ZAYA_TOKENIZER_NORM_SLACK;
+}
+
 zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t n, uint8_t **out, size_t *out_len) {
+    size_t limit = norm_limit(n);
     uint8_t *cur = malloc(n + 1);
     if (!cur) return zaya_error_set(ZAYA_ENOMEM, "normalizer: cannot allocate %zu bytes", n + 1);
     memcpy(cur, s, n);
@@ -48,11 +69,16 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
         size_t nl = 0;
         zaya_status r;
         if (st->kind == ZAYA_NORM_REPLACE) {
-            r = replace_all(cur, len, st->from, st->from_len, st->to, st->to_len, &next, &nl);
+            r = replace_all(cur, len, st->from, st->from_len, st->to, st->to_len, limit, &next, &nl);
         } else { /* Prepend: only to a non-empty string */
             if (len == 0) continue;
-            next = malloc(len + st->to_len + 1);
-            r = next ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "normalizer: out of memory");
+            if (st->to_len > limit - len) {
+                r = zaya_error_set(ZAYA_ERANGE, "normalizer: Prepend would turn %zu bytes into more than %zu (docs/limits.md)",
+                                   n, limit);
+            } else {
+                next = malloc(len + st->to_len + 1);
+                r = next ? ZAYA_OK : zaya_error_set(ZAYA_ENOMEM, "normalizer: out of memory");
+            }
             if (next) {
                 memcpy(next, st->to, st->to_len);
                 memcpy(next + st->to_len, cur, len);
@@ -60,7 +86,7 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
             }
         }
         free(cur);
-        if (r != ZAYA_OK) return r;
+        if (r != ZAYA_OK) return zaya_error_context(r, "normalizer step %d", i);
         cur = next;
         len = nl;
     }
@@ -77,8 +103,7 @@ static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, siz
         e->t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
     for (size_t i = 0; i < len;) {
         size_t end = next(s, len, i);
-        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, end - i));
-        *n += zaya_tok_encode_word(e, s + i, end - i, *ids + *n);
+        ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
         i = end;
     }
     return ZAYA_OK;
@@ -93,7 +118,7 @@ static zaya_status encode_metaspace(zaya_tokenizer_encoder *e, const uint8_t *s,
     size_t rl = (size_t)t->ms_rep_len;
     uint8_t *w;
     size_t wl;
-    ZAYA_TRY(replace_all(s, len, " ", 1, rep, rl, &w, &wl));
+    ZAYA_TRY(replace_all(s, len, " ", 1, rep, rl, SIZE_MAX, &w, &wl)); /* at most 4x */
     int prepend = t->ms_prepend == ZAYA_PREPEND_ALWAYS || (t->ms_prepend == ZAYA_PREPEND_FIRST && at_start);
     if (prepend && wl > 0 && !(wl >= rl && !memcmp(w, rep, rl))) {
         uint8_t *p = malloc(wl + rl + 1);
@@ -113,8 +138,7 @@ static zaya_status encode_metaspace(zaya_tokenizer_encoder *e, const uint8_t *s,
         if (t->ms_split) /* MergedWithNext: the next word starts at the next replacement */
             for (end = i + (i + rl <= wl && !memcmp(w + i, rep, rl) ? rl : 1); end < wl; end++)
                 if (end + rl <= wl && !memcmp(w + end, rep, rl)) break;
-        st = zaya_tok_ids_reserve(ids, n, cap, end - i);
-        if (st == ZAYA_OK) *n += zaya_tok_encode_word(e, w + i, end - i, *ids + *n);
+        st = zaya_tok_append_word(e, w + i, end - i, ids, n, cap);
         i = end;
     }
     free(w);
@@ -129,10 +153,7 @@ static zaya_status encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, siz
     case ZAYA_PRE_BYTELEVEL: return zaya_tok_encode_words(e, s, len, ids, n, cap);
     case ZAYA_PRE_SPLIT: return encode_split(e, s, len, ids, n, cap);
     case ZAYA_PRE_METASPACE: return encode_metaspace(e, s, len, at_start, ids, n, cap);
-    default:
-        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, len));
-        *n += zaya_tok_encode_word(e, s, len, *ids + *n);
-        return ZAYA_OK;
+    default: return zaya_tok_append_word(e, s, len, ids, n, cap);
     }
 }
 
@@ -217,7 +238,7 @@ zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s
                                      size_t *n, size_t *cap) {
     const zaya_tokenizer *t = e->t;
     int add = (flags & ZAYA_ENCODE_ADD_SPECIAL) && t->has_template;
-    if (add) {
+    if (add && t->n_tpl_pre) { /* a special token with "ids": [] adds nothing (and *ids may still be NULL) */
         ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, (size_t)t->n_tpl_pre));
         memcpy(*ids + *n, t->tpl_pre, (size_t)t->n_tpl_pre * sizeof **ids);
         *n += (size_t)t->n_tpl_pre;
@@ -225,7 +246,7 @@ zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s
     gap_fn fn = (flags & ZAYA_ENCODE_PARSE_SPECIAL) ? piece_parse : piece_plain;
     if (t->trie_raw.any) ZAYA_TRY(split_added(e, &t->trie_raw, s, len, 1, flags, fn, ids, n, cap));
     else ZAYA_TRY(fn(e, s, len, 1, ids, n, cap));
-    if (add) {
+    if (add && t->n_tpl_post) {
         ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, (size_t)t->n_tpl_post));
         memcpy(*ids + *n, t->tpl_post, (size_t)t->n_tpl_post * sizeof **ids);
         *n += (size_t)t->n_tpl_post;

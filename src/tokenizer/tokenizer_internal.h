@@ -46,13 +46,16 @@ typedef struct zaya_tok_dec {
     int prepend;     /* Metaspace: zaya_tok_prepend */
 } zaya_tok_dec;
 
-/* Byte trie over added-token contents, for leftmost-longest matching (HF's AddedVocabulary). Edges
- * (node, byte) -> child live in one open-addressing table; term[node] = added index + 1 or 0. */
+/* Aho-Corasick automaton over added-token contents, for leftmost-longest matching (HF's
+ * AddedVocabulary) in time linear in the text. Edges (node, byte) -> child live in one open-addressing
+ * table; term[node] = added index + 1 or 0; fail[node] is the longest proper suffix that is a trie
+ * node; out[node] the longest suffix (itself included) that ends a token, or 0; depth[node] its
+ * length in bytes. */
 typedef struct zaya_tok_trie {
     uint64_t *edge_key;
     int32_t *edge_child; /* 0 = empty slot (the root is node 0 and never a child) */
     uint64_t edge_mask;
-    int32_t *term;
+    int32_t *term, *fail, *out, *depth;
     int32_t n_nodes;
     uint8_t first[256];  /* bytes that start some token */
     int any;
@@ -112,6 +115,11 @@ static inline uint64_t zaya_tok_pair_key(int32_t a, int32_t b) { return ((uint64
 /* Builds vmap and pmap from the token and merge arrays (called after train or load). Fails when a
  * merge is listed twice. */
 zaya_status zaya_tok_build_maps(zaya_tokenizer *t);
+/* The parts: the vocabulary map; an empty pair map sized for n merges and its insertion (returns the
+ * rank already there for (a, b), or -1 after inserting), so a reader finds a repeat as it reads. */
+zaya_status zaya_tok_build_vmap(zaya_tokenizer *t);
+zaya_status zaya_tok_pmap_alloc(zaya_tokenizer *t, uint64_t n);
+int32_t zaya_tok_pmap_insert(zaya_tokenizer *t, int32_t a, int32_t b, int32_t rank);
 int32_t zaya_tok_lookup(const zaya_tokenizer *t, const uint8_t *s, size_t n);
 /* Multiplicative hash; folding the high half down makes the low (slot) bits depend on both ids. */
 static inline uint64_t zaya_tok_pair_slot(uint64_t key) {

@@ -436,5 +436,8 @@ void zaya_tok_free_pipeline(zaya_tokenizer *t) {
         free(tries[k]->edge_key);
         free(tries[k]->edge_child);
         free(tries[k]->term);
+        free(tries[k]->fail);
+        free(tries[k]->out);
+        free(tries[k]->depth);
     }
 }

@@ -78,6 +78,10 @@ zaya_status zaya_matmul_impl_name(const zaya_matmul_desc *d, const char **name);
  * measure the difference; both are correct under concurrent calls. */
 void zaya_matmul_set_reuse_memory(int on);
 
+/* 1 when this host's oneDNN has a bf16 matmul (AVX-512 or AMX hosts); 0 when bf16 descriptors run
+ * on the f32 kernels with their operands widened first (same products, f32 sums: see matmul.c). */
+int zaya_matmul_has_native_bf16(void);
+
 /* Number of cached primitives (for tests and the benchmark), and a way to drop them. */
 int zaya_matmul_cache_size(void);
 void zaya_matmul_cache_clear(void);

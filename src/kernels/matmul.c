@@ -7,7 +7,13 @@
  * Per-call cost is a lock-free hash lookup plus dnnl_primitive_execute. Each cache entry owns
  * three memory objects whose data handles are swapped in per call; a spin flag gives one caller at a
  * time exclusive use of them, and a concurrent caller of the same shape falls back to creating
- * short-lived memory objects of its own. */
+ * short-lived memory objects of its own.
+ *
+ * Hosts whose oneDNN has no bf16 matmul (no AVX-512 / AMX: oneDNN implements bf16 only there) run a
+ * bf16 descriptor on the f32 primitive of the same shape and strides, the bf16 operands widened to
+ * f32 first. The arithmetic is the same: a product of two bf16 values is exact in f32 (8 x 8
+ * significand bits), and the sums are f32 as in oneDNN's bf16 kernels, so only the summation order,
+ * as between any two oneDNN kernels, can differ. */
 #include "zaya/matmul.h"
 
 #include <math.h>
@@ -63,7 +69,12 @@ typedef struct matmul_entry {
     dnnl_memory_t mem_a, mem_b, mem_c;
     dnnl_memory_desc_t md_a, md_b, md_c;
     atomic_flag busy;
-    char impl[64];
+    /* bf16 descriptor run on an f32 primitive (the host's oneDNN has no bf16 matmul): the operands
+     * are widened into ws (grown to the largest call; guarded by busy) before each call. */
+    int widen;
+    float *ws;
+    size_t ws_elems;
+    char impl[80];
     struct matmul_entry *next;
 } matmul_entry;
 
@@ -91,6 +102,7 @@ static void entry_free(matmul_entry *e) {
     if (e->mem_b) dnnl_memory_destroy(e->mem_b);
     if (e->mem_c) dnnl_memory_destroy(e->mem_c);
     if (e->prim) dnnl_primitive_destroy(e->prim);
+    zaya_free(e->ws);
     zaya_free(e);
 }
 
@@ -188,6 +200,44 @@ static dnnl_status_t init_md(dnnl_memory_desc_t *md, int64_t batch, int64_t rows
     return dnnl_memory_desc_init_by_strides(md, nd, dims, dt, strides);
 }
 
+/* Whether this host's oneDNN creates a bf16 matmul: probed once with a small product. */
+static pthread_once_t g_bf16_once = PTHREAD_ONCE_INIT;
+static int g_bf16_native;
+
+static void probe_bf16(void) {
+    pthread_once(&g_once, init_engine);
+    if (g_init_status != dnnl_success) return;
+    dnnl_memory_desc_t ma, mb, mc;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    if (init_md(&ma, 1, 16, 16, 0, 16, 0, dnnl_bf16) != dnnl_success) return;
+    if (init_md(&mb, 1, 16, 16, 0, 16, 0, dnnl_bf16) != dnnl_success) return;
+    if (init_md(&mc, 1, 16, 16, 0, 16, 0, dnnl_f32) != dnnl_success) return;
+    if (dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &mc) != dnnl_success) return;
+    if (dnnl_primitive_desc_create(&pd, &md, NULL, g_engine, NULL) == dnnl_success) {
+        g_bf16_native = 1;
+        dnnl_primitive_desc_destroy(pd);
+    }
+}
+
+int zaya_matmul_has_native_bf16(void) {
+    pthread_once(&g_bf16_once, probe_bf16);
+    return g_bf16_native;
+}
+
+/* Elements an operand of `rows` x `cols` (row stride ld, `batch` matrices `stride` apart) spans. */
+static size_t operand_extent(int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t stride) {
+    return (size_t)((batch - 1) * stride + (rows - 1) * ld + cols);
+}
+
+static void widen_bf16(float *dst, const uint16_t *src, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= ((size_t)1 << 18))
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(&dst[i], &u, sizeof u);
+    }
+}
+
 static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key, uint64_t hash, matmul_entry **out) {
     pthread_once(&g_once, init_engine);
     if (g_init_status != dnnl_success) return backend_error(d, "engine/stream creation", g_init_status);
@@ -198,7 +248,8 @@ static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key
     e->hash = hash;
     atomic_flag_clear(&e->busy);
 
-    dnnl_data_type_t in_dt = d->dtype == ZAYA_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
+    e->widen = d->dtype == ZAYA_DTYPE_BF16 && !zaya_matmul_has_native_bf16();
+    dnnl_data_type_t in_dt = d->dtype == ZAYA_DTYPE_BF16 && !e->widen ? dnnl_bf16 : dnnl_f32;
     dnnl_status_t s;
     const char *what = "memory descriptor";
     dnnl_primitive_attr_t attr = NULL;
@@ -228,7 +279,7 @@ static zaya_status create_entry(const zaya_matmul_desc *d, const matmul_key *key
     if ((s = dnnl_primitive_desc_create(&pd, &md, attr, g_engine, NULL)) != dnnl_success) goto fail;
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
-        snprintf(e->impl, sizeof e->impl, "%s", impl);
+        snprintf(e->impl, sizeof e->impl, "%s%s", impl, e->widen ? " (bf16 widened to f32)" : "");
     what = "primitive";
     if ((s = dnnl_primitive_create(&e->prim, pd)) != dnnl_success) goto fail;
     what = "memory object";
@@ -308,13 +359,57 @@ zaya_status zaya_matmul_impl_name(const zaya_matmul_desc *d, const char **name) 
 
 /* ---- execution ---- */
 
+static zaya_status execute_prim(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c,
+                                int held);
+
+/* A bf16 call on a widened entry: the operands converted to f32 in the entry's workspace (or, when a
+ * concurrent caller holds it, in one of this call's own), then the f32 primitive. */
+static zaya_status execute_widened(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+    const int64_t ra = r->trans_a ? r->k : r->m, ca = r->trans_a ? r->m : r->k;
+    const int64_t rb = r->trans_b ? r->n : r->k, cb = r->trans_b ? r->k : r->n;
+    const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
+    const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
+    const int own = atomic_flag_test_and_set(&e->busy);
+    float *ws = NULL;
+    if (!own) {
+        if (e->ws_elems < na + nb) {
+            zaya_free(e->ws);
+            e->ws_elems = 0;
+            if (!(e->ws = zaya_malloc((na + nb) * sizeof(float)))) {
+                atomic_flag_clear(&e->busy);
+                return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate %zu floats to widen bf16 operands", na + nb);
+            }
+            e->ws_elems = na + nb;
+        }
+        ws = e->ws;
+    } else if (!(ws = zaya_malloc((na + nb) * sizeof(float)))) {
+        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate %zu floats to widen bf16 operands", na + nb);
+    }
+    widen_bf16(ws, a, na);
+    widen_bf16(ws + na, b, nb);
+    zaya_matmul_desc f = *r;
+    f.dtype = ZAYA_DTYPE_F32;
+    zaya_status st = execute_prim(&f, e, ws, ws + na, c, !own);
+    if (own) zaya_free(ws);
+    else atomic_flag_clear(&e->busy);
+    return st;
+}
+
 static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+    if (e->widen) return execute_widened(r, e, a, b, c);
+    return execute_prim(r, e, a, b, c, 0);
+}
+
+/* held: the caller holds e->busy (the widened path), so the entry's memory objects are free to use. */
+static zaya_status execute_prim(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c,
+                                int held) {
     dnnl_exec_arg_t args[3];
     dnnl_memory_t own[3] = {NULL, NULL, NULL};
     dnnl_status_t s;
     const char *what = "memory object";
-    int reuse = !r->dynamic && atomic_load_explicit(&g_reuse_memory, memory_order_relaxed) &&
-                !atomic_flag_test_and_set(&e->busy);
+    int reuse = !r->dynamic && atomic_load_explicit(&g_reuse_memory, memory_order_relaxed);
+    int took = 0;
+    if (reuse && !held) reuse = took = !atomic_flag_test_and_set(&e->busy);
     if (r->dynamic) { /* this call's dimensions in place of the run-time ones */
         dnnl_memory_desc_t md[3];
         const dnnl_data_type_t in_dt = r->dtype == ZAYA_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
@@ -351,7 +446,7 @@ static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const voi
     if ((s = dnnl_stream_wait(g_stream)) != dnnl_success) goto fail;
     s = dnnl_success;
 fail:
-    if (reuse) atomic_flag_clear(&e->busy);
+    if (took) atomic_flag_clear(&e->busy);
     for (int i = 0; i < 3; i++)
         if (own[i]) dnnl_memory_destroy(own[i]);
     return s == dnnl_success ? ZAYA_OK : backend_error(r, what, s);

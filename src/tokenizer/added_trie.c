@@ -157,6 +157,12 @@ zaya_status zaya_tok_build_tries(zaya_tokenizer *t) {
     }
     if (s == ZAYA_OK) s = trie_link(&t->trie_raw);
     if (s == ZAYA_OK) s = trie_link(&t->trie_norm);
+    /* Kept for decoding (zaya_tok_decode_bytes). */
+    if (s == ZAYA_OK) {
+        t->added_norm = normed;
+        t->added_norm_len = normed_len;
+        return ZAYA_OK;
+    }
     for (int32_t a = 0; normed && a < t->n_added; a++) free(normed[a]);
     free(normed);
     free(normed_len);

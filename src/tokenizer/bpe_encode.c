@@ -264,6 +264,46 @@ zaya_status zaya_tok_encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, s
     return ZAYA_OK;
 }
 
+/* HF's encode() with truncation and padding: the text's ids, cut to max_length less the template,
+ * then the template, then padding (see ZAYA_ENCODE_TRUNCATE_PAD). */
+static zaya_status encode_truncate_pad(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int flags, int32_t **ids,
+                                       size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    int add = (flags & ZAYA_ENCODE_ADD_SPECIAL) && t->has_template;
+    size_t n0 = *n, extra = add ? (size_t)(t->n_tpl_pre + t->n_tpl_post) : 0;
+    ZAYA_TRY(zaya_tok_encode_pipeline(e, s, len, flags & ZAYA_ENCODE_PARSE_SPECIAL, ids, n, cap));
+    size_t body = *n - n0;
+    if (t->has_trunc) {
+        size_t max = (size_t)t->trunc_max > extra ? (size_t)t->trunc_max - extra : 0;
+        if (body > max) {
+            if (t->trunc_left) memmove(*ids + n0, *ids + n0 + (body - max), max * sizeof **ids);
+            body = max;
+            *n = n0 + body;
+        }
+    }
+    if (add) {
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, extra));
+        int32_t *b = *ids + n0;
+        memmove(b + t->n_tpl_pre, b, body * sizeof *b);
+        if (t->n_tpl_pre) memcpy(b, t->tpl_pre, (size_t)t->n_tpl_pre * sizeof *b);
+        if (t->n_tpl_post) memcpy(b + t->n_tpl_pre + body, t->tpl_post, (size_t)t->n_tpl_post * sizeof *b);
+        *n += extra;
+    }
+    if (t->has_pad) {
+        size_t have = *n - n0, want = t->pad_fixed ? (size_t)t->pad_fixed : have;
+        if (t->pad_multiple > 0 && want % (size_t)t->pad_multiple) want += (size_t)t->pad_multiple - want % (size_t)t->pad_multiple;
+        if (want > have) {
+            size_t pad = want - have;
+            ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, pad));
+            int32_t *b = *ids + n0;
+            if (t->pad_left) memmove(b + pad, b, have * sizeof *b);
+            for (size_t i = 0; i < pad; i++) b[t->pad_left ? i : have + i] = t->pad_id;
+            *n += pad;
+        }
+    }
+    return ZAYA_OK;
+}
+
 zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const char *text, size_t len, int flags,
                                                 int32_t **ids, size_t *n, size_t *cap) {
     const zaya_tokenizer *t = e->t;
@@ -271,6 +311,12 @@ zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const
     e->text = s;
     e->text_len = len;
     zaya_status st;
+    if ((flags & ZAYA_ENCODE_TRUNCATE_PAD) && (t->has_trunc || t->has_pad)) {
+        st = encode_truncate_pad(e, s, len, flags, ids, n, cap);
+        e->text = NULL;
+        e->text_len = 0;
+        return st;
+    }
     /* GPT-2 byte-level with nothing to split out: the plain loop. */
     if (t->pre_kind == ZAYA_PRE_BYTELEVEL && !t->n_norm && !t->n_plain_added &&
         !(flags & (ZAYA_ENCODE_PARSE_SPECIAL | ZAYA_ENCODE_ADD_SPECIAL)))

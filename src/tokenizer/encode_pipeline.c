@@ -70,6 +70,13 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
         zaya_status r;
         if (st->kind == ZAYA_NORM_REPLACE) {
             r = replace_all(cur, len, st->from, st->from_len, st->to, st->to_len, limit, &next, &nl);
+        } else if (st->kind == ZAYA_NORM_UNICODE) {
+            static const char *const names[] = {"", "NFC", "NFD", "NFKC", "NFKD"};
+            int u = zaya_unicode_normalize((zaya_unicode_form)st->form, cur, len, limit, &next, &nl);
+            r = u == 0 ? ZAYA_OK
+                : u == -2 ? zaya_error_set(ZAYA_ERANGE, "normalizer: %s would turn %zu bytes into more than %zu (docs/limits.md)",
+                                           names[st->form], n, limit)
+                          : zaya_error_set(ZAYA_ENOMEM, "normalizer: %s: out of memory", names[st->form]);
         } else { /* Prepend: only to a non-empty string */
             if (len == 0) continue;
             if (st->to_len > limit - len) {
@@ -97,10 +104,17 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
 
 /* ---- pre-tokenizers ---- */
 
+static size_t (*split_fn(const zaya_tokenizer *t))(const uint8_t *, size_t, size_t) {
+    switch (t->split_pattern) {
+    case ZAYA_SPLIT_O200K: return zaya_pretok_next_o200k;
+    case ZAYA_SPLIT_QWEN2: return zaya_pretok_next_qwen2;
+    default: return zaya_pretok_next_llama3;
+    }
+}
+
 static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
                                 size_t *cap) {
-    size_t (*next)(const uint8_t *, size_t, size_t) =
-        e->t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
+    size_t (*next)(const uint8_t *, size_t, size_t) = split_fn(e->t);
     for (size_t i = 0; i < len;) {
         size_t end = next(s, len, i);
         ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
@@ -257,7 +271,7 @@ zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s
 zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n) {
     size_t (*next)(const uint8_t *, size_t, size_t) = NULL;
     if (t->pre_kind == ZAYA_PRE_BYTELEVEL && t->use_regex) next = zaya_pretok_next;
-    else if (t->pre_kind == ZAYA_PRE_SPLIT) next = t->split_pattern == ZAYA_SPLIT_O200K ? zaya_pretok_next_o200k : zaya_pretok_next_llama3;
+    else if (t->pre_kind == ZAYA_PRE_SPLIT) next = split_fn(t);
     if (!next) return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
     size_t *out = malloc((len + 1) * sizeof *out), k = 0;
     if (!out) return zaya_error_set(ZAYA_ENOMEM, "pre-tokens: out of memory");

@@ -256,7 +256,11 @@ static int dec_step(const zaya_tok_dec *d, const tok_list *in, tok_list *out) {
 static zaya_status decode_chain(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
     tok_list a = {0}, b = {0};
     int ok = 1;
-    for (size_t i = 0; ok && i < n; i++) ok = tl_put(&a, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]], 1);
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t l;
+        const uint8_t *b = zaya_tok_decode_bytes(t, ids[i], &l);
+        ok = tl_put(&a, b, l, 1);
+    }
     for (int k = 0; ok && k < t->n_dec; k++) {
         b.len = b.n = 0;
         ok = dec_step(&t->dec[k], &a, &b);
@@ -289,15 +293,19 @@ zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, s
         if (ids[i] < 0 || ids[i] >= t->n_vocab)
             return zaya_error_set(ZAYA_ERANGE, "decode: id %d at position %zu is outside the vocabulary [0, %d)", ids[i], i,
                                   t->n_vocab);
-        total += t->tok_len[ids[i]];
+        size_t l;
+        zaya_tok_decode_bytes(t, ids[i], &l);
+        total += l;
     }
     if (!zaya_tok_plain_decode(t)) return decode_chain(t, ids, n, text, len);
     char *out = malloc(total + 1);
     if (!out) return zaya_error_set(ZAYA_ENOMEM, "decode: cannot allocate %zu bytes", total + 1);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        memcpy(out + o, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
-        o += t->tok_len[ids[i]];
+        size_t l;
+        const uint8_t *b = zaya_tok_decode_bytes(t, ids[i], &l);
+        memcpy(out + o, b, l);
+        o += l;
     }
     out[o] = '\0';
     *text = out;

@@ -21,13 +21,14 @@ typedef enum zaya_tok_pre_kind {
     ZAYA_PRE_SPLIT,      /* Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] */
     ZAYA_PRE_METASPACE,  /* Metaspace */
 } zaya_tok_pre_kind;
-typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K } zaya_tok_split_pattern;
+typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K, ZAYA_SPLIT_QWEN2 } zaya_tok_split_pattern;
 typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
 
-/* Normalizer steps (Sequence flattened): Replace(String) and Prepend. */
-typedef enum zaya_tok_norm_kind { ZAYA_NORM_REPLACE = 1, ZAYA_NORM_PREPEND } zaya_tok_norm_kind;
+/* Normalizer steps (Sequence flattened): Replace(String), Prepend and the Unicode forms. */
+typedef enum zaya_tok_norm_kind { ZAYA_NORM_REPLACE = 1, ZAYA_NORM_PREPEND, ZAYA_NORM_UNICODE } zaya_tok_norm_kind;
 typedef struct zaya_tok_norm {
     int kind;
+    int form;        /* ZAYA_NORM_UNICODE: zaya_unicode_form */
     char *from, *to; /* Replace: from -> to; Prepend: to */
     size_t from_len, to_len;
 } zaya_tok_norm;
@@ -107,6 +108,14 @@ struct zaya_tokenizer {
     int32_t *tpl_pre, *tpl_post;
     int n_tpl_pre, n_tpl_post, has_template;
     int n_plain_added; /* added tokens with special=false (always split out of the text, as HF does) */
+    /* Normalized contents of added tokens with normalized=true (NULL where none, or no normalizer):
+     * what HF decodes such a token to. */
+    uint8_t **added_norm;
+    size_t *added_norm_len;
+    /* HF "truncation" and "padding" (applied only with ZAYA_ENCODE_TRUNCATE_PAD). */
+    int has_trunc, trunc_left, has_pad, pad_left;
+    int64_t trunc_max, pad_fixed, pad_multiple; /* pad_fixed 0: BatchLongest (a batch of one) */
+    int32_t pad_id;
 };
 
 uint64_t zaya_tok_hash_bytes(const uint8_t *s, size_t n);
@@ -158,6 +167,16 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
 /* Leftmost-longest added-token match in s[0..n) starting at or after `from`: returns the added index
  * and sets *at / *len, or -1. */
 int32_t zaya_tok_trie_find(const zaya_tok_trie *tr, const uint8_t *s, size_t n, size_t from, size_t *at, size_t *len);
+/* Bytes an id decodes from: an added token with normalized=true gives its normalized content. */
+static inline const uint8_t *zaya_tok_decode_bytes(const zaya_tokenizer *t, int32_t id, size_t *len) {
+    int32_t a = t->added_idx[id];
+    if (a >= 0 && t->added_norm && t->added_norm[a]) {
+        *len = t->added_norm_len[a];
+        return t->added_norm[a];
+    }
+    *len = t->tok_len[id];
+    return t->tok_bytes + t->tok_off[id];
+}
 /* 1 when the decoder is plain concatenation of the token bytes (GPT-2 byte-level). */
 static inline int zaya_tok_plain_decode(const zaya_tokenizer *t) { return !t->vocab_raw; }
 

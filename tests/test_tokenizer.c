@@ -530,8 +530,8 @@ static void test_malformed(void) {
     nn = strstr(norm, "\"normalizer\":null");
     char nfkc[65600];
     snprintf(nfkc, sizeof nfkc, "%.*s\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\","
-             "\"prepend\":\"x\"},{\"type\":\"NFKC\"}]}%s", (int)(nn - norm), norm, nn + 17);
-    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'NFKC' is not supported");
+             "\"prepend\":\"x\"},{\"type\":\"Lowercase\"}]}%s", (int)(nn - norm), norm, nn + 17);
+    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'Lowercase' is not supported");
     char split[65600];
     char *pt = strstr(norm, "\"pre_tokenizer\":{");
     char *pe = strstr(pt, "},") + 1;
@@ -549,6 +549,59 @@ static void test_malformed(void) {
     expect_reject("array.json", "[1,2,3]", ZAYA_EFORMAT, "top level is not a JSON object");
 }
 
+
+
+/* NFC / NFD / NFKC / NFKD against values from Python's unicodedata (and HF's Unicode 9.0 data). */
+static void check_norm(zaya_unicode_form f, const char *in, const char *want) {
+    uint8_t *out = NULL;
+    size_t len = 0;
+    int r = zaya_unicode_normalize(f, (const uint8_t *)in, strlen(in), 1 << 20, &out, &len);
+    CHECK(r == 0 && len == strlen(want) && !memcmp(out, want, len), "normalize form %d of '%s': got '%.*s'", (int)f, in,
+          (int)len, out ? (const char *)out : "");
+    free(out);
+}
+
+static void test_normalizers(void) {
+    check_norm(ZAYA_NFC, "e\xcc\x81", "\xc3\xa9");                       /* e + acute -> e-acute */
+    check_norm(ZAYA_NFD, "\xc3\xa9", "e\xcc\x81");
+    check_norm(ZAYA_NFD, "\xea\xb0\x81", "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8"); /* Hangul GAG -> L V T */
+    check_norm(ZAYA_NFC, "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xea\xb0\x81");
+    check_norm(ZAYA_NFKC, "\xef\xac\x81", "fi");                          /* fi ligature */
+    check_norm(ZAYA_NFC, "\xef\xac\x81", "\xef\xac\x81");
+    /* q + dot below (220) + acute (230) in either order: one canonical order, composition blocked for q */
+    check_norm(ZAYA_NFD, "q\xcc\x81\xcc\xa3", "q\xcc\xa3\xcc\x81");
+    check_norm(ZAYA_NFC, "a\xcc\x81\xcc\xa3", "\xe1\xba\xa1\xcc\x81"); /* a + acute + dot below -> a-dot-below + acute */
+    check_norm(ZAYA_NFKD, "\xe2\x84\xab", "A\xcc\x8a");                  /* angstrom sign */
+    check_norm(ZAYA_NFC, "\xe2\x84\xab", "\xc3\x85");
+    /* U+32FF (Unicode 12.1) has no decomposition in HF's Unicode 9.0 data. */
+    check_norm(ZAYA_NFKC, "\xe3\x8b\xbf", "\xe3\x8b\xbf");
+    /* Invalid bytes pass through and block composition. */
+    check_norm(ZAYA_NFC, "e\xff\xcc\x81", "e\xff\xcc\x81");
+    uint8_t *out = NULL;
+    size_t len = 0;
+    const char *lig = "\xef\xb7\xba"; /* U+FDFA: 18 characters under NFKD */
+    CHECK(zaya_unicode_normalize(ZAYA_NFKD, (const uint8_t *)lig, 3, 10, &out, &len) == -2 && !out, "NFKD past the limit");
+    CHECK(zaya_unicode_normalize(ZAYA_NFKD, (const uint8_t *)lig, 3, 64, &out, &len) == 0 && len == 33, "NFKD of U+FDFA: %zu bytes",
+          len);
+    free(out);
+    /* A long run of marks in reverse class order is ordered in linear time (counting sort). */
+    size_t nm = 200000;
+    char *marks = malloc(4 * nm + 2);
+    size_t o = 0;
+    marks[o++] = 'a';
+    for (size_t i = 0; i < nm; i++) {
+        memcpy(marks + o, i % 2 ? "\xcc\xa3" : "\xcc\x81", 2); /* acute 230, dot below 220 */
+        o += 2;
+    }
+    out = NULL;
+    CHECK(zaya_unicode_normalize(ZAYA_NFC, (const uint8_t *)marks, o, 1 << 24, &out, &len) == 0 && len == o &&
+              !memcmp(out, "\xe1\xba\xa1", 3), "long mark run: %zu bytes", len);
+    free(out);
+    free(marks);
+    CHECK(zaya_unicode_class(0x1C89) == ZAYA_CHAR_LETTER, "U+1C89 is a letter (Unicode %s)", zaya_unicode_version);
+    CHECK(!strcmp(zaya_unicode_version, "16.0.0") && !strcmp(zaya_unicode_norm_version, "9.0"), "table versions %s / %s",
+          zaya_unicode_version, zaya_unicode_norm_version);
+}
 
 /* ---- budgets (docs/limits.md) ---- */
 
@@ -913,6 +966,7 @@ int main(void) {
     }
     test_malformed();
     test_families();
+    test_normalizers();
     test_added_matcher();
     test_budgets();
     test_bad_train_opts();

@@ -123,6 +123,17 @@ static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, siz
     return ZAYA_OK;
 }
 
+static zaya_status encode_digits(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
+                                 size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    for (size_t i = 0; i < len;) {
+        size_t end = zaya_pretok_next_digits(s, len, i, t->digits_individual, t->use_regex);
+        ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
+        i = end;
+    }
+    return ZAYA_OK;
+}
+
 /* Metaspace: spaces become the replacement, which is prepended per prepend_scheme ("first": only to
  * the piece at the start of the input); with split, each replacement starts a new word. */
 static zaya_status encode_metaspace(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int at_start,
@@ -166,6 +177,7 @@ static zaya_status encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, siz
     switch (e->t->pre_kind) {
     case ZAYA_PRE_BYTELEVEL: return zaya_tok_encode_words(e, s, len, ids, n, cap);
     case ZAYA_PRE_SPLIT: return encode_split(e, s, len, ids, n, cap);
+    case ZAYA_PRE_DIGITS: return encode_digits(e, s, len, ids, n, cap);
     case ZAYA_PRE_METASPACE: return encode_metaspace(e, s, len, at_start, ids, n, cap);
     default: return zaya_tok_append_word(e, s, len, ids, n, cap);
     }
@@ -272,12 +284,13 @@ zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text
     size_t (*next)(const uint8_t *, size_t, size_t) = NULL;
     if (t->pre_kind == ZAYA_PRE_BYTELEVEL && t->use_regex) next = zaya_pretok_next;
     else if (t->pre_kind == ZAYA_PRE_SPLIT) next = split_fn(t);
-    if (!next) return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
+    if (!next && t->pre_kind != ZAYA_PRE_DIGITS)
+        return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
     size_t *out = malloc((len + 1) * sizeof *out), k = 0;
     if (!out) return zaya_error_set(ZAYA_ENOMEM, "pre-tokens: out of memory");
     const uint8_t *s = (const uint8_t *)text;
     for (size_t i = 0; i < len;) {
-        size_t end = next(s, len, i);
+        size_t end = next ? next(s, len, i) : zaya_pretok_next_digits(s, len, i, t->digits_individual, t->use_regex);
         out[k++] = end - i;
         i = end;
     }

@@ -199,3 +199,14 @@ size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
     }
     return regex_tail(s, n, i, c, 1, 3);
 }
+
+/* ---- Digits(individual_digits) + ByteLevel ---- */
+
+size_t zaya_pretok_next_digits(const uint8_t *s, size_t n, size_t i, int individual, int regex) {
+    int len;
+    if (char_at(s, n, i, &len) == ZAYA_CHAR_NUMBER) return individual ? i + (size_t)len : run_of(s, n, i, ZAYA_CHAR_NUMBER);
+    /* The piece up to the next number; ByteLevel's regex runs inside it. */
+    size_t end = i;
+    while (end < n && char_at(s, n, end, &len) != ZAYA_CHAR_NUMBER) end += (size_t)len;
+    return regex ? zaya_pretok_next(s, end, i) : end;
+}

@@ -20,6 +20,7 @@ typedef enum zaya_tok_pre_kind {
     ZAYA_PRE_BYTELEVEL,  /* ByteLevel (use_regex: the GPT-2 pattern) */
     ZAYA_PRE_SPLIT,      /* Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] */
     ZAYA_PRE_METASPACE,  /* Metaspace */
+    ZAYA_PRE_DIGITS,     /* Sequence[Digits(individual_digits), ByteLevel(use_regex either)] (SmolLM, StarCoder) */
 } zaya_tok_pre_kind;
 typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K, ZAYA_SPLIT_QWEN2 } zaya_tok_split_pattern;
 typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
@@ -87,6 +88,7 @@ struct zaya_tokenizer {
     zaya_added_token *added;
     int32_t bos, eos, pad;
     int use_regex, ignore_merges;
+    int digits_individual; /* ZAYA_PRE_DIGITS: each digit alone (else runs of digits) */
 
     /* Beyond GPT-2 byte-level BPE. vocab_raw: model.vocab keys are the token text itself (UTF-8,
      * SentencePiece style) rather than GPT-2 byte-level characters. */

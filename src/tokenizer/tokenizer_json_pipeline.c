@@ -217,10 +217,17 @@ static zaya_status read_pre(const cJSON *o, zaya_tokenizer *t) {
         const char *ta = NULL, *tb = NULL;
         if (a) ZAYA_TRY(get_type(a, "pre_tokenizer.pretokenizers[0]", &ta));
         if (b) ZAYA_TRY(get_type(b, "pre_tokenizer.pretokenizers[1]", &tb));
+        if (a && b && !b->next && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel")) {
+            t->digits_individual = 0;
+            ZAYA_TRY(get_bool(a, "pre_tokenizer.pretokenizers[0]", "individual_digits", &t->digits_individual));
+            ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &t->use_regex));
+            t->pre_kind = ZAYA_PRE_DIGITS;
+            return ZAYA_OK;
+        }
         if (!a || !b || b->next || strcmp(ta, "Split") || strcmp(tb, "ByteLevel"))
             return zaya_error_set(ZAYA_EUNSUPPORTED,
                                   "pre_tokenizer.pretokenizers: only [Split(Regex, Isolated), ByteLevel(use_regex=false)] "
-                                  "is supported");
+                                  "and [Digits, ByteLevel] are supported");
         ZAYA_TRY(read_split(a, "pre_tokenizer.pretokenizers[0]", t));
         int use_regex;
         ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &use_regex));
@@ -401,7 +408,7 @@ zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t) {
     if (!item(root, "pre_tokenizer"))
         return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer: missing (use null for none, or {\"type\": \"ByteLevel\", ...})");
     ZAYA_TRY(read_pre(pre, t));
-    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && t->pre_kind != ZAYA_PRE_SPLIT;
+    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && t->pre_kind != ZAYA_PRE_SPLIT && t->pre_kind != ZAYA_PRE_DIGITS;
     const cJSON *norm = item(root, "normalizer");
     if (!absent(norm)) ZAYA_TRY(read_norm(norm, "normalizer", t, 0));
     const cJSON *dec = item(root, "decoder");

@@ -143,7 +143,7 @@ static void pipeline_texts(void) {
         "  \t\r\n\xc2\xa0\xe3\x80\x80 tabs\tand\r\nnewlines\n\n\n",
         "\xff\xfe invalid \xc0\xaf utf-8 \xed\xa0\x80 \xf4\x90\x80\x80",
     };
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 8; k++)
         for (int f = 0; f < 4; f += 3)
             for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
                 char buf[256], name[64];

@@ -333,6 +333,68 @@ static void test_batched(void) {
     zaya_threads_init(2);
 }
 
+/* A product's bits do not depend on the thread count, nor on whether it is called from inside a parallel
+ * region (one thread): shapes with small outputs and a long k (some oneDNN kernels split k over
+ * threads there), a Newton-Schulz-like batch, both dtypes, fixed and run-time shapes. */
+static void test_thread_counts(void) {
+    const struct { int tb, dyn; int64_t batch, m, n, k; } sh[] = {
+        {1, 0, 1, 64, 64, 256}, {1, 0, 1, 32, 32, 96}, {1, 0, 4, 64, 64, 256}, {1, 0, 1, 256, 256, 768},
+        {0, 0, 1, 64, 256, 64}, {1, 0, 1, 8, 8, 4096}, {0, ZAYA_MATMUL_DYN_K, 1, 64, 64, 3000},
+        {0, 0, 7, 18, 18, 18}, {0, 0, 3, 18, 36, 18}, {0, 0, 3, 8, 24, 8}};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t s = 0; s < sizeof sh / sizeof sh[0]; s++) {
+            const int64_t G = sh[s].batch, m = sh[s].m, n = sh[s].n, k = sh[s].k, na = m * k, nb = k * n, nc = m * n;
+            float *af = th_alloc(G * na), *bf = th_alloc(G * nb), *c0 = th_alloc(G * nc), *c[5];
+            uint16_t *ah = malloc(sizeof(uint16_t) * (size_t)(G * na)), *bh = malloc(sizeof(uint16_t) * (size_t)(G * nb));
+            th_fill(af, G * na, 21, (uint64_t)s, -1, 1);
+            th_fill(bf, G * nb, 22, (uint64_t)s, -1, 1);
+            th_fill(c0, G * nc, 23, (uint64_t)s, -1, 1);
+            zaya_f32_to_bf16_n(ah, af, (size_t)(G * na));
+            zaya_f32_to_bf16_n(bh, bf, (size_t)(G * nb));
+            const void *A = dt ? (const void *)ah : af, *B = dt ? (const void *)bh : bf;
+            zaya_matmul_desc d = {.dtype = (zaya_dtype)dt, .trans_b = sh[s].tb, .m = m, .n = n, .k = k, .batch = G,
+                                  .beta = 1, .dynamic = sh[s].dyn};
+            for (int v = 0; v < 5; v++) { /* 1, 2, 3, 4 threads, then nested in a 2-thread region */
+                c[v] = th_alloc(G * nc);
+                memcpy(c[v], c0, sizeof(float) * (size_t)(G * nc));
+                zaya_status st = ZAYA_OK;
+                if (v < 4) {
+                    zaya_threads_init(v + 1);
+                    st = zaya_matmul(&d, A, B, c[v]);
+                } else {
+                    zaya_threads_init(2);
+#pragma omp parallel num_threads(2)
+                    {
+#pragma omp single
+                        st = zaya_matmul(&d, A, B, c[v]);
+                    }
+                }
+                CHECK(st == ZAYA_OK, "thread counts: %s", zaya_error_message());
+                if (v > 0)
+                    CHECK(!memcmp(c[0], c[v], sizeof(float) * (size_t)(G * nc)),
+                          "%s tb=%d batch %lld %lldx%lldx%lld%s: %s gives other bits than 1 thread", dt ? "bf16" : "f32",
+                          sh[s].tb, (long long)G, (long long)m, (long long)n, (long long)k, sh[s].dyn ? " (run-time k)" : "",
+                          v < 4 ? (v == 1 ? "2 threads" : v == 2 ? "3 threads" : "4 threads") : "a nested call");
+            }
+            if (G > 1) { /* and the bits of one product per matrix */
+                float *cs = th_alloc(G * nc);
+                memcpy(cs, c0, sizeof(float) * (size_t)(G * nc));
+                zaya_matmul_desc one = d;
+                one.batch = 1;
+                const size_t es = dt ? sizeof(uint16_t) : sizeof(float);
+                for (int64_t i = 0; i < G; i++)
+                    CHECK(zaya_matmul(&one, (const char *)A + es * (size_t)(i * na), (const char *)B + es * (size_t)(i * nb),
+                                      cs + i * nc) == ZAYA_OK, "single: %s", zaya_error_message());
+                CHECK(!memcmp(c[0], cs, sizeof(float) * (size_t)(G * nc)), "%s tb=%d batch %lld %lldx%lldx%lld: batched differs from one product per matrix",
+                      dt ? "bf16" : "f32", sh[s].tb, (long long)G, (long long)m, (long long)n, (long long)k);
+                free(cs);
+            }
+            for (int v = 0; v < 5; v++) free(c[v]);
+            free(af), free(bf), free(c0), free(ah), free(bh);
+        }
+    zaya_threads_init(2);
+}
+
 /* Dimensions left to run time: every (m, k) the expert GEMMs see, both dtypes and the three
  * model-side layouts (forward, input gradient, weight gradient with beta 1), against the reference;
  * one cache entry per layout whatever the sizes; the results equal, bit for bit, a second call with
@@ -385,6 +447,7 @@ int main(void) {
     test_invalid();
     test_threads();
     test_batched();
+    test_thread_counts();
     test_dynamic();
     zaya_matmul_cache_clear();
     return th_finish("test_matmul");

@@ -549,7 +549,9 @@ static void bwd_kv_tile(float *dk, float *dv, const bwd_view *w0, int64_t group,
     }
 }
 
-/* dq rows [i0, i0+ni) of one query head: streams over the key tiles up to the causal limit. */
+/* dq rows [i0, i0+ni) of one query head: streams over the key tiles up to the causal limit, last tile
+ * first: the order in which the fused pass (bwd_kv_tile with fuse_dq) adds the tiles into dq, so that
+ * which pass runs (it depends on the thread count) does not change a bit. */
 static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
     _Alignas(64) float kt[MAXD * BWD_KT], vt[MAXD * BWD_KT], kc[BWD_KT * MAXD];
     _Alignas(64) float dq_acc[BWD_QT * MAXD], qc[BWD_QT * MAXD], dc[BWD_QT * MAXD];
@@ -560,7 +562,7 @@ static void bwd_q_tile(const bwd_view *w, int64_t i0, int ni) {
     copy_rows(dc, w->dout + i0 * w->ldq, w->ldq, ni, D);
     if (w->rnd) round_rows(qc, D, ni, D), round_rows(dc, D, ni, D);
     const int64_t kend = w->q0 + i0 + ni;
-    for (int64_t j0 = 0; j0 < kend; j0 += BWD_KT) {
+    for (int64_t j0 = (kend - 1) / BWD_KT * BWD_KT; j0 >= 0; j0 -= BWD_KT) {
         const int nj = (int)(kend - j0 < BWD_KT ? kend - j0 : BWD_KT);
         pack_transposed(kt, BWD_KT, w->k + j0 * w->ldkv, w->ldkv, nj, D);
         pack_transposed(vt, BWD_KT, w->v + j0 * w->ldkv, w->ldkv, nj, D);

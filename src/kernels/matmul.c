@@ -13,10 +13,26 @@
  * bf16 descriptor on the f32 primitive of the same shape and strides, the bf16 operands widened to
  * f32 first. The arithmetic is the same: a product of two bf16 values is exact in f32 (8 x 8
  * significand bits), and the sums are f32 as in oneDNN's bf16 kernels, so only the summation order,
- * as between any two oneDNN kernels, can differ. */
+ * as between any two oneDNN kernels, can differ.
+ *
+ * A product's bits are a function of its descriptor alone, whatever the thread count: some oneDNN
+ * kernels (the AVX2 gemm driver at small outputs with a long k, e.g. 64 x 64 x 256) split the k sum
+ * over threads, so their result would change with the pool size, and between a call on the whole pool
+ * and one from inside a parallel region (one thread). The first call of a fixed-shape entry outside a
+ * parallel region therefore runs the primitive on generated operands with 1 thread and with 2, 3, 4 and
+ * the pool's count; where any result differs the entry is marked serial and always runs on one thread,
+ * which is the result every other count then reproduces. A run-time-shape entry (which splits k too,
+ * e.g. 64 x 64 with k = 3000 tokens) keeps the same verdict per call shape in a table of its own
+ * (DYN_SHAPES shapes; a shape beyond it runs on one thread). tests/test_matmul.c checks both kinds.
+ *
+ * Likewise a batched product equals, bit for bit, one product per matrix (Muon's batches may be cut
+ * differently from one schedule to the next): the first call of a batched entry compares the two on
+ * generated operands, and where they differ (the AVX2 kernels at small matrices and odd batches, e.g.
+ * 7 x 18 x 18 x 18) the entry runs as one product per matrix. */
 #include "zaya/matmul.h"
 
 #include <math.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -74,6 +90,14 @@ typedef struct matmul_entry {
     int widen;
     float *ws;
     size_t ws_elems;
+    /* thread-count check of a fixed-shape entry: SPLIT_UNKNOWN until its first call outside a parallel
+     * region, then SPLIT_PARALLEL (every thread count gives the same bits) or SPLIT_SERIAL */
+    atomic_int split;
+    atomic_int batch_state; /* batched entries: BATCH_UNKNOWN, BATCH_CHECKING, BATCH_SAME or BATCH_UNBATCH */
+    /* run-time-shape entries: the verdict per call shape (open addressing on m, n, k; under g_split_mu) */
+    uint64_t *dyn_keys;
+    uint8_t *dyn_state;
+    int dyn_count;
     char impl[80];
     struct matmul_entry *next;
 } matmul_entry;
@@ -103,6 +127,8 @@ static void entry_free(matmul_entry *e) {
     if (e->mem_c) dnnl_memory_destroy(e->mem_c);
     if (e->prim) dnnl_primitive_destroy(e->prim);
     zaya_free(e->ws);
+    zaya_free(e->dyn_keys);
+    zaya_free(e->dyn_state);
     zaya_free(e);
 }
 
@@ -395,9 +421,154 @@ static zaya_status execute_widened(const zaya_matmul_desc *r, matmul_entry *e, c
     return st;
 }
 
-static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+enum { SPLIT_UNKNOWN = 0, SPLIT_CHECKING, SPLIT_PARALLEL, SPLIT_SERIAL };
+
+static zaya_status execute_any(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
     if (e->widen) return execute_widened(r, e, a, b, c);
     return execute_prim(r, e, a, b, c, 0);
+}
+
+static zaya_status execute_threads(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c,
+                                   int threads) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    zaya_status s = execute_any(r, e, a, b, c);
+    omp_set_num_threads(saved);
+    return s;
+}
+
+/* Generated operands in [-1, 1) (a 32-bit xorshift), as f32 or as bf16 bit patterns. */
+static void fill_pattern(void *x, size_t n, int bf16, uint32_t seed) {
+    uint32_t st = seed | 1u;
+    for (size_t i = 0; i < n; i++) {
+        st ^= st << 13, st ^= st >> 17, st ^= st << 5;
+        const float v = (float)(st >> 8) * (1.0f / 8388608.0f) - 1.0f;
+        if (bf16) {
+            uint32_t u;
+            memcpy(&u, &v, sizeof u);
+            ((uint16_t *)x)[i] = (uint16_t)(u >> 16);
+        } else {
+            ((float *)x)[i] = v;
+        }
+    }
+}
+
+/* SPLIT_SERIAL when some thread count changes the bits of e's product (see the file comment). */
+static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *serial) {
+    *serial = 0;
+    const int bf16 = r->dtype == ZAYA_DTYPE_BF16;
+    const size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
+    const int64_t ra = r->trans_a ? r->k : r->m, ca = r->trans_a ? r->m : r->k;
+    const int64_t rb = r->trans_b ? r->n : r->k, cb = r->trans_b ? r->k : r->n;
+    const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
+    const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
+    const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
+    void *a = zaya_malloc(na * es), *b = zaya_malloc(nb * es);
+    float *c1 = zaya_malloc(nc * sizeof(float)), *ct = zaya_malloc(nc * sizeof(float));
+    zaya_status s = ZAYA_OK;
+    if (!a || !b || !c1 || !ct) {
+        s = zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the thread-count check of m=%lld n=%lld k=%lld",
+                           (long long)r->m, (long long)r->n, (long long)r->k);
+        goto done;
+    }
+    fill_pattern(a, na, bf16, 0x9e3779b9u);
+    fill_pattern(b, nb, bf16, 0x7f4a7c15u);
+    fill_pattern(c1, nc, 0, 0x2545f491u);
+    if ((s = execute_threads(r, e, a, b, c1, 1)) != ZAYA_OK) goto done;
+    const int pool = omp_get_max_threads(), counts[] = {2, 3, 4, pool};
+    for (int i = 0; i < 4 && !*serial; i++) {
+        if (counts[i] < 2 || (i == 3 && pool <= 4)) continue;
+        fill_pattern(ct, nc, 0, 0x2545f491u);
+        if ((s = execute_threads(r, e, a, b, ct, counts[i])) != ZAYA_OK) goto done;
+        *serial = memcmp(c1, ct, nc * sizeof(float)) != 0;
+    }
+done:
+    zaya_free(a);
+    zaya_free(b);
+    zaya_free(c1);
+    zaya_free(ct);
+    return s;
+}
+
+#define DYN_SHAPES 4096 /* a power of two */
+static pthread_mutex_t g_split_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The verdict slot of a run-time-shape call: its state, or SPLIT_UNKNOWN with *mine set when this caller
+ * claimed the shape (it then checks it and stores the verdict with dyn_store); SPLIT_SERIAL when the
+ * table is full or the dimensions do not fit the key. */
+static int dyn_lookup(matmul_entry *e, const zaya_matmul_desc *r, int *slot, int *mine) {
+    *mine = 0;
+    const int64_t lim = (int64_t)1 << 21;
+    if (r->m >= lim || r->n >= lim || r->k >= lim) return SPLIT_SERIAL;
+    const uint64_t key = ((uint64_t)r->m << 42 | (uint64_t)r->n << 21 | (uint64_t)r->k) + 1; /* 0: empty */
+    int st = SPLIT_SERIAL;
+    pthread_mutex_lock(&g_split_mu);
+    if (!e->dyn_keys) {
+        e->dyn_keys = zaya_calloc(DYN_SHAPES, sizeof *e->dyn_keys);
+        e->dyn_state = zaya_calloc(DYN_SHAPES, sizeof *e->dyn_state);
+    }
+    if (e->dyn_keys && e->dyn_state) {
+        uint32_t h = (uint32_t)(XXH3_64bits(&key, sizeof key) & (DYN_SHAPES - 1));
+        for (int probe = 0; probe < DYN_SHAPES; probe++, h = (h + 1) & (DYN_SHAPES - 1)) {
+            if (e->dyn_keys[h] == key) {
+                st = e->dyn_state[h];
+                break;
+            }
+            if (e->dyn_keys[h] == 0) {
+                if (e->dyn_count < DYN_SHAPES / 2) { /* keep probes short */
+                    e->dyn_keys[h] = key;
+                    e->dyn_state[h] = SPLIT_CHECKING;
+                    e->dyn_count++;
+                    *slot = (int)h;
+                    *mine = 1;
+                    st = SPLIT_UNKNOWN;
+                }
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_split_mu);
+    return st;
+}
+
+static void dyn_store(matmul_entry *e, int slot, int state) {
+    pthread_mutex_lock(&g_split_mu);
+    e->dyn_state[slot] = (uint8_t)state;
+    pthread_mutex_unlock(&g_split_mu);
+}
+
+static zaya_status execute(const zaya_matmul_desc *r, matmul_entry *e, const void *a, const void *b, float *c) {
+    /* inside a parallel region a call runs on one thread; its thread-count setting is made 1 as well,
+     * since oneDNN would otherwise partition the work for the pool and run the parts in sequence */
+    if (omp_in_parallel()) return execute_threads(r, e, a, b, c, 1);
+    if (r->dynamic) {
+        int slot = 0, mine = 0;
+        int st = dyn_lookup(e, r, &slot, &mine);
+        if (mine) {
+            int serial = 1;
+            zaya_status s = check_split(r, e, &serial);
+            st = s != ZAYA_OK ? SPLIT_SERIAL : serial ? SPLIT_SERIAL : SPLIT_PARALLEL;
+            dyn_store(e, slot, st);
+            if (s != ZAYA_OK) return s;
+        }
+        if (st != SPLIT_PARALLEL) return execute_threads(r, e, a, b, c, 1);
+        return execute_any(r, e, a, b, c);
+    }
+    int st = atomic_load_explicit(&e->split, memory_order_acquire);
+    if (st == SPLIT_UNKNOWN) {
+        int expect = SPLIT_UNKNOWN;
+        if (atomic_compare_exchange_strong(&e->split, &expect, SPLIT_CHECKING)) {
+            int serial = 1;
+            zaya_status s = check_split(r, e, &serial);
+            atomic_store_explicit(&e->split, s != ZAYA_OK ? SPLIT_UNKNOWN : serial ? SPLIT_SERIAL : SPLIT_PARALLEL,
+                                  memory_order_release);
+            if (s != ZAYA_OK) return s;
+        }
+        st = atomic_load_explicit(&e->split, memory_order_acquire);
+    }
+    /* serial, or still being checked by another caller: one thread gives the canonical bits */
+    if (st != SPLIT_PARALLEL) return execute_threads(r, e, a, b, c, 1);
+    return execute_any(r, e, a, b, c);
 }
 
 /* held: the caller holds e->busy (the widened path), so the entry's memory objects are free to use. */
@@ -452,6 +623,53 @@ fail:
     return s == dnnl_success ? ZAYA_OK : backend_error(r, what, s);
 }
 
+enum { BATCH_UNKNOWN = 0, BATCH_CHECKING, BATCH_SAME, BATCH_UNBATCH };
+
+/* A resolved batched descriptor run as one product per matrix. */
+static zaya_status run_unbatched(const zaya_matmul_desc *r, const void *a, const void *b, float *c) {
+    const size_t es = r->dtype == ZAYA_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float);
+    zaya_matmul_desc one = *r;
+    one.batch = 1;
+    one.stride_a = one.stride_b = one.stride_c = 0;
+    for (int64_t i = 0; i < r->batch; i++)
+        ZAYA_TRY(zaya_matmul(&one, (const char *)a + (size_t)(i * r->stride_a) * es,
+                             (const char *)b + (size_t)(i * r->stride_b) * es, c + i * r->stride_c));
+    return ZAYA_OK;
+}
+
+/* Whether e's batched kernel gives the bits of one product per matrix, on generated operands. */
+static zaya_status check_batch(const zaya_matmul_desc *r, matmul_entry *e, int *same) {
+    *same = 0;
+    const int bf16 = r->dtype == ZAYA_DTYPE_BF16;
+    const size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
+    const int64_t ra = r->trans_a ? r->k : r->m, ca = r->trans_a ? r->m : r->k;
+    const int64_t rb = r->trans_b ? r->n : r->k, cb = r->trans_b ? r->k : r->n;
+    const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
+    const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
+    const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
+    void *a = zaya_malloc(na * es), *b = zaya_malloc(nb * es);
+    float *c1 = zaya_malloc(nc * sizeof(float)), *c2 = zaya_malloc(nc * sizeof(float));
+    zaya_status s = ZAYA_OK;
+    if (!a || !b || !c1 || !c2) {
+        s = zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the batch check of batch=%lld m=%lld n=%lld k=%lld",
+                           (long long)r->batch, (long long)r->m, (long long)r->n, (long long)r->k);
+        goto done;
+    }
+    fill_pattern(a, na, bf16, 0x85ebca6bu);
+    fill_pattern(b, nb, bf16, 0xc2b2ae35u);
+    fill_pattern(c1, nc, 0, 0x27d4eb2fu);
+    memcpy(c2, c1, nc * sizeof(float));
+    if ((s = execute(r, e, a, b, c1)) != ZAYA_OK) goto done;
+    if ((s = run_unbatched(r, a, b, c2)) != ZAYA_OK) goto done;
+    *same = !memcmp(c1, c2, nc * sizeof(float));
+done:
+    zaya_free(a);
+    zaya_free(b);
+    zaya_free(c1);
+    zaya_free(c2);
+    return s;
+}
+
 zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b, float *c) {
     zaya_matmul_desc r;
     ZAYA_TRY(zaya_matmul_resolve(d, &r));
@@ -460,6 +678,22 @@ zaya_status zaya_matmul(const zaya_matmul_desc *d, const void *a, const void *b,
     if (!c) return zaya_error_set(ZAYA_EINVAL, "matmul: c is NULL");
     matmul_entry *e;
     ZAYA_TRY(lookup(&r, &e));
+    if (r.batch > 1) {
+        int st = atomic_load_explicit(&e->batch_state, memory_order_acquire);
+        if (st == BATCH_UNKNOWN) {
+            int expect = BATCH_UNKNOWN;
+            if (atomic_compare_exchange_strong(&e->batch_state, &expect, BATCH_CHECKING)) {
+                int same = 0;
+                zaya_status s = check_batch(&r, e, &same);
+                atomic_store_explicit(&e->batch_state, s != ZAYA_OK ? BATCH_UNKNOWN : same ? BATCH_SAME : BATCH_UNBATCH,
+                                      memory_order_release);
+                if (s != ZAYA_OK) return s;
+            }
+            st = atomic_load_explicit(&e->batch_state, memory_order_acquire);
+        }
+        /* one product per matrix is the canonical result (also while another caller checks) */
+        if (st != BATCH_SAME) return run_unbatched(&r, a, b, c);
+    }
     return execute(&r, e, a, b, c);
 }
 

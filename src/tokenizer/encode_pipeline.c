@@ -112,15 +112,109 @@ static size_t (*split_fn(const zaya_tokenizer *t))(const uint8_t *, size_t, size
     }
 }
 
-static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
-                                size_t *cap) {
-    size_t (*next)(const uint8_t *, size_t, size_t) = split_fn(e->t);
-    for (size_t i = 0; i < len;) {
-        size_t end = next(s, len, i);
-        ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
+/* The next match of the Split pattern at or after i: [*ms, *me), or 0. The regex scanners cover the
+ * text, so their match starts at i. */
+static int split_match(const zaya_tokenizer *t, const uint8_t *s, size_t len, size_t i, size_t *ms, size_t *me) {
+    if (i >= len) return 0;
+    if (t->split_pattern == ZAYA_SPLIT_STRING) {
+        const uint8_t *q = memmem(s + i, len - i, t->split_str, t->split_str_len);
+        if (!q) return 0;
+        *ms = (size_t)(q - s);
+        *me = *ms + t->split_str_len;
+        return 1;
+    }
+    *ms = i;
+    *me = split_fn(t)(s, len, i);
+    return 1;
+}
+
+typedef zaya_status (*piece_fn)(void *ctx, const uint8_t *s, size_t len);
+
+/* One piece of the Split: through ByteLevel's GPT-2 regex when it follows with use_regex, else one word. */
+static zaya_status split_piece(const zaya_tokenizer *t, const uint8_t *s, size_t a, size_t b, piece_fn fn, void *ctx) {
+    if (b <= a) return ZAYA_OK;
+    if (!(t->split_bytelevel && t->use_regex)) return fn(ctx, s + a, b - a);
+    for (size_t i = a; i < b;) {
+        size_t end = zaya_pretok_next(s, b, i);
+        ZAYA_TRY(fn(ctx, s + i, end - i));
         i = end;
     }
     return ZAYA_OK;
+}
+
+/* HF's Split: matches and the gaps between them (flipped by invert) become pieces by the behaviour:
+ * Isolated (each its own), Removed (matches dropped), MergedWithPrevious / MergedWithNext (a match
+ * joins the gap before / after it), Contiguous (adjacent matches joined). Streams with one pending
+ * piece [pa, pb) so that memory stays constant. */
+static zaya_status split_walk(const zaya_tokenizer *t, const uint8_t *s, size_t len, piece_fn fn, void *ctx) {
+    int beh = t->split_behavior, inv = t->split_invert;
+    size_t pa = 0, pb = 0, i = 0;
+    int pend = 0, pend_match = 0; /* a pending piece and whether it is (or ends with) a match */
+    while (i < len) {
+        size_t ms, me;
+        int found = split_match(t, s, len, i, &ms, &me);
+        if (!found) ms = me = len;
+        /* Up to two segments: the gap [i, ms) and the match [ms, me). */
+        for (int k = 0; k < 2; k++) {
+            size_t a = k ? ms : i, b = k ? me : ms;
+            if (b <= a) continue;
+            int m = k ^ inv; /* is this segment a "match" after invert */
+            if (beh == ZAYA_SPLIT_REMOVED) {
+                if (!m) ZAYA_TRY(split_piece(t, s, a, b, fn, ctx));
+                continue;
+            }
+            if (beh == ZAYA_SPLIT_ISOLATED) {
+                ZAYA_TRY(split_piece(t, s, a, b, fn, ctx));
+                continue;
+            }
+            int join = 0;
+            if (beh == ZAYA_SPLIT_MERGED_PREV) join = m && pend && !pend_match;
+            else if (beh == ZAYA_SPLIT_MERGED_NEXT) join = !m && pend && pend_match;
+            else join = m && pend && pend_match; /* Contiguous */
+            if (join) {
+                pb = b;
+                pend_match = beh == ZAYA_SPLIT_MERGED_NEXT ? 0 : 1;
+                if (beh == ZAYA_SPLIT_MERGED_NEXT) { /* match + following gap is complete */
+                    ZAYA_TRY(split_piece(t, s, pa, pb, fn, ctx));
+                    pend = 0;
+                }
+                continue;
+            }
+            if (pend) ZAYA_TRY(split_piece(t, s, pa, pb, fn, ctx));
+            pa = a, pb = b, pend = 1, pend_match = m;
+        }
+        i = me > i ? me : len;
+    }
+    if (pend) ZAYA_TRY(split_piece(t, s, pa, pb, fn, ctx));
+    return ZAYA_OK;
+}
+
+typedef struct word_sink {
+    zaya_tokenizer_encoder *e;
+    int32_t **ids;
+    size_t *n, *cap;
+} word_sink;
+
+static zaya_status sink_word(void *ctx, const uint8_t *s, size_t len) {
+    word_sink *w = ctx;
+    return zaya_tok_append_word(w->e, s, len, w->ids, w->n, w->cap);
+}
+
+static zaya_status encode_split(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
+                                size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    if (t->split_pattern != ZAYA_SPLIT_STRING && t->split_behavior == ZAYA_SPLIT_ISOLATED && !t->split_invert &&
+        !t->use_regex) { /* the tiktoken style: each regex match is a word */
+        size_t (*next)(const uint8_t *, size_t, size_t) = split_fn(t);
+        for (size_t i = 0; i < len;) {
+            size_t end = next(s, len, i);
+            ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
+            i = end;
+        }
+        return ZAYA_OK;
+    }
+    word_sink w = {e, ids, n, cap};
+    return split_walk(t, s, len, sink_word, &w);
 }
 
 static zaya_status encode_digits(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int32_t **ids, size_t *n,
@@ -280,10 +374,29 @@ zaya_status zaya_tok_encode_pipeline(zaya_tokenizer_encoder *e, const uint8_t *s
     return ZAYA_OK;
 }
 
+typedef struct len_sink {
+    size_t *out, k;
+} len_sink;
+
+static zaya_status sink_len(void *ctx, const uint8_t *s, size_t len) {
+    len_sink *l = ctx;
+    l->out[l->k++] = len;
+    return ZAYA_OK;
+}
+
+static zaya_status pretokenize_split(const zaya_tokenizer *t, const uint8_t *s, size_t len, size_t **lens, size_t *n) {
+    len_sink l = {malloc((len + 1) * sizeof(size_t)), 0};
+    if (!l.out) return zaya_error_set(ZAYA_ENOMEM, "pre-tokens: out of memory");
+    split_walk(t, s, len, sink_len, &l);
+    *lens = l.out;
+    *n = l.k;
+    return ZAYA_OK;
+}
+
 zaya_status zaya_tokenizer_pretokenize(const zaya_tokenizer *t, const char *text, size_t len, size_t **lens, size_t *n) {
     size_t (*next)(const uint8_t *, size_t, size_t) = NULL;
+    if (t->pre_kind == ZAYA_PRE_SPLIT) return pretokenize_split(t, (const uint8_t *)text, len, lens, n);
     if (t->pre_kind == ZAYA_PRE_BYTELEVEL && t->use_regex) next = zaya_pretok_next;
-    else if (t->pre_kind == ZAYA_PRE_SPLIT) next = split_fn(t);
     if (!next && t->pre_kind != ZAYA_PRE_DIGITS)
         return zaya_error_set(ZAYA_EUNSUPPORTED, "pre-tokens: the tokenizer has no regex pre-tokenizer");
     size_t *out = malloc((len + 1) * sizeof *out), k = 0;

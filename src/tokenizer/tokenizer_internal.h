@@ -22,7 +22,11 @@ typedef enum zaya_tok_pre_kind {
     ZAYA_PRE_METASPACE,  /* Metaspace */
     ZAYA_PRE_DIGITS,     /* Sequence[Digits(individual_digits), ByteLevel(use_regex either)] (SmolLM, StarCoder) */
 } zaya_tok_pre_kind;
-typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K, ZAYA_SPLIT_QWEN2 } zaya_tok_split_pattern;
+typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K, ZAYA_SPLIT_QWEN2, ZAYA_SPLIT_STRING } zaya_tok_split_pattern;
+/* Split behaviours (HF SplitDelimiterBehavior). */
+typedef enum zaya_tok_split_behavior {
+    ZAYA_SPLIT_ISOLATED = 0, ZAYA_SPLIT_REMOVED, ZAYA_SPLIT_MERGED_PREV, ZAYA_SPLIT_MERGED_NEXT, ZAYA_SPLIT_CONTIGUOUS
+} zaya_tok_split_behavior;
 typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
 
 /* Normalizer steps (Sequence flattened): Replace(String), Prepend and the Unicode forms. */
@@ -89,6 +93,11 @@ struct zaya_tokenizer {
     int32_t bos, eos, pad;
     int use_regex, ignore_merges;
     int digits_individual; /* ZAYA_PRE_DIGITS: each digit alone (else runs of digits) */
+    /* ZAYA_PRE_SPLIT: behaviour, invert, the String pattern (split_pattern ZAYA_SPLIT_STRING), and
+     * what follows: ByteLevel (split_bytelevel; its use_regex is use_regex) or nothing (raw vocab). */
+    int split_behavior, split_invert, split_bytelevel;
+    char *split_str;
+    size_t split_str_len;
 
     /* Beyond GPT-2 byte-level BPE. vocab_raw: model.vocab keys are the token text itself (UTF-8,
      * SentencePiece style) rather than GPT-2 byte-level characters. */

@@ -173,17 +173,30 @@ static const struct {
 static zaya_status read_split(const cJSON *o, const char *path, zaya_tokenizer *t) {
     const cJSON *p = item(o, "pattern");
     if (!cJSON_IsObject(p)) return zaya_error_set(ZAYA_EFORMAT, "%s.pattern: missing or not an object", path);
-    const cJSON *re = item(p, "Regex");
-    if (!cJSON_IsString(re)) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern: only Regex patterns are supported", path);
+    const cJSON *re = item(p, "Regex"), *str = item(p, "String");
     t->split_pattern = 0;
-    for (size_t i = 0; i < sizeof known_patterns / sizeof known_patterns[0]; i++)
-        if (!strcmp(re->valuestring, known_patterns[i].pattern)) t->split_pattern = known_patterns[i].id;
-    if (!t->split_pattern) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern.Regex: unsupported pattern", path);
+    if (cJSON_IsString(str)) {
+        if (!str->valuestring[0]) return zaya_error_set(ZAYA_EFORMAT, "%s.pattern.String: empty", path);
+        t->split_pattern = ZAYA_SPLIT_STRING;
+        ZAYA_TRY(dup_str(str->valuestring, &t->split_str, &t->split_str_len));
+    } else if (cJSON_IsString(re)) {
+        for (size_t i = 0; i < sizeof known_patterns / sizeof known_patterns[0]; i++)
+            if (!strcmp(re->valuestring, known_patterns[i].pattern)) t->split_pattern = known_patterns[i].id;
+        if (!t->split_pattern) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern.Regex: unsupported pattern", path);
+    } else {
+        return zaya_error_set(ZAYA_EFORMAT, "%s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", path);
+    }
+    static const char *const names[] = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
     const char *behavior = "";
     ZAYA_TRY(get_string(o, path, "behavior", &behavior));
-    if (strcmp(behavior, "Isolated"))
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.behavior: '%s' is not supported (only Isolated)", path, behavior);
-    return require_false(o, path, "invert");
+    t->split_behavior = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(behavior, names[i])) t->split_behavior = i;
+    if (t->split_behavior < 0)
+        return zaya_error_set(ZAYA_EFORMAT, "%s.behavior: '%s' is not one of Isolated, Removed, MergedWithPrevious, "
+                              "MergedWithNext, Contiguous", path, behavior);
+    t->split_invert = 0;
+    return get_bool(o, path, "invert", &t->split_invert);
 }
 
 static zaya_status read_bytelevel_pre(const cJSON *o, const char *path, int *use_regex) {
@@ -210,6 +223,12 @@ static zaya_status read_pre(const cJSON *o, zaya_tokenizer *t) {
         t->ms_split = 1;
         return get_bool(o, path, "split", &t->ms_split);
     }
+    if (!strcmp(type, "Split")) { /* alone: a raw (SentencePiece-style) vocabulary */
+        ZAYA_TRY(read_split(o, path, t));
+        t->pre_kind = ZAYA_PRE_SPLIT;
+        t->split_bytelevel = 0;
+        return ZAYA_OK;
+    }
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = item(o, "pretokenizers");
         if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer.pretokenizers: missing or not an array");
@@ -226,15 +245,11 @@ static zaya_status read_pre(const cJSON *o, zaya_tokenizer *t) {
         }
         if (!a || !b || b->next || strcmp(ta, "Split") || strcmp(tb, "ByteLevel"))
             return zaya_error_set(ZAYA_EUNSUPPORTED,
-                                  "pre_tokenizer.pretokenizers: only [Split(Regex, Isolated), ByteLevel(use_regex=false)] "
-                                  "and [Digits, ByteLevel] are supported");
+                                  "pre_tokenizer.pretokenizers: only [Split, ByteLevel] and [Digits, ByteLevel] are supported");
         ZAYA_TRY(read_split(a, "pre_tokenizer.pretokenizers[0]", t));
-        int use_regex;
-        ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &use_regex));
-        if (use_regex)
-            return zaya_error_set(ZAYA_EUNSUPPORTED, "pre_tokenizer.pretokenizers[1].use_regex: true after a Split is not supported");
+        ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &t->use_regex));
         t->pre_kind = ZAYA_PRE_SPLIT;
-        t->use_regex = 0;
+        t->split_bytelevel = 1;
         return ZAYA_OK;
     }
     return unsupported_type(path, type);
@@ -408,7 +423,8 @@ zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t) {
     if (!item(root, "pre_tokenizer"))
         return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer: missing (use null for none, or {\"type\": \"ByteLevel\", ...})");
     ZAYA_TRY(read_pre(pre, t));
-    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && t->pre_kind != ZAYA_PRE_SPLIT && t->pre_kind != ZAYA_PRE_DIGITS;
+    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && !(t->pre_kind == ZAYA_PRE_SPLIT && t->split_bytelevel) &&
+                   t->pre_kind != ZAYA_PRE_DIGITS;
     const cJSON *norm = item(root, "normalizer");
     if (!absent(norm)) ZAYA_TRY(read_norm(norm, "normalizer", t, 0));
     const cJSON *dec = item(root, "decoder");
@@ -516,6 +532,7 @@ void zaya_tok_free_pipeline(zaya_tokenizer *t) {
     free(t->dec);
     free(t->tpl_pre);
     free(t->tpl_post);
+    free(t->split_str);
     for (int32_t a = 0; t->added_norm && a < t->n_added; a++) free(t->added_norm[a]);
     free(t->added_norm);
     free(t->added_norm_len);

@@ -327,6 +327,41 @@ def check_invalid_utf8(zaya, name, tok_path, work):
     return 0
 
 
+def check_split_behaviours(zaya, paths, work):
+    """Split with String patterns: every behaviour and invert, before ByteLevel (both use_regex) on the
+    llama3 vocabulary and alone on the sp-legacy one; ids as HF's."""
+    texts = ["the-final--countdown", "--a-b--", "-", "a", "Hello  world's 12345 -- ok\n\n x", "  lead-trail-  ",
+             "a--b---c----d", "x - y -- z"]
+    l3 = json.load(open(paths["llama3"]))
+    sp = json.load(open(paths["sp-legacy"]))
+    path = os.path.join(work, "split", "tokenizer.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    bad = n = 0
+    for beh in ["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        for inv in (False, True):
+            for ur in (False, True, None):
+                if ur is None:
+                    d = json.loads(json.dumps(sp))
+                    d["pre_tokenizer"] = {"type": "Split", "pattern": {"String": "\u2581"}, "behavior": beh, "invert": inv}
+                else:
+                    d = json.loads(json.dumps(l3))
+                    d["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                        {"type": "Split", "pattern": {"String": "-"}, "behavior": beh, "invert": inv},
+                        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": ur}]}
+                write(path, d)
+                h = Tokenizer.from_file(path)
+                for t in texts:
+                    n += 1
+                    r = subprocess.run([zaya, "tokenizer", "encode", "-t", path, "--text", t], capture_output=True, text=True)
+                    got = [int(x) for x in r.stdout.split()] if r.returncode == 0 else r.stderr
+                    want = h.encode(t, add_special_tokens=False).ids
+                    if got != want:
+                        bad += 1
+                        print(f"split {beh} invert={inv} use_regex={ur}: MISMATCH on {t!r}: zaya {got} hf {want}")
+    print(f"split behaviours: {n - bad}/{n} encodings identical")
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--zaya", required=True)
@@ -350,6 +385,8 @@ def main():
     for name, p in paths.items():
         bad += check_style(args.zaya, name, p, texts, args.work)
         bad += check_invalid_utf8(args.zaya, name, p, args.work)
+    if "llama3" in paths and "sp-legacy" in paths:
+        bad += check_split_behaviours(args.zaya, paths, args.work)
     if args.bench:
         inputs = ["/usr/share/common-licenses"]
         for name, p in paths.items():

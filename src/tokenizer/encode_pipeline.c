@@ -144,7 +144,8 @@ static zaya_status split_piece(const zaya_tokenizer *t, const uint8_t *s, size_t
 
 /* HF's Split: matches and the gaps between them (flipped by invert) become pieces by the behaviour:
  * Isolated (each its own), Removed (matches dropped), MergedWithPrevious / MergedWithNext (a match
- * joins the gap before / after it), Contiguous (adjacent matches joined). Streams with one pending
+ * joins the gap before / after it), Contiguous (adjacent segments of the same kind joined: after
+ * invert, runs of delimiters too). Streams with one pending
  * piece [pa, pb) so that memory stays constant. */
 static zaya_status split_walk(const zaya_tokenizer *t, const uint8_t *s, size_t len, piece_fn fn, void *ctx) {
     int beh = t->split_behavior, inv = t->split_invert;
@@ -170,7 +171,7 @@ static zaya_status split_walk(const zaya_tokenizer *t, const uint8_t *s, size_t 
             int join = 0;
             if (beh == ZAYA_SPLIT_MERGED_PREV) join = m && pend && !pend_match;
             else if (beh == ZAYA_SPLIT_MERGED_NEXT) join = !m && pend && pend_match;
-            else join = m && pend && pend_match; /* Contiguous */
+            else join = pend && m == pend_match; /* Contiguous: runs of segments of one kind */
             if (join) {
                 pb = b;
                 pend_match = beh == ZAYA_SPLIT_MERGED_NEXT ? 0 : 1;

@@ -24,9 +24,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # PyPI packages for /usr/bin/python3 (test-only references); Debian 12's pip needs
 # --break-system-packages to install outside a venv.
-pip_pkgs=("tokenizers>=0.20,<1")
+# unicodedata2 16.0.0: the Unicode version of HF's regex engine, for scripts/gen_unicode_tables.py.
+pip_pkgs=("tokenizers>=0.20,<1" "unicodedata2==16.0.0")
 install_pip() {
-  if ! /usr/bin/python3 -c "import tokenizers" 2>/dev/null; then
+  if ! /usr/bin/python3 -c "import tokenizers, unicodedata2" 2>/dev/null; then
     echo "setup: pip installing ${pip_pkgs[*]}"
     $SUDO /usr/bin/python3 -m pip install -q --break-system-packages --root-user-action=ignore "${pip_pkgs[@]}"
   fi

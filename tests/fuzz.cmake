@@ -9,6 +9,8 @@ include(${CMAKE_CURRENT_SOURCE_DIR}/fuzz/harnesses.cmake)
 add_library(zaya_fuzz_common STATIC fuzz/fuzz_common.c)
 target_link_libraries(zaya_fuzz_common PUBLIC zaya_lib)
 target_include_directories(zaya_fuzz_common PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz ${PROJECT_SOURCE_DIR}/src)
+# The tokenizer_pipeline harness loads the family fixtures of tests/fixtures/tokenizer/.
+target_compile_definitions(zaya_fuzz_common PUBLIC ZAYA_FUZZ_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 add_executable(zaya_fuzz_seeds fuzz/seeds.c)
 target_link_libraries(zaya_fuzz_seeds PRIVATE zaya_fuzz_common)
 set(replays "")

@@ -3,6 +3,7 @@
  * trips of random bytes, save/load stability and rejection of malformed tokenizer.json files. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -503,7 +504,7 @@ static void test_malformed(void) {
     expect_reject("bad_merge_form.json", minimal_json(",\"ab\":256", "\"ab\"", ""), ZAYA_EFORMAT,
                   "model.merges[0]: \"ab\" is not two tokens");
     expect_reject("dup_merge.json", minimal_json(",\"ab\":256", "[\"a\",\"b\"],\"a b\"", ""), ZAYA_EFORMAT,
-                  "merge 1 repeats merge 0");
+                  "model.merges[1]: \"a b\" repeats model.merges[0]");
     expect_reject("dup_id.json", minimal_json(",\"ab\":97", "", ""), ZAYA_EFORMAT, "duplicate id 97");
     expect_reject("sparse_id.json", minimal_json(",\"ab\":300", "", ""), ZAYA_ERANGE, "id 300 of \"ab\" is outside [0, 257)");
     expect_reject("dup_token.json", minimal_json(",\"\\u0061\":256", "", ""), ZAYA_EFORMAT, "are the same token");
@@ -529,8 +530,8 @@ static void test_malformed(void) {
     nn = strstr(norm, "\"normalizer\":null");
     char nfkc[65600];
     snprintf(nfkc, sizeof nfkc, "%.*s\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\","
-             "\"prepend\":\"x\"},{\"type\":\"NFKC\"}]}%s", (int)(nn - norm), norm, nn + 17);
-    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'NFKC' is not supported");
+             "\"prepend\":\"x\"},{\"type\":\"Lowercase\"}]}%s", (int)(nn - norm), norm, nn + 17);
+    expect_reject("nfkc.json", nfkc, ZAYA_EUNSUPPORTED, "normalizer.normalizers[1].type: 'Lowercase' is not supported");
     char split[65600];
     char *pt = strstr(norm, "\"pre_tokenizer\":{");
     char *pe = strstr(pt, "},") + 1;
@@ -546,6 +547,311 @@ static void test_malformed(void) {
     expect_reject("wordpiece.json", "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"WordPiece\"}}",
                   ZAYA_EUNSUPPORTED, "model.type is \"WordPiece\"");
     expect_reject("array.json", "[1,2,3]", ZAYA_EFORMAT, "top level is not a JSON object");
+}
+
+
+
+/* NFC / NFD / NFKC / NFKD against values from Python's unicodedata (and HF's Unicode 9.0 data). */
+static void check_norm(zaya_unicode_form f, const char *in, const char *want) {
+    uint8_t *out = NULL;
+    size_t len = 0;
+    int r = zaya_unicode_normalize(f, (const uint8_t *)in, strlen(in), 1 << 20, &out, &len);
+    CHECK(r == 0 && len == strlen(want) && !memcmp(out, want, len), "normalize form %d of '%s': got '%.*s'", (int)f, in,
+          (int)len, out ? (const char *)out : "");
+    free(out);
+}
+
+static void test_normalizers(void) {
+    check_norm(ZAYA_NFC, "e\xcc\x81", "\xc3\xa9");                       /* e + acute -> e-acute */
+    check_norm(ZAYA_NFD, "\xc3\xa9", "e\xcc\x81");
+    check_norm(ZAYA_NFD, "\xea\xb0\x81", "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8"); /* Hangul GAG -> L V T */
+    check_norm(ZAYA_NFC, "\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xea\xb0\x81");
+    check_norm(ZAYA_NFKC, "\xef\xac\x81", "fi");                          /* fi ligature */
+    check_norm(ZAYA_NFC, "\xef\xac\x81", "\xef\xac\x81");
+    /* q + dot below (220) + acute (230) in either order: one canonical order, composition blocked for q */
+    check_norm(ZAYA_NFD, "q\xcc\x81\xcc\xa3", "q\xcc\xa3\xcc\x81");
+    check_norm(ZAYA_NFC, "a\xcc\x81\xcc\xa3", "\xe1\xba\xa1\xcc\x81"); /* a + acute + dot below -> a-dot-below + acute */
+    check_norm(ZAYA_NFKD, "\xe2\x84\xab", "A\xcc\x8a");                  /* angstrom sign */
+    check_norm(ZAYA_NFC, "\xe2\x84\xab", "\xc3\x85");
+    /* U+32FF (Unicode 12.1) has no decomposition in HF's Unicode 9.0 data. */
+    check_norm(ZAYA_NFKC, "\xe3\x8b\xbf", "\xe3\x8b\xbf");
+    /* Invalid bytes pass through and block composition. */
+    check_norm(ZAYA_NFC, "e\xff\xcc\x81", "e\xff\xcc\x81");
+    uint8_t *out = NULL;
+    size_t len = 0;
+    const char *lig = "\xef\xb7\xba"; /* U+FDFA: 18 characters under NFKD */
+    CHECK(zaya_unicode_normalize(ZAYA_NFKD, (const uint8_t *)lig, 3, 10, &out, &len) == -2 && !out, "NFKD past the limit");
+    CHECK(zaya_unicode_normalize(ZAYA_NFKD, (const uint8_t *)lig, 3, 64, &out, &len) == 0 && len == 33, "NFKD of U+FDFA: %zu bytes",
+          len);
+    free(out);
+    /* A long run of marks in reverse class order is ordered in linear time (counting sort). */
+    size_t nm = 200000;
+    char *marks = malloc(4 * nm + 2);
+    size_t o = 0;
+    marks[o++] = 'a';
+    for (size_t i = 0; i < nm; i++) {
+        memcpy(marks + o, i % 2 ? "\xcc\xa3" : "\xcc\x81", 2); /* acute 230, dot below 220 */
+        o += 2;
+    }
+    out = NULL;
+    CHECK(zaya_unicode_normalize(ZAYA_NFC, (const uint8_t *)marks, o, 1 << 24, &out, &len) == 0 && len == o &&
+              !memcmp(out, "\xe1\xba\xa1", 3), "long mark run: %zu bytes", len);
+    free(out);
+    free(marks);
+    CHECK(zaya_unicode_class(0x1C89) == ZAYA_CHAR_LETTER, "U+1C89 is a letter (Unicode %s)", zaya_unicode_version);
+    CHECK(!strcmp(zaya_unicode_version, "16.0.0") && !strcmp(zaya_unicode_norm_version, "9.0"), "table versions %s / %s",
+          zaya_unicode_version, zaya_unicode_norm_version);
+}
+
+/* ---- budgets (docs/limits.md) ---- */
+
+/* base with the first occurrence of `old` replaced by `new` (malloc'd). */
+static char *json_sub(const char *base, const char *old, const char *new) {
+    const char *at = strstr(base, old);
+    if (!at) return strdup(base);
+    size_t a = (size_t)(at - base), ol = strlen(old), nl = strlen(new), bl = strlen(base);
+    char *o = malloc(bl - ol + nl + 1);
+    memcpy(o, base, a);
+    memcpy(o + a, new, nl);
+    memcpy(o + a + nl, at + ol, bl - a - ol + 1);
+    return o;
+}
+
+static zaya_tokenizer *load_text(const char *name, const char *text) {
+    char p[512];
+    path_in_tmp(p, name);
+    zaya_write_file_atomic(p, text, strlen(text));
+    zaya_tokenizer *t = NULL;
+    CHECK(zaya_tokenizer_load(p, &t) == ZAYA_OK, "%s loads: %s", name, zaya_error_message());
+    return t;
+}
+
+/* Leftmost-longest match of any of the k tokens at or after `from`, the slow way. */
+static int naive_find(char toks[][8], int k, const char *s, size_t n, size_t from, size_t *at, size_t *len) {
+    for (size_t i = from; i < n; i++) {
+        int best = -1;
+        size_t bl = 0;
+        for (int j = 0; j < k; j++) {
+            size_t l = strlen(toks[j]);
+            if (l > bl && i + l <= n && !memcmp(s + i, toks[j], l)) best = j, bl = l;
+        }
+        if (best >= 0) {
+            *at = i;
+            *len = bl;
+            return best;
+        }
+    }
+    return -1;
+}
+
+static void test_added_matcher(void) {
+    zaya_rng rng = zaya_rng_make(33, 0);
+    int cases = 0, agree = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        /* Up to 6 distinct tokens of 2..7 characters over {a, b, c} (one byte is a model token): heavy overlap. */
+        char toks[6][8];
+        int k = 1 + (int)(zaya_rng_next_below(&rng, 6)), m = 0;
+        while (m < k) {
+            int l = 2 + (int)(zaya_rng_next_below(&rng, 6)), dup = 0;
+            for (int i = 0; i < l; i++) toks[m][i] = (char)('a' + zaya_rng_next_below(&rng, 3));
+            toks[m][l] = 0;
+            for (int j = 0; j < m; j++) dup |= !strcmp(toks[j], toks[m]);
+            if (!dup) m++;
+        }
+        char added[1024], vocab[256];
+        size_t o = 0;
+        for (int j = 0; j < k; j++)
+            o += (size_t)snprintf(added + o, sizeof added - o, "%s{\"id\":%d,\"content\":\"%s\",\"special\":false}", j ? "," : "",
+                                  256 + j, toks[j]);
+        vocab[0] = 0;
+        char *json = strdup(minimal_json(vocab, "", added));
+        char p[512];
+        path_in_tmp(p, "matcher.json");
+        zaya_write_file_atomic(p, json, strlen(json));
+        free(json);
+        zaya_tokenizer *t = NULL;
+        if (zaya_tokenizer_load(p, &t) != ZAYA_OK) {
+            CHECK(0, "matcher tokenizer loads: %s", zaya_error_message());
+            return;
+        }
+        char text[64];
+        size_t n = 1 + zaya_rng_next_below(&rng, 60);
+        for (size_t i = 0; i < n; i++) text[i] = (char)('a' + zaya_rng_next_below(&rng, 3));
+        for (size_t from = 0; from <= n; from++) {
+            size_t at1 = 0, l1 = 0, at2 = 0, l2 = 0;
+            int32_t a1 = zaya_tok_trie_find(&t->trie_raw, (const uint8_t *)text, n, from, &at1, &l1);
+            int a2 = naive_find(toks, k, text, n, from, &at2, &l2);
+            cases++;
+            agree += a1 == a2 && (a1 < 0 || (at1 == at2 && l1 == l2));
+        }
+        zaya_tokenizer_free(t);
+    }
+    CHECK(agree == cases, "added-token matcher: %d of %d searches agree with the naive leftmost-longest", agree, cases);
+
+    /* One 4,000-byte token over 400 KB of its own prefix: linear (this took ~10 s per 100 KB before). */
+    size_t tl = 4000, n = 400000;
+    char *tok = malloc(tl + 1), *text = malloc(n);
+    memset(tok, 'q', tl);
+    tok[tl - 1] = 'z';
+    tok[tl] = 0;
+    for (size_t i = 0; i < n; i++) text[i] = (i % tl == tl - 1 && i % (3 * tl) == 3 * tl - 1) ? 'z' : 'q';
+    char *added = malloc(tl + 100);
+    snprintf(added, tl + 100, "{\"id\":256,\"content\":\"%s\",\"special\":false}", tok);
+    char *json = strdup(minimal_json("", "", added));
+    zaya_tokenizer *t = load_text("long_added.json", json);
+    if (t) {
+        int32_t *ids = NULL;
+        size_t nid = 0, cap = 0;
+        CHECK(zaya_tokenizer_encode(t, text, n, &ids, &nid, &cap) == ZAYA_OK, "long added token encodes");
+        size_t hits = 0;
+        for (size_t i = 0; i < nid; i++) hits += ids[i] == 256;
+        CHECK(hits == n / (3 * tl), "long added token matched %zu times (want %zu)", hits, n / (3 * tl));
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+    free(json), free(added), free(tok), free(text);
+}
+
+static void test_budgets(void) {
+    char base[65536];
+    snprintf(base, sizeof base, "%s", minimal_json(",\"ab\":256", "\"a b\"", ""));
+
+    /* 40 chained Replace a -> aa: 2^40 growth stops at the normalizer budget, at once. */
+    char norm[8192];
+    size_t o = (size_t)snprintf(norm, sizeof norm, "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[");
+    for (int i = 0; i < 40; i++)
+        o += (size_t)snprintf(norm + o, sizeof norm - o, "%s{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"aa\"}",
+                              i ? "," : "");
+    snprintf(norm + o, sizeof norm - o, "]}");
+    char *j = json_sub(base, "\"normalizer\":null", norm);
+    zaya_tokenizer *t = load_text("chain.json", j);
+    free(j);
+    if (t) {
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        zaya_status s = zaya_tokenizer_encode(t, "a b a", 5, &ids, &n, &cap);
+        CHECK(s == ZAYA_ERANGE && strstr(zaya_error_message(), "normalizer") && strstr(zaya_error_message(), "docs/limits.md"),
+              "chained Replace: status %d, '%s'", s, zaya_error_message());
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+    /* One Replace whose content is 200,000 characters, over 20,000 spaces. */
+    size_t big = 200000;
+    char *content = malloc(big + 200);
+    o = (size_t)snprintf(content, 100, "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"");
+    memset(content + o, 'x', big);
+    snprintf(content + o + big, 100, "\"}");
+    j = json_sub(base, "\"normalizer\":null", content);
+    free(content);
+    t = load_text("bigreplace.json", j);
+    free(j);
+    if (t) {
+        char *spaces = malloc(20000);
+        memset(spaces, ' ', 20000);
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        zaya_status s = zaya_tokenizer_encode(t, spaces, 20000, &ids, &n, &cap);
+        CHECK(s == ZAYA_ERANGE && strstr(zaya_error_message(), "Replace would turn 20000 bytes into more than"),
+              "big Replace: status %d, '%s'", s, zaya_error_message());
+        free(ids);
+        free(spaces);
+        zaya_tokenizer_free(t);
+    }
+    j = json_sub(base, "\"normalizer\":null",
+                 "\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"String\":\"b\"},\"content\":\"a b\"}");
+    t = load_text("okreplace.json", j);
+    free(j);
+    if (t) {
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        char *back = NULL;
+        size_t bl = 0;
+        CHECK(zaya_tokenizer_encode(t, "bb", 2, &ids, &n, &cap) == ZAYA_OK && zaya_tokenizer_decode(t, ids, n, &back, &bl) == ZAYA_OK &&
+                  bl == 6 && !memcmp(back, "a ba b", 6), "Replace b -> 'a b' within the budget: %zu ids", n);
+        free(back);
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+
+    /* A pre-token over ZAYA_TOKENIZER_MAX_WORD bytes is an error naming its length and offset. */
+    size_t big_word = (size_t)ZAYA_TOKENIZER_MAX_WORD + 1;
+    char *letters = malloc(big_word + 2);
+    letters[0] = '1';
+    letters[1] = ' ';
+    memset(letters + 2, 'a', big_word);
+    t = load_text("longword.json", base);
+    if (t) {
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        zaya_status s = zaya_tokenizer_encode(t, letters, big_word + 2, &ids, &n, &cap);
+        char want[128];
+        snprintf(want, sizeof want, "a pre-token of %zu bytes at byte 1 of the input is longer than", big_word + 1);
+        CHECK(s == ZAYA_ERANGE && strstr(zaya_error_message(), want), "long pre-token: status %d, '%s'", s, zaya_error_message());
+        /* Just under the limit encodes. */
+        n = 0;
+        s = zaya_tokenizer_encode(t, letters + 2, (size_t)ZAYA_TOKENIZER_MAX_WORD, &ids, &n, &cap);
+        CHECK(s == ZAYA_OK && n == (size_t)ZAYA_TOKENIZER_MAX_WORD, "a pre-token at the limit encodes: %d, %zu ids", s, n);
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+    free(letters);
+
+    /* TemplateProcessing whose special token has "ids": []: adds nothing (was memcpy with NULL). */
+    j = json_sub(base, "\"normalizer\":null",
+                 "\"normalizer\":null,\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":"
+                 "{\"id\":\"E\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],\"special_tokens\":"
+                 "{\"E\":{\"id\":\"E\",\"ids\":[],\"tokens\":[]}}}");
+    t = load_text("empty_ids.json", j);
+    free(j);
+    if (t) {
+        int32_t *ids = NULL;
+        size_t n = 0, cap = 0;
+        CHECK(zaya_tokenizer_encode_flags(t, "", 0, ZAYA_ENCODE_ADD_SPECIAL, &ids, &n, &cap) == ZAYA_OK && n == 0,
+              "empty template ids on empty text: %zu ids", n);
+        CHECK(zaya_tokenizer_encode_flags(t, "ab", 2, ZAYA_ENCODE_ADD_SPECIAL, &ids, &n, &cap) == ZAYA_OK && n == 1 &&
+                  ids[0] == 256, "empty template ids: %zu ids", n);
+        free(ids);
+        zaya_tokenizer_free(t);
+    }
+
+    /* The same content under a second added id. */
+    expect_reject("dup_added.json",
+                  minimal_json(",\"<s>\":256,\"<t>\":257", "",
+                               "{\"id\":256,\"content\":\"<s>\",\"special\":true},{\"id\":257,\"content\":\"<s>\",\"special\":true}"),
+                  ZAYA_EFORMAT, "added_tokens[1]: content \"<s>\" (id 257) repeats added_tokens[0] (id 256)");
+
+    /* tokenizer_config.json: broken JSON and a role of the wrong type are errors naming the key; a
+     * role that is not an added token loads with a warning. */
+    char sub[600], p[700], cp[700];
+    snprintf(sub, sizeof sub, "%s/cfg", tmpdir);
+    mkdir(sub, 0755);
+    snprintf(p, sizeof p, "%s/tokenizer.json", sub);
+    snprintf(cp, sizeof cp, "%s/tokenizer_config.json", sub);
+    const char *eos = minimal_json(",\"<e>\":256", "", "{\"id\":256,\"content\":\"<e>\",\"special\":true}");
+    zaya_write_file_atomic(p, eos, strlen(eos));
+    static const struct {
+        const char *cfg;
+        zaya_status code;
+        const char *want;
+    } cfgs[] = {
+        {"{\"eos_token\": \"<e>\"", ZAYA_EFORMAT, "tokenizer_config.json"},
+        {"{\"eos_token\": 7}", ZAYA_EFORMAT, "eos_token: expected a string"},
+        {"{\"bos_token\": {\"content\": 1}}", ZAYA_EFORMAT, "bos_token: expected a string"},
+        {"[1]", ZAYA_EFORMAT, "expected a JSON object"},
+        {"{\"eos_token\": \"<e>\", \"bos_token\": \"<nope>\", \"pad_token\": null}", ZAYA_OK, ""},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) {
+        zaya_write_file_atomic(cp, cfgs[i].cfg, strlen(cfgs[i].cfg));
+        t = NULL;
+        zaya_status s = zaya_tokenizer_load(p, &t);
+        CHECK(s == cfgs[i].code && (s == ZAYA_OK || strstr(zaya_error_message(), cfgs[i].want)),
+              "tokenizer_config %s: status %d, '%s'", cfgs[i].cfg, s, zaya_error_message());
+        if (t) CHECK(zaya_tokenizer_special_id(t, "eos") == 256 && zaya_tokenizer_special_id(t, "bos") == -1, "roles from config");
+        zaya_tokenizer_free(t);
+    }
+    unlink(cp);
+    unlink(p);
+    rmdir(sub);
 }
 
 static void test_bad_train_opts(void) {
@@ -660,6 +966,9 @@ int main(void) {
     }
     test_malformed();
     test_families();
+    test_normalizers();
+    test_added_matcher();
+    test_budgets();
     test_bad_train_opts();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

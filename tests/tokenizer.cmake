@@ -20,7 +20,7 @@ set_tests_properties(tokenizer_bench PROPERTIES LABELS bench TIMEOUT 600)
 add_test(NAME tokenizer_families
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tokenizer_families.py --zaya $<TARGET_FILE:zaya>
                  --work ${CMAKE_CURRENT_BINARY_DIR}/tokenizer_families_work)
-set_tests_properties(tokenizer_families PROPERTIES LABELS ref TIMEOUT 600 SKIP_RETURN_CODE 77)
+set_tests_properties(tokenizer_families PROPERTIES LABELS ref TIMEOUT 1500 SKIP_RETURN_CODE 77)
 
 # Encoding MB/s of zaya vs HF on every family above (short: licences, 2 runs each).
 add_test(NAME tokenizer_families_bench

@@ -54,8 +54,8 @@ expect 0 "^598 97\$" -- "$zaya" tokenizer encode -t "$tok" --parse-special --tex
 bos_plain=$("$zaya" tokenizer encode -t "$tok" --text '<|bos|>a')
 case " $bos_plain " in *" 598 "*) echo "FAIL: special text injected without --parse-special"; fail=$((fail+1));; *) echo "ok: no injection";; esac
 # An unsupported pipeline piece is an error naming its JSON path.
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["normalizer"]={"type":"Sequence","normalizers":[{"type":"Replace","pattern":{"String":" "},"content":"_"},{"type":"NFKC"}]}; json.dump(d,open(sys.argv[2],"w"))' "$tok" "$work/nfkc.json"
-expect 1 "normalizer.normalizers\[1\].type: 'NFKC' is not supported" -- "$zaya" tokenizer encode -t "$work/nfkc.json" --text hi
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["normalizer"]={"type":"Sequence","normalizers":[{"type":"Replace","pattern":{"String":" "},"content":"_"},{"type":"Lowercase"}]}; json.dump(d,open(sys.argv[2],"w"))' "$tok" "$work/lowercase.json"
+expect 1 "normalizer.normalizers\[1\].type: 'Lowercase' is not supported" -- "$zaya" tokenizer encode -t "$work/lowercase.json" --text hi
 
 # Errors: usage (2) and runtime (1), naming the problem.
 expect 2 "--vocab-size is required" -- "$zaya" tokenizer train -o "$work/x" "$work/corpus"

@@ -14,6 +14,12 @@ exactly HF's text:
   llama3       Split(Llama-3 regex, Isolated) + ByteLevel, ignore_merges, "<|begin_of_text|> $A"
   o200k        the same with the o200k (GPT-4o) regex
   gpt2         ByteLevel BPE with a non-special added token
+  qwen2        NFC normalizer + Split(Qwen2 regex: single digits, Isolated) + ByteLevel (Qwen2/2.5/3)
+  sp-nfkc, sp-nfd, sp-nfkd   sp-legacy with NFKC / NFD / NFKD in front of its normalizer
+  openllama    sp-legacy whose added tokens are normalized: true (decoded through the normalizer)
+  smollm       Sequence[Digits(individual_digits), ByteLevel(use_regex)] (SmolLM, StarCoder)
+  digits-noregex  Sequence[Digits(individual_digits), ByteLevel(use_regex=false)]
+  trunc-pad    llama3 with truncation (max_length, Left) and padding (BatchLongest, multiple of 8)
 Two modes each: zaya's default against HF with encode_special_tokens=True and no template, and
 zaya --parse-special --add-special against HF's default encode. Invalid UTF-8 (which HF cannot take:
 it takes str) is checked on zaya's side only: no failure, and byte-exact round trips where the
@@ -39,6 +45,8 @@ except ImportError:
     sys.exit(77)
 from tokenizer_compat import corpus_files, sample_texts, zaya_decode  # noqa: E402
 
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+         r"\s*[\r\n]+|\s+(?!\S)|\s+")
 LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
           r"\s*[\r\n]+|\s+(?!\S)|\s+")
 O200K = "|".join([
@@ -56,6 +64,30 @@ PIECES = ["a", "Z", "\u00e9", "\u01c5", "\u02b0", "\u4e2d", "\u05e7", "\u0301", 
 def random_texts(n, seed):
     rng = random.Random(seed)
     return ["".join(rng.choice(PIECES) for _ in range(rng.randrange(1, 25))) for _ in range(n)]
+
+
+def random_code_points(n, seed):
+    """Random assigned and unassigned code points of planes 0-3 and 14 (no surrogates), with letters
+    and marks added in Unicode 15 and 16 (which HF's regex engine knows), between ASCII context."""
+    rng = random.Random(seed)
+    late = "\u1c89\u1c8a\U00011f04\U0002ebf0\U0001e4d0\u0cf3\U00010efd"
+    out = []
+    for _ in range(n):
+        s = []
+        for _ in range(rng.randrange(1, 30)):
+            r = rng.random()
+            if r < 0.15:
+                s.append(rng.choice(" a,1\n'"))
+            elif r < 0.25:
+                s.append(rng.choice(late))
+            else:
+                plane = rng.choice([0, 0, 0, 1, 2, 3, 14])
+                cp = plane * 0x10000 + rng.randrange(0x10000)
+                if 0xD800 <= cp <= 0xDFFF:
+                    cp = 0x20AC
+                s.append(chr(cp))
+        out.append("".join(s))
+    return out
 
 ADVERSARIAL = [
     "Hello world, it's the GNU General Public License   v3!",
@@ -147,7 +179,26 @@ def build_styles(work, texts):
     s["decoder"] = json.loads(decoders.Metaspace("\u2581", "always", split=True).__getstate__())
     out["sp-split"] = s
 
+    for form in ("NFKC", "NFD", "NFKD"):
+        n = json.loads(json.dumps(out["sp-legacy"]))
+        n["normalizer"]["normalizers"].insert(0, {"type": form})
+        out["sp-" + form.lower()] = n
+    ol = json.loads(json.dumps(out["sp-legacy"]))
+    for a in ol["added_tokens"]:
+        a["normalized"] = True
+    out["openllama"] = ol
+
     out["llama3"] = regex_bytelevel(texts, LLAMA3)
+    q = regex_bytelevel(texts, QWEN2)
+    q["normalizer"] = json.loads(normalizers.NFC().__getstate__())
+    out["qwen2"] = q
+    tp = json.loads(json.dumps(out["llama3"]))
+    tp["truncation"] = {"direction": "Left", "max_length": 24, "strategy": "LongestFirst", "stride": 3}
+    tp["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": 8,
+                     "pad_id": tp["added_tokens"][1]["id"], "pad_type_id": 0, "pad_token": tp["added_tokens"][1]["content"]}
+    out["trunc-pad"] = tp
+    out["smollm"] = digits_bytelevel(texts, True)
+    out["digits-noregex"] = digits_bytelevel(texts, False)
     out["o200k"] = regex_bytelevel(texts, O200K)
 
     g2 = tokenizers.ByteLevelBPETokenizer()
@@ -183,6 +234,19 @@ def regex_bytelevel(texts, pattern):
     return json.loads(l3.to_str())
 
 
+def digits_bytelevel(texts, use_regex):
+    """SmolLM-style: Digits(individual_digits) then ByteLevel, an <|endoftext|> special token."""
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=use_regex)])
+    t.decoder = decoders.ByteLevel()
+    t.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=3000, min_frequency=2, special_tokens=["<|endoftext|>", "<|im_start|>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return json.loads(t.to_str())
+
+
 def zaya_encode(zaya, tok, path, extra):
     r = subprocess.run([zaya, "tokenizer", "encode", "-t", tok, path] + extra, capture_output=True, text=True)
     if r.returncode != 0:
@@ -212,11 +276,16 @@ def check_style(zaya, name, tok_path, texts, work):
                 continue
             zd = zaya_decode(zaya, tok_path, zi)
             hd = h.decode(hi, skip_special_tokens=False).encode("utf-8")
+            # zaya decodes to the bytes the ids stand for; HF returns a str, invalid UTF-8 (a sequence
+            # truncated inside a character) replaced by U+FFFD per maximal subpart as Rust's
+            # from_utf8_lossy does, which Python's "replace" handler also follows
+            if zd != hd and zd.decode("utf-8", "replace").encode("utf-8") == hd:
+                zd = hd
             if zd != hd:
                 bad += 1
                 print(f"{name} {label}: DECODE MISMATCH on {t[:40]!r}: zaya {zd[:60]!r} hf {hd[:60]!r}")
     print(f"{name}: {2 * len(texts) - bad}/{2 * len(texts)} encodings identical ({nchars} chars)")
-    if name in ("llama3", "o200k", "gpt2"):
+    if name in ("llama3", "o200k", "gpt2", "qwen2", "smollm", "digits-noregex"):
         bad += check_pre_tokens(zaya, name, tok_path, texts, work)
     return bad
 
@@ -255,12 +324,47 @@ def check_invalid_utf8(zaya, name, tok_path, work):
         print(f"{name}: invalid UTF-8: ids out of range")
         return 1
     back = zaya_decode(zaya, tok_path, ids)
-    exact = name in ("gemma", "llama3", "o200k", "gpt2")
+    exact = name in ("gemma", "llama3", "o200k", "gpt2", "smollm", "digits-noregex")
     if exact and back != data.replace("\u2581".encode(), b" "):
         print(f"{name}: invalid UTF-8 does not round-trip ({len(back)} of {len(data)} bytes)")
         return 1
     print(f"{name}: invalid UTF-8: {len(data)} bytes -> {len(ids)} ids" + (", exact round trip" if exact else ""))
     return 0
+
+
+def check_split_behaviours(zaya, paths, work):
+    """Split with String patterns: every behaviour and invert, before ByteLevel (both use_regex) on the
+    llama3 vocabulary and alone on the sp-legacy one; ids as HF's."""
+    texts = ["the-final--countdown", "--a-b--", "-", "a", "Hello  world's 12345 -- ok\n\n x", "  lead-trail-  ",
+             "a--b---c----d", "x - y -- z"]
+    l3 = json.load(open(paths["llama3"]))
+    sp = json.load(open(paths["sp-legacy"]))
+    path = os.path.join(work, "split", "tokenizer.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    bad = n = 0
+    for beh in ["Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        for inv in (False, True):
+            for ur in (False, True, None):
+                if ur is None:
+                    d = json.loads(json.dumps(sp))
+                    d["pre_tokenizer"] = {"type": "Split", "pattern": {"String": "\u2581"}, "behavior": beh, "invert": inv}
+                else:
+                    d = json.loads(json.dumps(l3))
+                    d["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                        {"type": "Split", "pattern": {"String": "-"}, "behavior": beh, "invert": inv},
+                        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": ur}]}
+                write(path, d)
+                h = Tokenizer.from_file(path)
+                for t in texts:
+                    n += 1
+                    r = subprocess.run([zaya, "tokenizer", "encode", "-t", path, "--text", t], capture_output=True, text=True)
+                    got = [int(x) for x in r.stdout.split()] if r.returncode == 0 else r.stderr
+                    want = h.encode(t, add_special_tokens=False).ids
+                    if got != want:
+                        bad += 1
+                        print(f"split {beh} invert={inv} use_regex={ur}: MISMATCH on {t!r}: zaya {got} hf {want}")
+    print(f"split behaviours: {n - bad}/{n} encodings identical")
+    return bad
 
 
 def main():
@@ -280,12 +384,14 @@ def main():
     paths = build_styles(args.work, corpus)
     if args.only:
         paths = {k: v for k, v in paths.items() if k in args.only}
-    texts = ADVERSARIAL + sample_texts(files, 12, 99) + random_texts(60, 5)
+    texts = ADVERSARIAL + sample_texts(files, 12, 99) + random_texts(60, 5) + random_code_points(30, 11)
     print(f"tokenizers {tokenizers.__version__}; {len(corpus)} training lines; {len(texts)} test texts")
     bad = 0
     for name, p in paths.items():
         bad += check_style(args.zaya, name, p, texts, args.work)
         bad += check_invalid_utf8(args.zaya, name, p, args.work)
+    if "llama3" in paths and "sp-legacy" in paths:
+        bad += check_split_behaviours(args.zaya, paths, args.work)
     if args.bench:
         inputs = ["/usr/share/common-licenses"]
         for name, p in paths.items():

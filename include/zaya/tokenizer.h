@@ -19,6 +19,15 @@ extern "C" {
 
 typedef struct zaya_tokenizer zaya_tokenizer;
 
+/* Budgets (docs/limits.md). A pre-token (the unit the BPE model merges; with SentencePiece-style
+ * tokenizers without a pre-tokenizer, a whole document) longer than ZAYA_TOKENIZER_MAX_WORD bytes is
+ * an encoding error naming its length and offset: its work arrays take about 36 bytes per byte. The
+ * normalizer's output for a piece of n bytes is at most NORM_GROWTH * n + NORM_SLACK bytes, else an
+ * error. */
+#define ZAYA_TOKENIZER_MAX_WORD (16u << 20)
+#define ZAYA_TOKENIZER_NORM_GROWTH 16u
+#define ZAYA_TOKENIZER_NORM_SLACK 4096u
+
 typedef struct zaya_bpe_train_opts {
     int64_t vocab_size;    /* target size including the 256 byte tokens and the special tokens */
     const char *bos, *eos, *pad; /* special-token strings, e.g. "<|bos|>"; NULL for none */
@@ -57,7 +66,12 @@ zaya_status zaya_tokenizer_encode(const zaya_tokenizer *t, const char *text, siz
  * HF by default; without it special tokens are encoded as ordinary text (HF's
  * encode_special_tokens=True), so data can never inject them. Non-special added tokens are always
  * split out, as HF does. */
-enum { ZAYA_ENCODE_ADD_SPECIAL = 1, ZAYA_ENCODE_PARSE_SPECIAL = 2 };
+enum { ZAYA_ENCODE_ADD_SPECIAL = 1, ZAYA_ENCODE_PARSE_SPECIAL = 2, ZAYA_ENCODE_TRUNCATE_PAD = 4 };
+/* TRUNCATE_PAD applies the file's "truncation" and "padding" as HF's encode() does: the text's ids are
+ * cut to max_length (less the template's ids with ADD_SPECIAL; from the end, or the start with
+ * direction Left), the template is added, then pad_id fills up to the Fixed length or, for
+ * BatchLongest, the encoding's own length, rounded up to pad_to_multiple_of (Right or Left). Without
+ * the flag both are ignored (data preparation encodes whole documents). */
 zaya_status zaya_tokenizer_encode_flags(const zaya_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
                                         size_t *n, size_t *cap);
 

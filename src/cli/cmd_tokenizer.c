@@ -94,7 +94,8 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
     };
     zaya_cmd_spec spec = {"tokenizer encode", "encode text to token ids", "[options] (--text STR | FILE)",
                           "Prints the ids separated by spaces. Inputs of 1 MB or more also report encoding MB/s on\n"
-                          "stderr. Special-token text in the input is encoded as ordinary text unless --parse-special.",
+                          "stderr. Special-token text in the input is encoded as ordinary text unless --parse-special.\n"
+                          "The file's truncation and padding settings apply, as in HF's encode().",
                           flags, (int)(sizeof flags / sizeof flags[0])};
     zaya_args args;
     int rc = zaya_flags_parse(&spec, argc, argv, &args);
@@ -124,7 +125,9 @@ int zaya_cmd_tokenizer_encode(int argc, char **argv) {
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
     double t0 = zaya_now_s();
-    int eflags = (add_special ? ZAYA_ENCODE_ADD_SPECIAL : 0) | (parse_special ? ZAYA_ENCODE_PARSE_SPECIAL : 0);
+    /* As HF's encode(): the file's truncation and padding apply here (not in data prepare). */
+    int eflags = (add_special ? ZAYA_ENCODE_ADD_SPECIAL : 0) | (parse_special ? ZAYA_ENCODE_PARSE_SPECIAL : 0) |
+                 ZAYA_ENCODE_TRUNCATE_PAD;
     zaya_status s = zaya_tokenizer_encode_flags(t, text ? text : data, len, eflags, &ids, &n, &cap);
     double dt = zaya_now_s() - t0;
     if (s == ZAYA_OK) {

@@ -1,5 +1,6 @@
 /* Encoding: pre-tokenize, then apply merges to each word by rank (lowest rank first, leftmost on
  * ties, exactly as HF's BPE model), with a cache of frequent words per encoder. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,19 +73,35 @@ static void push_pair(const zaya_tokenizer *t, heap_item *h, size_t *nh, const s
     int32_t right = s[left].next;
     if (right < 0) return;
     int32_t r = zaya_tok_merge_rank(t, s[left].id, s[right].id);
-    if (r >= 0) heap_push(h, nh, (heap_item){r, left, s[left].id, s[right].id});
+    if (r >= 0) heap_push(h, nh, (heap_item){r, left});
 }
 
-static void ensure_work(zaya_tokenizer_encoder *e, size_t n) {
-    if (n <= e->work_cap) return;
+/* Where a word lies, for error messages: a byte offset of the caller's text, or the normalized text. */
+static void word_place(const zaya_tokenizer_encoder *e, const uint8_t *w, char *buf, size_t n) {
+    if (e->text && w >= e->text && w < e->text + e->text_len)
+        snprintf(buf, n, "at byte %zu of the input", (size_t)(w - e->text));
+    else
+        snprintf(buf, n, "in the normalized text");
+}
+
+/* Grows the symbol and heap arrays to n symbols; the pre-token length was checked against
+ * ZAYA_TOKENIZER_MAX_WORD by the caller. */
+static zaya_status ensure_work(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n) {
+    if (n <= e->work_cap) return ZAYA_OK;
     size_t cap = e->work_cap;
     while (cap < n) cap *= 2;
     symbol *s = realloc(e->syms, cap * sizeof *s);
     if (s) e->syms = s;
-    heap_item *h = realloc(e->heap, 3 * cap * sizeof *h);
+    heap_item *h = s ? realloc(e->heap, 3 * cap * sizeof *h) : NULL;
     if (h) e->heap = h;
-    ZAYA_ASSERT(s && h); /* out of memory on a huge pre-token: nothing sensible to recover */
+    if (!s || !h) {
+        char where[64];
+        word_place(e, w, where, sizeof where);
+        return zaya_error_set(ZAYA_ENOMEM, "encode: cannot allocate %zu bytes of BPE work space for a pre-token of %zu bytes %s",
+                              cap * (sizeof *s + 3 * sizeof *h), n, where);
+    }
     e->work_cap = cap;
+    return ZAYA_OK;
 }
 
 /* Merges the m symbols in e->syms (ids set, linked in order) by rank; writes the ids to out. */
@@ -102,7 +119,8 @@ static size_t merge_symbols(zaya_tokenizer_encoder *e, size_t m, int32_t *out) {
     while (nh) {
         heap_item it = heap_pop(h, &nh);
         int32_t left = it.left, right = s[left].next;
-        if (s[left].id != it.a || right < 0 || s[right].id != it.b) continue; /* stale */
+        /* Stale unless the pair is still the one of this rank (a rank names exactly one pair). */
+        if (right < 0 || s[left].id != t->merge_a[it.rank] || s[right].id != t->merge_b[it.rank]) continue;
         s[left].id = t->merge_id[it.rank];
         int32_t next = s[right].next;
         s[left].next = next;
@@ -117,27 +135,28 @@ static size_t merge_symbols(zaya_tokenizer_encoder *e, size_t m, int32_t *out) {
 }
 
 /* BPE on one word of n >= 2 bytes (byte-level vocabulary); writes at most n ids to out. */
-static size_t bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+static zaya_status bpe_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out, size_t *k) {
     const zaya_tokenizer *t = e->t;
     if (t->ignore_merges) {
         int32_t id = zaya_tok_lookup(t, w, n);
-        if (id >= 0) { out[0] = id; return 1; }
+        if (id >= 0) { out[0] = id; *k = 1; return ZAYA_OK; }
     }
-    ensure_work(e, n);
+    ZAYA_TRY(ensure_work(e, w, n));
     for (size_t i = 0; i < n; i++) e->syms[i].id = t->byte_id[w[i]];
-    return merge_symbols(e, n, out);
+    *k = merge_symbols(e, n, out);
+    return ZAYA_OK;
 }
 
 /* BPE on one word of a raw (SentencePiece-style) vocabulary, as HF's BPE::merge_word: each character
  * is its token, else its "<0xNN>" byte tokens (byte_fallback), else unk (fused when fuse_unk), else
  * dropped. Bytes that are not valid UTF-8 count as one-byte characters (so they fall back to bytes). */
-static size_t raw_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
+static zaya_status raw_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out, size_t *k) {
     const zaya_tokenizer *t = e->t;
     if (t->ignore_merges) {
         int32_t id = zaya_tok_lookup(t, w, n);
-        if (id >= 0) { out[0] = id; return 1; }
+        if (id >= 0) { out[0] = id; *k = 1; return ZAYA_OK; }
     }
-    ensure_work(e, n);
+    ZAYA_TRY(ensure_work(e, w, n));
     symbol *s = e->syms;
     size_t m = 0;
     int unk_pending = 0;
@@ -163,20 +182,24 @@ static size_t raw_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, in
         i += (size_t)len;
     }
     if (unk_pending) s[m++].id = t->unk_id;
-    return merge_symbols(e, m, out);
+    *k = merge_symbols(e, m, out);
+    return ZAYA_OK;
 }
 
-static size_t model_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
-    return e->t->vocab_raw ? raw_word(e, w, n, out) : bpe_word(e, w, n, out);
+static zaya_status model_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out, size_t *k) {
+    return e->t->vocab_raw ? raw_word(e, w, n, out, k) : bpe_word(e, w, n, out, k);
 }
 
-size_t zaya_tok_encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out) {
-    if (n == 0) return 0;
+/* Ids of one word into out (room for n ids); *k receives their count. */
+static zaya_status encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out, size_t *k) {
+    *k = 0;
+    if (n == 0) return ZAYA_OK;
     if (n == 1 && !e->t->vocab_raw) {
         out[0] = e->t->byte_id[w[0]];
-        return 1;
+        *k = 1;
+        return ZAYA_OK;
     }
-    if (n > CACHE_MAX_WORD || !e->use_cache) return model_word(e, w, n, out);
+    if (n > CACHE_MAX_WORD || !e->use_cache) return model_word(e, w, n, out, k);
     uint64_t hash = zaya_tok_hash_bytes(w, n);
     uint32_t i = (uint32_t)hash & (CACHE_SLOTS - 1);
     for (int probe = 0; probe < 8; probe++, i = (i + 1) & (CACHE_SLOTS - 1)) {
@@ -184,21 +207,39 @@ size_t zaya_tok_encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t 
         if (c->len == 0) break;
         if (c->hash == hash && c->len == n && !memcmp(e->cache_bytes + c->byte_off, w, n)) {
             memcpy(out, e->cache_ids + c->id_off, c->n_ids * sizeof *out);
-            return c->n_ids;
+            *k = c->n_ids;
+            return ZAYA_OK;
         }
     }
-    size_t k = model_word(e, w, n, out);
+    ZAYA_TRY(model_word(e, w, n, out, k));
     /* Insert while there is room; once the arenas fill, later words are simply not cached. */
-    if (e->slots[i].len == 0 && e->bytes_used + n <= CACHE_BYTES && e->ids_used + k <= CACHE_IDS &&
+    if (e->slots[i].len == 0 && e->bytes_used + n <= CACHE_BYTES && e->ids_used + *k <= CACHE_IDS &&
         e->n_cached < CACHE_SLOTS / 2) {
-        e->slots[i] = (cache_slot){hash, e->bytes_used, e->ids_used, (uint16_t)n, (uint16_t)k};
+        e->slots[i] = (cache_slot){hash, e->bytes_used, e->ids_used, (uint16_t)n, (uint16_t)*k};
         memcpy(e->cache_bytes + e->bytes_used, w, n);
-        memcpy(e->cache_ids + e->ids_used, out, k * sizeof *out);
+        memcpy(e->cache_ids + e->ids_used, out, *k * sizeof *out);
         e->bytes_used += (uint32_t)n;
-        e->ids_used += (uint32_t)k;
+        e->ids_used += (uint32_t)*k;
         e->n_cached++;
     }
-    return k;
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tok_append_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t **ids, size_t *nids,
+                                 size_t *cap) {
+    if (n > ZAYA_TOKENIZER_MAX_WORD) {
+        char where[64];
+        word_place(e, w, where, sizeof where);
+        return zaya_error_set(ZAYA_ERANGE,
+                              "encode: a pre-token of %zu bytes %s is longer than the limit of %u bytes (split the document; "
+                              "docs/limits.md)",
+                              n, where, (unsigned)ZAYA_TOKENIZER_MAX_WORD);
+    }
+    ZAYA_TRY(zaya_tok_ids_reserve(ids, nids, cap, n));
+    size_t k;
+    ZAYA_TRY(encode_word(e, w, n, *ids + *nids, &k));
+    *nids += k;
+    return ZAYA_OK;
 }
 
 zaya_status zaya_tok_ids_reserve(int32_t **ids, size_t *n, size_t *cap, size_t more) {
@@ -217,9 +258,48 @@ zaya_status zaya_tok_encode_words(zaya_tokenizer_encoder *e, const uint8_t *s, s
     size_t i = 0;
     while (i < len) {
         size_t end = e->t->use_regex ? zaya_pretok_next(s, len, i) : len;
-        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, end - i));
-        *n += zaya_tok_encode_word(e, s + i, end - i, *ids + *n);
+        ZAYA_TRY(zaya_tok_append_word(e, s + i, end - i, ids, n, cap));
         i = end;
+    }
+    return ZAYA_OK;
+}
+
+/* HF's encode() with truncation and padding: the text's ids, cut to max_length less the template,
+ * then the template, then padding (see ZAYA_ENCODE_TRUNCATE_PAD). */
+static zaya_status encode_truncate_pad(zaya_tokenizer_encoder *e, const uint8_t *s, size_t len, int flags, int32_t **ids,
+                                       size_t *n, size_t *cap) {
+    const zaya_tokenizer *t = e->t;
+    int add = (flags & ZAYA_ENCODE_ADD_SPECIAL) && t->has_template;
+    size_t n0 = *n, extra = add ? (size_t)(t->n_tpl_pre + t->n_tpl_post) : 0;
+    ZAYA_TRY(zaya_tok_encode_pipeline(e, s, len, flags & ZAYA_ENCODE_PARSE_SPECIAL, ids, n, cap));
+    size_t body = *n - n0;
+    if (t->has_trunc) {
+        size_t max = (size_t)t->trunc_max > extra ? (size_t)t->trunc_max - extra : 0;
+        if (body > max) {
+            if (t->trunc_left) memmove(*ids + n0, *ids + n0 + (body - max), max * sizeof **ids);
+            body = max;
+            *n = n0 + body;
+        }
+    }
+    if (add) {
+        ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, extra));
+        int32_t *b = *ids + n0;
+        memmove(b + t->n_tpl_pre, b, body * sizeof *b);
+        if (t->n_tpl_pre) memcpy(b, t->tpl_pre, (size_t)t->n_tpl_pre * sizeof *b);
+        if (t->n_tpl_post) memcpy(b + t->n_tpl_pre + body, t->tpl_post, (size_t)t->n_tpl_post * sizeof *b);
+        *n += extra;
+    }
+    if (t->has_pad) {
+        size_t have = *n - n0, want = t->pad_fixed ? (size_t)t->pad_fixed : have;
+        if (t->pad_multiple > 0 && want % (size_t)t->pad_multiple) want += (size_t)t->pad_multiple - want % (size_t)t->pad_multiple;
+        if (want > have) {
+            size_t pad = want - have;
+            ZAYA_TRY(zaya_tok_ids_reserve(ids, n, cap, pad));
+            int32_t *b = *ids + n0;
+            if (t->pad_left) memmove(b + pad, b, have * sizeof *b);
+            for (size_t i = 0; i < pad; i++) b[t->pad_left ? i : have + i] = t->pad_id;
+            *n += pad;
+        }
     }
     return ZAYA_OK;
 }
@@ -228,11 +308,24 @@ zaya_status zaya_tokenizer_encoder_encode_flags(zaya_tokenizer_encoder *e, const
                                                 int32_t **ids, size_t *n, size_t *cap) {
     const zaya_tokenizer *t = e->t;
     const uint8_t *s = (const uint8_t *)text;
+    e->text = s;
+    e->text_len = len;
+    zaya_status st;
+    if ((flags & ZAYA_ENCODE_TRUNCATE_PAD) && (t->has_trunc || t->has_pad)) {
+        st = encode_truncate_pad(e, s, len, flags, ids, n, cap);
+        e->text = NULL;
+        e->text_len = 0;
+        return st;
+    }
     /* GPT-2 byte-level with nothing to split out: the plain loop. */
     if (t->pre_kind == ZAYA_PRE_BYTELEVEL && !t->n_norm && !t->n_plain_added &&
         !(flags & (ZAYA_ENCODE_PARSE_SPECIAL | ZAYA_ENCODE_ADD_SPECIAL)))
-        return zaya_tok_encode_words(e, s, len, ids, n, cap);
-    return zaya_tok_encode_pipeline(e, s, len, flags, ids, n, cap);
+        st = zaya_tok_encode_words(e, s, len, ids, n, cap);
+    else
+        st = zaya_tok_encode_pipeline(e, s, len, flags, ids, n, cap);
+    e->text = NULL;
+    e->text_len = 0;
+    return st;
 }
 
 zaya_status zaya_tokenizer_encoder_encode(zaya_tokenizer_encoder *e, const char *text, size_t len, int32_t **ids,

@@ -20,8 +20,9 @@ typedef struct symbol {
     int32_t id, prev, next;
 } symbol;
 
+/* A candidate merge: its rank and the left symbol (the pair is merge_a/merge_b[rank]). */
 typedef struct heap_item {
-    int32_t rank, left, a, b;
+    int32_t rank, left;
 } heap_item;
 
 struct zaya_tokenizer_encoder {
@@ -34,11 +35,15 @@ struct zaya_tokenizer_encoder {
     heap_item *heap;
     size_t work_cap; /* symbols capacity; the heap holds at most 3 per symbol (n-1 + 2 per merge) */
     int use_cache;
+    const uint8_t *text; /* the caller's text during an encode call (error messages name offsets in it) */
+    size_t text_len;
 };
 
-/* Ids of one word (a pre-token: raw bytes for byte-level vocabularies, text for raw ones) through
- * the BPE model, with the cache; writes at most n ids. */
-size_t zaya_tok_encode_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t *out);
+/* Appends the ids of one word (a pre-token: raw bytes for byte-level vocabularies, text for raw ones)
+ * through the BPE model, with the cache. A word longer than ZAYA_TOKENIZER_MAX_WORD is an error naming
+ * its length and offset; so is a failed allocation of the work arrays. */
+zaya_status zaya_tok_append_word(zaya_tokenizer_encoder *e, const uint8_t *w, size_t n, int32_t **ids, size_t *nids,
+                                 size_t *cap);
 /* Makes room for `more` ids. */
 zaya_status zaya_tok_ids_reserve(int32_t **ids, size_t *n, size_t *cap, size_t more);
 /* The GPT-2 byte-level loop (no added tokens, no normalizer): pre-tokenize and encode each word. */

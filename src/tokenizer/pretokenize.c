@@ -98,13 +98,13 @@ static size_t contraction_ci(const uint8_t *s, size_t n, size_t i) {
     return 0;
 }
 
-/* The alternatives both regex families end with, at i whose class is c: \p{N}{1,3} |
+/* The alternatives both regex families end with, at i whose class is c: \p{N}{1,digits} |
  *  ?[^\s\p{L}\p{N}]+[\r\n]* (o200k: [\r\n/]*, `slash`) | \s*[\r\n]+ | \s+(?!\S) | \s+. */
-static size_t regex_tail(const uint8_t *s, size_t n, size_t i, int c, int slash) {
+static size_t regex_tail(const uint8_t *s, size_t n, size_t i, int c, int slash, int digits) {
     int len2;
     if (c == ZAYA_CHAR_NUMBER) {
         size_t j = i;
-        for (int d = 0; d < 3 && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
+        for (int d = 0; d < digits && j < n && char_at(s, n, j, &len2) == ZAYA_CHAR_NUMBER; d++) j += (size_t)len2;
         return j;
     }
     size_t j = (s[i] == ' ' && i + 1 < n) ? i + 1 : i;
@@ -126,7 +126,7 @@ static size_t regex_tail(const uint8_t *s, size_t n, size_t i, int c, int slash)
     return last;
 }
 
-size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
+static size_t cl100k_like(const uint8_t *s, size_t n, size_t i, int digits) {
     size_t k = contraction_ci(s, n, i);
     if (k) return i + k;
     int len, len2;
@@ -136,8 +136,12 @@ size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) {
     if (c != ZAYA_CHAR_NUMBER && !is_nl(s[i]) && i + (size_t)len < n &&
         char_at(s, n, i + (size_t)len, &len2) == ZAYA_CHAR_LETTER)
         return run_of(s, n, i + (size_t)len, ZAYA_CHAR_LETTER);
-    return regex_tail(s, n, i, c, 0);
+    return regex_tail(s, n, i, c, 0, digits);
 }
+
+size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i) { return cl100k_like(s, n, i, 3); }
+
+size_t zaya_pretok_next_qwen2(const uint8_t *s, size_t n, size_t i) { return cl100k_like(s, n, i, 1); }
 
 /* ---- o200k (GPT-4o):
  *   [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
@@ -193,5 +197,16 @@ size_t zaya_pretok_next_o200k(const uint8_t *s, size_t n, size_t i) {
         if (prefix && i + (size_t)len < n && (r = o200k_word(s, n, i + (size_t)len, alt)) != NO_MATCH) return r;
         if ((r = o200k_word(s, n, i, alt)) != NO_MATCH) return r;
     }
-    return regex_tail(s, n, i, c, 1);
+    return regex_tail(s, n, i, c, 1, 3);
+}
+
+/* ---- Digits(individual_digits) + ByteLevel ---- */
+
+size_t zaya_pretok_next_digits(const uint8_t *s, size_t n, size_t i, int individual, int regex) {
+    int len;
+    if (char_at(s, n, i, &len) == ZAYA_CHAR_NUMBER) return individual ? i + (size_t)len : run_of(s, n, i, ZAYA_CHAR_NUMBER);
+    /* The piece up to the next number; ByteLevel's regex runs inside it. */
+    size_t end = i;
+    while (end < n && char_at(s, n, end, &len) != ZAYA_CHAR_NUMBER) end += (size_t)len;
+    return regex ? zaya_pretok_next(s, end, i) : end;
 }

@@ -20,6 +20,14 @@ size_t zaya_pretok_next(const uint8_t *s, size_t n, size_t i);
  * (Split with behavior Isolated), with invalid UTF-8 bytes as "other" characters as above. */
 size_t zaya_pretok_next_llama3(const uint8_t *s, size_t n, size_t i);
 
+/* The same for the Qwen2 pattern: the Llama-3 one with single digits (\p{N} for \p{N}{1,3}). */
+size_t zaya_pretok_next_qwen2(const uint8_t *s, size_t n, size_t i);
+
+/* HF's Digits pre-tokenizer (\p{N} characters isolated: each alone when `individual`, else runs),
+ * followed by ByteLevel: the GPT-2 pattern within the other pieces when `regex`, else each piece is
+ * one word. */
+size_t zaya_pretok_next_digits(const uint8_t *s, size_t n, size_t i, int individual, int regex);
+
 /* The same for the o200k (GPT-4o) pattern (ZAYA_O200K_PATTERN in tokenizer_json_pipeline.c): words
  * split at case changes with an optional trailing contraction, digits in threes, punctuation runs
  * with trailing newlines or '/', whitespace as above. */

@@ -38,17 +38,12 @@ int32_t zaya_tok_lookup(const zaya_tokenizer *t, const uint8_t *s, size_t n) {
     }
 }
 
-zaya_status zaya_tok_build_maps(zaya_tokenizer *t) {
+zaya_status zaya_tok_build_vmap(zaya_tokenizer *t) {
     free(t->vmap);
-    free(t->pmap_key);
-    free(t->pmap_rank);
-    uint64_t vcap = table_size((uint64_t)t->n_vocab), pcap = table_size((uint64_t)t->n_merges);
+    uint64_t vcap = table_size((uint64_t)t->n_vocab);
     t->vmap = malloc(vcap * sizeof *t->vmap);
-    t->pmap_key = malloc(pcap * sizeof *t->pmap_key);
-    t->pmap_rank = calloc(pcap, sizeof *t->pmap_rank);
-    if (!t->vmap || !t->pmap_key || !t->pmap_rank) return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate lookup tables");
+    if (!t->vmap) return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate lookup tables");
     t->vmap_mask = vcap - 1;
-    t->pmap_mask = pcap - 1;
     memset(t->vmap, 0xFF, vcap * sizeof *t->vmap);
     for (int32_t id = 0; id < t->n_vocab; id++) {
         /* Added tokens that are not plain byte strings of the model never come out of a merge. */
@@ -64,13 +59,37 @@ zaya_status zaya_tok_build_maps(zaya_tokenizer *t) {
         t->vmap[i] = id;
         if (t->tok_len[id] == 1 && t->added_idx[id] < 0) t->byte_id[s[0]] = id;
     }
+    return ZAYA_OK;
+}
+
+zaya_status zaya_tok_pmap_alloc(zaya_tokenizer *t, uint64_t n) {
+    free(t->pmap_key);
+    free(t->pmap_rank);
+    uint64_t pcap = table_size(n);
+    t->pmap_key = malloc(pcap * sizeof *t->pmap_key);
+    t->pmap_rank = calloc(pcap, sizeof *t->pmap_rank);
+    if (!t->pmap_key || !t->pmap_rank) return zaya_error_set(ZAYA_ENOMEM, "tokenizer: cannot allocate the merge table for %llu merges",
+                                                             (unsigned long long)n);
+    t->pmap_mask = pcap - 1;
+    return ZAYA_OK;
+}
+
+int32_t zaya_tok_pmap_insert(zaya_tokenizer *t, int32_t a, int32_t b, int32_t rank) {
+    uint64_t key = zaya_tok_pair_key(a, b);
+    uint64_t i = zaya_tok_pair_slot(key) & t->pmap_mask;
+    for (; t->pmap_rank[i]; i = (i + 1) & t->pmap_mask)
+        if (t->pmap_key[i] == key) return t->pmap_rank[i] - 1;
+    t->pmap_key[i] = key;
+    t->pmap_rank[i] = rank + 1;
+    return -1;
+}
+
+zaya_status zaya_tok_build_maps(zaya_tokenizer *t) {
+    ZAYA_TRY(zaya_tok_build_vmap(t));
+    ZAYA_TRY(zaya_tok_pmap_alloc(t, (uint64_t)t->n_merges));
     for (int32_t r = 0; r < t->n_merges; r++) {
-        uint64_t key = zaya_tok_pair_key(t->merge_a[r], t->merge_b[r]);
-        uint64_t i = zaya_tok_pair_slot(key) & t->pmap_mask;
-        for (; t->pmap_rank[i]; i = (i + 1) & t->pmap_mask)
-            if (t->pmap_key[i] == key) return zaya_error_set(ZAYA_EFORMAT, "merge %d repeats merge %d", r, t->pmap_rank[i] - 1);
-        t->pmap_key[i] = key;
-        t->pmap_rank[i] = r + 1;
+        int32_t prev = zaya_tok_pmap_insert(t, t->merge_a[r], t->merge_b[r], r);
+        if (prev >= 0) return zaya_error_set(ZAYA_EFORMAT, "merge %d repeats merge %d", r, prev);
     }
     return ZAYA_OK;
 }
@@ -237,7 +256,11 @@ static int dec_step(const zaya_tok_dec *d, const tok_list *in, tok_list *out) {
 static zaya_status decode_chain(const zaya_tokenizer *t, const int32_t *ids, size_t n, char **text, size_t *len) {
     tok_list a = {0}, b = {0};
     int ok = 1;
-    for (size_t i = 0; ok && i < n; i++) ok = tl_put(&a, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]], 1);
+    for (size_t i = 0; ok && i < n; i++) {
+        size_t l;
+        const uint8_t *b = zaya_tok_decode_bytes(t, ids[i], &l);
+        ok = tl_put(&a, b, l, 1);
+    }
     for (int k = 0; ok && k < t->n_dec; k++) {
         b.len = b.n = 0;
         ok = dec_step(&t->dec[k], &a, &b);
@@ -270,15 +293,19 @@ zaya_status zaya_tokenizer_decode(const zaya_tokenizer *t, const int32_t *ids, s
         if (ids[i] < 0 || ids[i] >= t->n_vocab)
             return zaya_error_set(ZAYA_ERANGE, "decode: id %d at position %zu is outside the vocabulary [0, %d)", ids[i], i,
                                   t->n_vocab);
-        total += t->tok_len[ids[i]];
+        size_t l;
+        zaya_tok_decode_bytes(t, ids[i], &l);
+        total += l;
     }
     if (!zaya_tok_plain_decode(t)) return decode_chain(t, ids, n, text, len);
     char *out = malloc(total + 1);
     if (!out) return zaya_error_set(ZAYA_ENOMEM, "decode: cannot allocate %zu bytes", total + 1);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        memcpy(out + o, t->tok_bytes + t->tok_off[ids[i]], t->tok_len[ids[i]]);
-        o += t->tok_len[ids[i]];
+        size_t l;
+        const uint8_t *b = zaya_tok_decode_bytes(t, ids[i], &l);
+        memcpy(out + o, b, l);
+        o += l;
     }
     out[o] = '\0';
     *text = out;

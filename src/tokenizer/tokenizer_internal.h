@@ -20,14 +20,20 @@ typedef enum zaya_tok_pre_kind {
     ZAYA_PRE_BYTELEVEL,  /* ByteLevel (use_regex: the GPT-2 pattern) */
     ZAYA_PRE_SPLIT,      /* Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)] */
     ZAYA_PRE_METASPACE,  /* Metaspace */
+    ZAYA_PRE_DIGITS,     /* Sequence[Digits(individual_digits), ByteLevel(use_regex either)] (SmolLM, StarCoder) */
 } zaya_tok_pre_kind;
-typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K } zaya_tok_split_pattern;
+typedef enum zaya_tok_split_pattern { ZAYA_SPLIT_LLAMA3 = 1, ZAYA_SPLIT_O200K, ZAYA_SPLIT_QWEN2, ZAYA_SPLIT_STRING } zaya_tok_split_pattern;
+/* Split behaviours (HF SplitDelimiterBehavior). */
+typedef enum zaya_tok_split_behavior {
+    ZAYA_SPLIT_ISOLATED = 0, ZAYA_SPLIT_REMOVED, ZAYA_SPLIT_MERGED_PREV, ZAYA_SPLIT_MERGED_NEXT, ZAYA_SPLIT_CONTIGUOUS
+} zaya_tok_split_behavior;
 typedef enum zaya_tok_prepend { ZAYA_PREPEND_NEVER = 0, ZAYA_PREPEND_FIRST, ZAYA_PREPEND_ALWAYS } zaya_tok_prepend;
 
-/* Normalizer steps (Sequence flattened): Replace(String) and Prepend. */
-typedef enum zaya_tok_norm_kind { ZAYA_NORM_REPLACE = 1, ZAYA_NORM_PREPEND } zaya_tok_norm_kind;
+/* Normalizer steps (Sequence flattened): Replace(String), Prepend and the Unicode forms. */
+typedef enum zaya_tok_norm_kind { ZAYA_NORM_REPLACE = 1, ZAYA_NORM_PREPEND, ZAYA_NORM_UNICODE } zaya_tok_norm_kind;
 typedef struct zaya_tok_norm {
     int kind;
+    int form;        /* ZAYA_NORM_UNICODE: zaya_unicode_form */
     char *from, *to; /* Replace: from -> to; Prepend: to */
     size_t from_len, to_len;
 } zaya_tok_norm;
@@ -46,13 +52,16 @@ typedef struct zaya_tok_dec {
     int prepend;     /* Metaspace: zaya_tok_prepend */
 } zaya_tok_dec;
 
-/* Byte trie over added-token contents, for leftmost-longest matching (HF's AddedVocabulary). Edges
- * (node, byte) -> child live in one open-addressing table; term[node] = added index + 1 or 0. */
+/* Aho-Corasick automaton over added-token contents, for leftmost-longest matching (HF's
+ * AddedVocabulary) in time linear in the text. Edges (node, byte) -> child live in one open-addressing
+ * table; term[node] = added index + 1 or 0; fail[node] is the longest proper suffix that is a trie
+ * node; out[node] the longest suffix (itself included) that ends a token, or 0; depth[node] its
+ * length in bytes. */
 typedef struct zaya_tok_trie {
     uint64_t *edge_key;
     int32_t *edge_child; /* 0 = empty slot (the root is node 0 and never a child) */
     uint64_t edge_mask;
-    int32_t *term;
+    int32_t *term, *fail, *out, *depth;
     int32_t n_nodes;
     uint8_t first[256];  /* bytes that start some token */
     int any;
@@ -83,6 +92,12 @@ struct zaya_tokenizer {
     zaya_added_token *added;
     int32_t bos, eos, pad;
     int use_regex, ignore_merges;
+    int digits_individual; /* ZAYA_PRE_DIGITS: each digit alone (else runs of digits) */
+    /* ZAYA_PRE_SPLIT: behaviour, invert, the String pattern (split_pattern ZAYA_SPLIT_STRING), and
+     * what follows: ByteLevel (split_bytelevel; its use_regex is use_regex) or nothing (raw vocab). */
+    int split_behavior, split_invert, split_bytelevel;
+    char *split_str;
+    size_t split_str_len;
 
     /* Beyond GPT-2 byte-level BPE. vocab_raw: model.vocab keys are the token text itself (UTF-8,
      * SentencePiece style) rather than GPT-2 byte-level characters. */
@@ -104,6 +119,14 @@ struct zaya_tokenizer {
     int32_t *tpl_pre, *tpl_post;
     int n_tpl_pre, n_tpl_post, has_template;
     int n_plain_added; /* added tokens with special=false (always split out of the text, as HF does) */
+    /* Normalized contents of added tokens with normalized=true (NULL where none, or no normalizer):
+     * what HF decodes such a token to. */
+    uint8_t **added_norm;
+    size_t *added_norm_len;
+    /* HF "truncation" and "padding" (applied only with ZAYA_ENCODE_TRUNCATE_PAD). */
+    int has_trunc, trunc_left, has_pad, pad_left;
+    int64_t trunc_max, pad_fixed, pad_multiple; /* pad_fixed 0: BatchLongest (a batch of one) */
+    int32_t pad_id;
 };
 
 uint64_t zaya_tok_hash_bytes(const uint8_t *s, size_t n);
@@ -112,6 +135,11 @@ static inline uint64_t zaya_tok_pair_key(int32_t a, int32_t b) { return ((uint64
 /* Builds vmap and pmap from the token and merge arrays (called after train or load). Fails when a
  * merge is listed twice. */
 zaya_status zaya_tok_build_maps(zaya_tokenizer *t);
+/* The parts: the vocabulary map; an empty pair map sized for n merges and its insertion (returns the
+ * rank already there for (a, b), or -1 after inserting), so a reader finds a repeat as it reads. */
+zaya_status zaya_tok_build_vmap(zaya_tokenizer *t);
+zaya_status zaya_tok_pmap_alloc(zaya_tokenizer *t, uint64_t n);
+int32_t zaya_tok_pmap_insert(zaya_tokenizer *t, int32_t a, int32_t b, int32_t rank);
 int32_t zaya_tok_lookup(const zaya_tokenizer *t, const uint8_t *s, size_t n);
 /* Multiplicative hash; folding the high half down makes the low (slot) bits depend on both ids. */
 static inline uint64_t zaya_tok_pair_slot(uint64_t key) {
@@ -150,6 +178,16 @@ zaya_status zaya_tok_normalize(const zaya_tokenizer *t, const uint8_t *s, size_t
 /* Leftmost-longest added-token match in s[0..n) starting at or after `from`: returns the added index
  * and sets *at / *len, or -1. */
 int32_t zaya_tok_trie_find(const zaya_tok_trie *tr, const uint8_t *s, size_t n, size_t from, size_t *at, size_t *len);
+/* Bytes an id decodes from: an added token with normalized=true gives its normalized content. */
+static inline const uint8_t *zaya_tok_decode_bytes(const zaya_tokenizer *t, int32_t id, size_t *len) {
+    int32_t a = t->added_idx[id];
+    if (a >= 0 && t->added_norm && t->added_norm[a]) {
+        *len = t->added_norm_len[a];
+        return t->added_norm[a];
+    }
+    *len = t->tok_len[id];
+    return t->tok_bytes + t->tok_off[id];
+}
 /* 1 when the decoder is plain concatenation of the token bytes (GPT-2 byte-level). */
 static inline int zaya_tok_plain_decode(const zaya_tokenizer *t) { return !t->vocab_raw; }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "tokenizer/tokenizer_internal.h"
 #include "zaya/fs.h"
@@ -52,7 +53,7 @@ static int find_added(const added_map *m, const char *content) {
     }
 }
 
-static zaya_status added_map_build(added_map *m, int n) {
+static zaya_status added_map_build(added_map *m, const zaya_tokenizer *t, int n) {
     uint64_t cap = 64;
     while (cap < 2 * (uint64_t)n) cap <<= 1;
     m->slots = calloc(cap, sizeof *m->slots);
@@ -61,9 +62,13 @@ static zaya_status added_map_build(added_map *m, int n) {
     for (int k = 0; k < n; k++) {
         const char *c = m->content[k];
         uint64_t i = zaya_tok_hash_bytes((const uint8_t *)c, strlen(c)) & m->mask;
-        for (; m->slots[i]; i = (i + 1) & m->mask)
-            if (!strcmp(m->content[m->slots[i] - 1], c)) break; /* a repeat: the first one wins */
-        if (!m->slots[i]) m->slots[i] = k + 1;
+        for (; m->slots[i]; i = (i + 1) & m->mask) {
+            int j = m->slots[i] - 1;
+            if (!strcmp(m->content[j], c)) /* HF keeps one id per content: a second id is a broken file */
+                return zaya_error_set(ZAYA_EFORMAT, "added_tokens[%d]: content \"%s\" (id %d) repeats added_tokens[%d] (id %d)", k,
+                                      c, t->added[k].id, j, t->added[j].id);
+        }
+        m->slots[i] = k + 1;
     }
     return ZAYA_OK;
 }
@@ -98,7 +103,7 @@ static zaya_status read_added(const cJSON *root, zaya_tokenizer *t, added_map *m
         if (!special) t->n_plain_added++;
     }
     t->n_added = n;
-    return added_map_build(m, n);
+    return added_map_build(m, t, n);
 }
 
 /* Assigns every id its bytes: model.vocab entries (byte-level text or added-token content) plus added
@@ -203,7 +208,7 @@ static zaya_status read_vocab(const added_map *am, const cJSON *model, zaya_toke
     free(owner);
     free(added_in_vocab);
     if (s != ZAYA_OK) return s;
-    s = zaya_tok_build_maps(t); /* merges not read yet: only the vocab map */
+    s = zaya_tok_build_vmap(t); /* merges not read yet */
     if (s != ZAYA_OK) return zaya_error_context(s, "model.vocab");
     for (int b = 0; !t->vocab_raw && b < 256; b++)
         if (t->byte_id[b] < 0) {
@@ -233,9 +238,10 @@ static zaya_status merge_side(const zaya_tokenizer *t, const char *tok, int i, i
 
 static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    if (!arr || cJSON_IsNull(arr)) return zaya_tok_build_maps(t);
+    if (!arr || cJSON_IsNull(arr)) return zaya_tok_pmap_alloc(t, 0);
     if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "model.merges: expected an array");
     int n = cJSON_GetArraySize(arr);
+    ZAYA_TRY(zaya_tok_pmap_alloc(t, (uint64_t)n));
     t->merge_a = malloc(((size_t)n + 1) * sizeof(int32_t));
     t->merge_b = malloc(((size_t)n + 1) * sizeof(int32_t));
     t->merge_id = malloc(((size_t)n + 1) * sizeof(int32_t));
@@ -281,6 +287,8 @@ static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
             memcpy(buf + la, t->tok_bytes + t->tok_off[b], lb);
             int32_t id = zaya_tok_lookup(t, buf, la + lb);
             if (id < 0) s = zaya_error_set(ZAYA_EFORMAT, "model.merges[%d]: merged token \"%s%s\" is not in model.vocab", i, left, right);
+            int32_t prev = s == ZAYA_OK ? zaya_tok_pmap_insert(t, a, b, i) : -1;
+            if (prev >= 0) s = zaya_error_set(ZAYA_EFORMAT, "model.merges[%d]: \"%s %s\" repeats model.merges[%d]", i, left, right, prev);
             t->merge_a[i] = a;
             t->merge_b[i] = b;
             t->merge_id[i] = id;
@@ -290,7 +298,7 @@ static zaya_status read_merges(const cJSON *model, zaya_tokenizer *t) {
     free(buf);
     if (s != ZAYA_OK) return s;
     t->n_merges = n;
-    return zaya_tok_build_maps(t);
+    return ZAYA_OK;
 }
 
 /* unk_token, the "<0xNN>" byte-fallback tokens and the one-byte tokens of a raw vocabulary. */
@@ -314,35 +322,42 @@ static zaya_status resolve_model_ids(const cJSON *model, zaya_tokenizer *t) {
 }
 
 /* Roles: HF keeps them in tokenizer_config.json next to tokenizer.json (bos_token, eos_token,
- * pad_token as strings or {"content": ...}); without it, guess from common special-token names. */
-static int32_t role_from_config(const cJSON *cfg, const char *key, const zaya_tokenizer *t, const added_map *am) {
+ * pad_token as strings or {"content": ...}, or null); without it, guess from common special-token
+ * names. A config that is not JSON, or a role of another type, is an error naming the key; a role
+ * that is not an added token is a warning (it is ignored). */
+static zaya_status role_from_config(const cJSON *cfg, const char *cfg_path, const char *key, const zaya_tokenizer *t,
+                                    const added_map *am, int32_t *id) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    *id = -1;
+    if (!v || cJSON_IsNull(v)) return ZAYA_OK;
     if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
-    if (!cJSON_IsString(v)) return -1;
+    if (!cJSON_IsString(v))
+        return zaya_error_set(ZAYA_EFORMAT, "'%s': %s: expected a string, {\"content\": string} or null", cfg_path, key);
     int a = find_added(am, v->valuestring);
-    return a >= 0 ? t->added[a].id : -1;
+    if (a < 0) {
+        ZAYA_WARN("'%s': %s \"%s\" is not an added token of the tokenizer; ignored", cfg_path, key, v->valuestring);
+        return ZAYA_OK;
+    }
+    *id = t->added[a].id;
+    return ZAYA_OK;
 }
 
-static void assign_roles(const char *path, const added_map *am, zaya_tokenizer *t) {
+static zaya_status assign_roles(const char *path, const added_map *am, zaya_tokenizer *t) {
     char dir[4096], cfg_path[4200];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0'; else snprintf(dir, sizeof dir, ".");
     snprintf(cfg_path, sizeof cfg_path, "%s/tokenizer_config.json", dir);
-    char *text;
-    size_t len;
-    cJSON *cfg = NULL;
-    if (zaya_read_file(cfg_path, &text, &len) == ZAYA_OK) {
-        cfg = cJSON_Parse(text);
-        free(text);
-    }
-    zaya_error_clear();
-    if (cfg) {
-        t->bos = role_from_config(cfg, "bos_token", t, am);
-        t->eos = role_from_config(cfg, "eos_token", t, am);
-        t->pad = role_from_config(cfg, "pad_token", t, am);
+    struct stat st;
+    if (stat(cfg_path, &st) == 0) {
+        cJSON *cfg = NULL;
+        ZAYA_TRY(zaya_json_load_file(cfg_path, &cfg));
+        zaya_status s = cJSON_IsObject(cfg) ? ZAYA_OK : zaya_error_set(ZAYA_EFORMAT, "'%s': expected a JSON object", cfg_path);
+        if (s == ZAYA_OK) s = role_from_config(cfg, cfg_path, "bos_token", t, am, &t->bos);
+        if (s == ZAYA_OK) s = role_from_config(cfg, cfg_path, "eos_token", t, am, &t->eos);
+        if (s == ZAYA_OK) s = role_from_config(cfg, cfg_path, "pad_token", t, am, &t->pad);
         cJSON_Delete(cfg);
-        return;
+        return s;
     }
     for (int i = 0; i < t->n_added; i++) {
         if (!t->added[i].special) continue;
@@ -354,6 +369,7 @@ static void assign_roles(const char *path, const added_map *am, zaya_tokenizer *
             t->eos = id;
         else if (t->pad < 0 && strcasestr(c, "pad")) t->pad = id;
     }
+    return ZAYA_OK;
 }
 
 zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out) {
@@ -372,7 +388,7 @@ zaya_status zaya_tokenizer_load(const char *path, zaya_tokenizer **out) {
     if (s == ZAYA_OK) s = resolve_model_ids(model, t);
     if (s == ZAYA_OK) s = zaya_tok_read_template(root, t);
     if (s == ZAYA_OK) s = zaya_tok_build_tries(t);
-    if (s == ZAYA_OK) assign_roles(path, &am, t);
+    if (s == ZAYA_OK) s = assign_roles(path, &am, t);
     added_map_free(&am);
     cJSON_Delete(root);
     if (s != ZAYA_OK) {

@@ -128,6 +128,15 @@ static zaya_status read_norm(const cJSON *o, const char *path, zaya_tokenizer *t
         t->n_norm++;
         return dup_str(to, &n->to, &n->to_len);
     }
+    static const char *const forms[] = {"NFC", "NFD", "NFKC", "NFKD"};
+    static const int form_ids[] = {ZAYA_NFC, ZAYA_NFD, ZAYA_NFKC, ZAYA_NFKD};
+    for (int f = 0; f < 4; f++)
+        if (!strcmp(type, forms[f])) {
+            n->kind = ZAYA_NORM_UNICODE;
+            n->form = form_ids[f];
+            t->n_norm++;
+            return ZAYA_OK;
+        }
     if (!strcmp(type, "Prepend")) {
         const char *to = "";
         ZAYA_TRY(get_string(o, path, "prepend", &to));
@@ -151,6 +160,9 @@ static const struct {
     /* tiktoken's own spelling of cl100k_base (possessive forms; same matches). */
     {"'(?i:[sdmt]|ll|ve|re)|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]++[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
      ZAYA_SPLIT_LLAMA3},
+    /* Qwen2 / Qwen2.5 / Qwen3: the Llama-3 pattern with single digits. */
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     ZAYA_SPLIT_QWEN2},
     /* o200k_base (GPT-4o), tiktoken's pattern as HF conversions store it. */
     {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
      "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
@@ -161,17 +173,30 @@ static const struct {
 static zaya_status read_split(const cJSON *o, const char *path, zaya_tokenizer *t) {
     const cJSON *p = item(o, "pattern");
     if (!cJSON_IsObject(p)) return zaya_error_set(ZAYA_EFORMAT, "%s.pattern: missing or not an object", path);
-    const cJSON *re = item(p, "Regex");
-    if (!cJSON_IsString(re)) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern: only Regex patterns are supported", path);
+    const cJSON *re = item(p, "Regex"), *str = item(p, "String");
     t->split_pattern = 0;
-    for (size_t i = 0; i < sizeof known_patterns / sizeof known_patterns[0]; i++)
-        if (!strcmp(re->valuestring, known_patterns[i].pattern)) t->split_pattern = known_patterns[i].id;
-    if (!t->split_pattern) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern.Regex: unsupported pattern", path);
+    if (cJSON_IsString(str)) {
+        if (!str->valuestring[0]) return zaya_error_set(ZAYA_EFORMAT, "%s.pattern.String: empty", path);
+        t->split_pattern = ZAYA_SPLIT_STRING;
+        ZAYA_TRY(dup_str(str->valuestring, &t->split_str, &t->split_str_len));
+    } else if (cJSON_IsString(re)) {
+        for (size_t i = 0; i < sizeof known_patterns / sizeof known_patterns[0]; i++)
+            if (!strcmp(re->valuestring, known_patterns[i].pattern)) t->split_pattern = known_patterns[i].id;
+        if (!t->split_pattern) return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.pattern.Regex: unsupported pattern", path);
+    } else {
+        return zaya_error_set(ZAYA_EFORMAT, "%s.pattern: expected {\"Regex\": ...} or {\"String\": ...}", path);
+    }
+    static const char *const names[] = {"Isolated", "Removed", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
     const char *behavior = "";
     ZAYA_TRY(get_string(o, path, "behavior", &behavior));
-    if (strcmp(behavior, "Isolated"))
-        return zaya_error_set(ZAYA_EUNSUPPORTED, "%s.behavior: '%s' is not supported (only Isolated)", path, behavior);
-    return require_false(o, path, "invert");
+    t->split_behavior = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(behavior, names[i])) t->split_behavior = i;
+    if (t->split_behavior < 0)
+        return zaya_error_set(ZAYA_EFORMAT, "%s.behavior: '%s' is not one of Isolated, Removed, MergedWithPrevious, "
+                              "MergedWithNext, Contiguous", path, behavior);
+    t->split_invert = 0;
+    return get_bool(o, path, "invert", &t->split_invert);
 }
 
 static zaya_status read_bytelevel_pre(const cJSON *o, const char *path, int *use_regex) {
@@ -198,6 +223,12 @@ static zaya_status read_pre(const cJSON *o, zaya_tokenizer *t) {
         t->ms_split = 1;
         return get_bool(o, path, "split", &t->ms_split);
     }
+    if (!strcmp(type, "Split")) { /* alone: a raw (SentencePiece-style) vocabulary */
+        ZAYA_TRY(read_split(o, path, t));
+        t->pre_kind = ZAYA_PRE_SPLIT;
+        t->split_bytelevel = 0;
+        return ZAYA_OK;
+    }
     if (!strcmp(type, "Sequence")) {
         const cJSON *arr = item(o, "pretokenizers");
         if (!cJSON_IsArray(arr)) return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer.pretokenizers: missing or not an array");
@@ -205,17 +236,20 @@ static zaya_status read_pre(const cJSON *o, zaya_tokenizer *t) {
         const char *ta = NULL, *tb = NULL;
         if (a) ZAYA_TRY(get_type(a, "pre_tokenizer.pretokenizers[0]", &ta));
         if (b) ZAYA_TRY(get_type(b, "pre_tokenizer.pretokenizers[1]", &tb));
+        if (a && b && !b->next && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel")) {
+            t->digits_individual = 0;
+            ZAYA_TRY(get_bool(a, "pre_tokenizer.pretokenizers[0]", "individual_digits", &t->digits_individual));
+            ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &t->use_regex));
+            t->pre_kind = ZAYA_PRE_DIGITS;
+            return ZAYA_OK;
+        }
         if (!a || !b || b->next || strcmp(ta, "Split") || strcmp(tb, "ByteLevel"))
             return zaya_error_set(ZAYA_EUNSUPPORTED,
-                                  "pre_tokenizer.pretokenizers: only [Split(Regex, Isolated), ByteLevel(use_regex=false)] "
-                                  "is supported");
+                                  "pre_tokenizer.pretokenizers: only [Split, ByteLevel] and [Digits, ByteLevel] are supported");
         ZAYA_TRY(read_split(a, "pre_tokenizer.pretokenizers[0]", t));
-        int use_regex;
-        ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &use_regex));
-        if (use_regex)
-            return zaya_error_set(ZAYA_EUNSUPPORTED, "pre_tokenizer.pretokenizers[1].use_regex: true after a Split is not supported");
+        ZAYA_TRY(read_bytelevel_pre(b, "pre_tokenizer.pretokenizers[1]", &t->use_regex));
         t->pre_kind = ZAYA_PRE_SPLIT;
-        t->use_regex = 0;
+        t->split_bytelevel = 1;
         return ZAYA_OK;
     }
     return unsupported_type(path, type);
@@ -313,11 +347,75 @@ static zaya_status check_post(const cJSON *o, const char *path, int depth, int *
     return unsupported_type(path, type);
 }
 
+/* ---- truncation and padding ---- */
+
+/* An integer in [lo, hi] at o.key (absent: keeps *out unless required). */
+static zaya_status get_count(const cJSON *o, const char *path, const char *key, int64_t lo, int64_t hi, int required,
+                             int64_t *out) {
+    const cJSON *v = item(o, key);
+    if (absent(v)) {
+        if (required) return zaya_error_set(ZAYA_EFORMAT, "%s.%s: missing", path, key);
+        return ZAYA_OK;
+    }
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi) ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+        return zaya_error_set(ZAYA_EFORMAT, "%s.%s: expected an integer in [%lld, %lld]", path, key, (long long)lo, (long long)hi);
+    *out = (int64_t)v->valuedouble;
+    return ZAYA_OK;
+}
+
+static zaya_status get_direction(const cJSON *o, const char *path, int *left) {
+    const cJSON *v = item(o, "direction");
+    *left = 0;
+    if (absent(v)) return ZAYA_OK;
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "Right")) return ZAYA_OK;
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "Left")) {
+        *left = 1;
+        return ZAYA_OK;
+    }
+    return zaya_error_set(ZAYA_EFORMAT, "%s.direction: expected \"Right\" or \"Left\"", path);
+}
+
+static zaya_status read_truncation(const cJSON *o, zaya_tokenizer *t) {
+    const char *path = "truncation";
+    if (absent(o)) return ZAYA_OK;
+    if (!cJSON_IsObject(o)) return zaya_error_set(ZAYA_EFORMAT, "%s: expected an object or null", path);
+    ZAYA_TRY(get_count(o, path, "max_length", 0, INT32_MAX, 1, &t->trunc_max));
+    int64_t stride = 0; /* only shapes HF's overflowing encodings, which zaya does not produce */
+    ZAYA_TRY(get_count(o, path, "stride", 0, INT32_MAX, 0, &stride));
+    const cJSON *st = item(o, "strategy");
+    if (!absent(st) && !(cJSON_IsString(st) && (!strcmp(st->valuestring, "LongestFirst") || !strcmp(st->valuestring, "OnlyFirst") ||
+                                               !strcmp(st->valuestring, "OnlySecond"))))
+        return zaya_error_set(ZAYA_EFORMAT, "%s.strategy: expected \"LongestFirst\", \"OnlyFirst\" or \"OnlySecond\"", path);
+    ZAYA_TRY(get_direction(o, path, &t->trunc_left));
+    t->has_trunc = 1;
+    return ZAYA_OK;
+}
+
+static zaya_status read_padding(const cJSON *o, zaya_tokenizer *t) {
+    const char *path = "padding";
+    if (absent(o)) return ZAYA_OK;
+    if (!cJSON_IsObject(o)) return zaya_error_set(ZAYA_EFORMAT, "%s: expected an object or null", path);
+    const cJSON *st = item(o, "strategy");
+    t->pad_fixed = 0;
+    if (cJSON_IsObject(st) && item(st, "Fixed")) {
+        ZAYA_TRY(get_count(st, "padding.strategy", "Fixed", 0, INT32_MAX, 1, &t->pad_fixed));
+    } else if (!absent(st) && !(cJSON_IsString(st) && !strcmp(st->valuestring, "BatchLongest"))) {
+        return zaya_error_set(ZAYA_EFORMAT, "%s.strategy: expected \"BatchLongest\" or {\"Fixed\": N}", path);
+    }
+    ZAYA_TRY(get_direction(o, path, &t->pad_left));
+    t->pad_multiple = 0;
+    ZAYA_TRY(get_count(o, path, "pad_to_multiple_of", 0, INT32_MAX, 0, &t->pad_multiple));
+    int64_t id = 0;
+    ZAYA_TRY(get_count(o, path, "pad_id", 0, INT32_MAX, 0, &id));
+    t->pad_id = (int32_t)id; /* checked against the vocabulary in zaya_tok_read_template */
+    t->has_pad = 1;
+    return ZAYA_OK;
+}
+
 zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t) {
-    const char *top[] = {"truncation", "padding"};
-    for (int i = 0; i < 2; i++)
-        if (!absent(item(root, top[i])))
-            return zaya_error_set(ZAYA_EUNSUPPORTED, "%s: only null is supported (zaya encodes whole texts)", top[i]);
+    ZAYA_TRY(read_truncation(item(root, "truncation"), t));
+    ZAYA_TRY(read_padding(item(root, "padding"), t));
     t->norm = calloc(MAX_STEPS, sizeof *t->norm);
     t->dec = calloc(MAX_STEPS, sizeof *t->dec);
     if (!t->norm || !t->dec) return zaya_error_set(ZAYA_ENOMEM, "out of memory");
@@ -325,7 +423,8 @@ zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t) {
     if (!item(root, "pre_tokenizer"))
         return zaya_error_set(ZAYA_EFORMAT, "pre_tokenizer: missing (use null for none, or {\"type\": \"ByteLevel\", ...})");
     ZAYA_TRY(read_pre(pre, t));
-    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && t->pre_kind != ZAYA_PRE_SPLIT;
+    t->vocab_raw = t->pre_kind != ZAYA_PRE_BYTELEVEL && !(t->pre_kind == ZAYA_PRE_SPLIT && t->split_bytelevel) &&
+                   t->pre_kind != ZAYA_PRE_DIGITS;
     const cJSON *norm = item(root, "normalizer");
     if (!absent(norm)) ZAYA_TRY(read_norm(norm, "normalizer", t, 0));
     const cJSON *dec = item(root, "decoder");
@@ -358,6 +457,8 @@ zaya_status zaya_tok_read_pipeline(const cJSON *root, zaya_tokenizer *t) {
 
 /* Resolves the template ids (after the vocabulary is read). */
 zaya_status zaya_tok_read_template(const cJSON *root, zaya_tokenizer *t) {
+    if (t->has_pad && t->pad_id >= t->n_vocab)
+        return zaya_error_set(ZAYA_ERANGE, "padding.pad_id: %d is outside the vocabulary [0, %d)", t->pad_id, t->n_vocab);
     const cJSON *post = item(root, "post_processor"), *tpl = NULL;
     const char *path = "post_processor";
     char buf[512];
@@ -431,10 +532,17 @@ void zaya_tok_free_pipeline(zaya_tokenizer *t) {
     free(t->dec);
     free(t->tpl_pre);
     free(t->tpl_post);
+    free(t->split_str);
+    for (int32_t a = 0; t->added_norm && a < t->n_added; a++) free(t->added_norm[a]);
+    free(t->added_norm);
+    free(t->added_norm_len);
     zaya_tok_trie *tries[2] = {&t->trie_raw, &t->trie_norm};
     for (int k = 0; k < 2; k++) {
         free(tries[k]->edge_key);
         free(tries[k]->edge_child);
         free(tries[k]->term);
+        free(tries[k]->fail);
+        free(tries[k]->out);
+        free(tries[k]->depth);
     }
 }

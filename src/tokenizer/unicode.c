@@ -1,5 +1,8 @@
 #include "tokenizer/unicode.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 int zaya_utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
     uint8_t b = s[0];
     if (b < 0x80) {
@@ -97,4 +100,190 @@ int zaya_cp_to_byte(uint32_t cp) {
     if (k < 33) return k;
     if (k < 67) return 0x7F + (k - 33);
     return 0xAD;
+}
+
+/* ---- normalization (UAX #15): decompose, order marks by combining class, compose ---- */
+
+#define INVALID_UNIT 0x80000000u /* | byte: a byte that is not valid UTF-8 */
+enum { S_BASE = 0xAC00, L_BASE = 0x1100, V_BASE = 0x1161, T_BASE = 0x11A7, L_COUNT = 19, V_COUNT = 21, T_COUNT = 28,
+       N_COUNT = V_COUNT * T_COUNT, S_COUNT = L_COUNT * N_COUNT };
+
+static uint32_t ccc_of(uint32_t cp) {
+    if (cp < 0x300 || cp & INVALID_UNIT) return 0;
+    int lo = 0, hi = zaya_unicode_ccc_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < zaya_unicode_ccc_ranges[mid].lo) hi = mid - 1;
+        else if (cp > zaya_unicode_ccc_ranges[mid].hi) lo = mid + 1;
+        else return zaya_unicode_ccc_ranges[mid].ccc;
+    }
+    return 0;
+}
+
+static const zaya_unicode_decomp *find_decomp(const zaya_unicode_decomp *t, int n, uint32_t cp) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < t[mid].cp) hi = mid - 1;
+        else if (cp > t[mid].cp) lo = mid + 1;
+        else return &t[mid];
+    }
+    return NULL;
+}
+
+static uint32_t compose_pair(uint32_t a, uint32_t b) {
+    if (a >= L_BASE && a < L_BASE + L_COUNT && b >= V_BASE && b < V_BASE + V_COUNT)
+        return S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT;
+    if (a >= S_BASE && a < S_BASE + S_COUNT && (a - S_BASE) % T_COUNT == 0 && b > T_BASE && b < T_BASE + T_COUNT)
+        return a + (b - T_BASE);
+    if ((a | b) & INVALID_UNIT) return 0;
+    int lo = 0, hi = zaya_unicode_compose_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const zaya_unicode_pair *p = &zaya_unicode_compose[mid];
+        if (a < p->a || (a == p->a && b < p->b)) hi = mid - 1;
+        else if (a > p->a || b > p->b) lo = mid + 1;
+        else return p->c;
+    }
+    return 0;
+}
+
+typedef struct cp_buf {
+    uint32_t *v;
+    size_t n, cap, bytes, limit; /* bytes: UTF-8 length of v so far, checked against limit */
+    int over;
+} cp_buf;
+
+static int utf8_len_of(uint32_t cp) { return cp & INVALID_UNIT ? 1 : cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
+static int cp_push(cp_buf *b, uint32_t cp) {
+    b->bytes += (size_t)utf8_len_of(cp);
+    if (b->bytes > b->limit) {
+        b->over = 1;
+        return -1;
+    }
+    if (b->n == b->cap) {
+        size_t c = b->cap ? 2 * b->cap : 64;
+        uint32_t *v = realloc(b->v, c * sizeof *v);
+        if (!v) return -1;
+        b->v = v;
+        b->cap = c;
+    }
+    b->v[b->n++] = cp;
+    return 0;
+}
+
+/* Stable sort of a run of marks by combining class: insertion for short runs, counting for long
+ * ones (so a long run of marks stays linear). */
+static int order_run(uint32_t *v, size_t n) {
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t x = v[i], cx = ccc_of(x);
+            size_t j = i;
+            while (j > 0 && ccc_of(v[j - 1]) > cx) v[j] = v[j - 1], j--;
+            v[j] = x;
+        }
+        return 0;
+    }
+    uint32_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp) return -1;
+    size_t count[257] = {0};
+    for (size_t i = 0; i < n; i++) count[ccc_of(v[i]) + 1]++;
+    for (int c = 1; c < 257; c++) count[c] += count[c - 1];
+    for (size_t i = 0; i < n; i++) tmp[count[ccc_of(v[i])]++] = v[i];
+    memcpy(v, tmp, n * sizeof *v);
+    free(tmp);
+    return 0;
+}
+
+int zaya_unicode_normalize(zaya_unicode_form form, const uint8_t *s, size_t n, size_t limit, uint8_t **out, size_t *out_len) {
+    *out = NULL;
+    size_t ascii = 0;
+    while (ascii < n && s[ascii] < 0x80) ascii++;
+    if (ascii == n) { /* ASCII is the same in every form */
+        if (n > limit) return -2;
+        if (!(*out = malloc(n + 1))) return -1;
+        memcpy(*out, s, n);
+        *out_len = n;
+        return 0;
+    }
+    int compat = form == ZAYA_NFKC || form == ZAYA_NFKD, comp = form == ZAYA_NFC || form == ZAYA_NFKC;
+    cp_buf b = {NULL, 0, 0, 0, limit, 0};
+    int err = 0;
+    for (size_t i = 0; !err && i < n;) {
+        uint32_t cp;
+        int len = zaya_utf8_decode(s + i, n - i, &cp);
+        if (cp == UINT32_MAX) cp = INVALID_UNIT | s[i];
+        i += (size_t)len;
+        if (cp >= S_BASE && cp < S_BASE + S_COUNT) {
+            uint32_t k = cp - S_BASE;
+            err = cp_push(&b, L_BASE + k / N_COUNT) || cp_push(&b, V_BASE + (k % N_COUNT) / T_COUNT);
+            if (!err && k % T_COUNT) err = cp_push(&b, T_BASE + k % T_COUNT);
+            continue;
+        }
+        const zaya_unicode_decomp *d = NULL;
+        if (cp >= 0xA0 && !(cp & INVALID_UNIT)) {
+            if (compat) d = find_decomp(zaya_unicode_compat, zaya_unicode_compat_count, cp);
+            if (!d) d = find_decomp(zaya_unicode_canon, zaya_unicode_canon_count, cp);
+        }
+        if (!d) {
+            err = cp_push(&b, cp);
+            continue;
+        }
+        for (uint32_t k = 0; !err && k < d->len; k++) {
+            uint32_t x = zaya_unicode_decomp_pool[d->off + k];
+            if (x >= S_BASE && x < S_BASE + S_COUNT) { /* compatibility forms of Hangul syllables */
+                uint32_t h = x - S_BASE;
+                err = cp_push(&b, L_BASE + h / N_COUNT) || cp_push(&b, V_BASE + (h % N_COUNT) / T_COUNT);
+                if (!err && h % T_COUNT) err = cp_push(&b, T_BASE + h % T_COUNT);
+            } else {
+                err = cp_push(&b, x);
+            }
+        }
+    }
+    /* Canonical ordering of every run of non-starters. */
+    for (size_t i = 0; !err && i < b.n;) {
+        if (!ccc_of(b.v[i])) { i++; continue; }
+        size_t j = i;
+        while (j < b.n && ccc_of(b.v[j])) j++;
+        err = j - i > 1 ? order_run(b.v + i, j - i) : 0;
+        i = j;
+    }
+    size_t m = b.n;
+    if (!err && comp) {
+        size_t k = 0;
+        ptrdiff_t starter = -1;
+        int last = -1; /* combining class of the last character kept after the starter; -1: none */
+        for (size_t i = 0; i < b.n; i++) {
+            uint32_t ch = b.v[i];
+            int cc = (int)ccc_of(ch);
+            if (starter >= 0 && (last == -1 || (last != 0 && last < cc))) {
+                uint32_t c = compose_pair(b.v[starter], ch);
+                if (c) {
+                    b.v[starter] = c;
+                    continue;
+                }
+            }
+            if (cc == 0) {
+                starter = (ptrdiff_t)k;
+                last = -1;
+            } else {
+                last = cc;
+            }
+            b.v[k++] = ch;
+        }
+        m = k;
+    }
+    uint8_t *o = err ? NULL : malloc(b.bytes + 1);
+    if (o) {
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (b.v[i] & INVALID_UNIT) o[k++] = (uint8_t)(b.v[i] & 0xFF);
+            else k += (size_t)zaya_utf8_encode(b.v[i], o + k);
+        }
+        *out = o;
+        *out_len = k;
+    }
+    free(b.v);
+    return o ? 0 : b.over ? -2 : -1;
 }

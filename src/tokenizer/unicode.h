@@ -32,6 +32,30 @@ extern const zaya_unicode_range zaya_unicode_upper[], zaya_unicode_lower[], zaya
 extern const int zaya_unicode_upper_count, zaya_unicode_lower_count, zaya_unicode_lmlo_count, zaya_unicode_marks_count;
 int zaya_unicode_case(uint32_t cp);
 
+/* Unicode versions of the tables: the character classes (HF's regex engine) and the normalization
+ * data (HF's normalizers). */
+extern const char zaya_unicode_version[], zaya_unicode_norm_version[];
+
+/* Normalization data (scripts/gen_unicode_tables.py): combining classes by range, full canonical and
+ * compatibility decompositions (sorted by code point; `len` code points at `off` in the pool) and the
+ * primary composites (sorted by (a, b)). */
+typedef struct zaya_unicode_ccc { uint32_t lo, hi, ccc; } zaya_unicode_ccc;
+typedef struct zaya_unicode_decomp { uint32_t cp, off, len; } zaya_unicode_decomp;
+typedef struct zaya_unicode_pair { uint32_t a, b, c; } zaya_unicode_pair;
+extern const zaya_unicode_ccc zaya_unicode_ccc_ranges[];
+extern const zaya_unicode_decomp zaya_unicode_canon[], zaya_unicode_compat[];
+extern const uint32_t zaya_unicode_decomp_pool[];
+extern const zaya_unicode_pair zaya_unicode_compose[];
+extern const int zaya_unicode_ccc_count, zaya_unicode_canon_count, zaya_unicode_compat_count, zaya_unicode_decomp_pool_count,
+    zaya_unicode_compose_count;
+
+/* The four normalization forms (HF's NFC / NFD / NFKC / NFKD normalizers). */
+typedef enum zaya_unicode_form { ZAYA_NFC = 1, ZAYA_NFD, ZAYA_NFKC, ZAYA_NFKD } zaya_unicode_form;
+/* Normalizes s[0..n) into a malloc'd *out / *out_len. Bytes that are not valid UTF-8 pass through
+ * unchanged and block composition. Returns 0; -2 when the result would exceed `limit` bytes, -1 when
+ * memory runs out (*out is then NULL). */
+int zaya_unicode_normalize(zaya_unicode_form form, const uint8_t *s, size_t n, size_t limit, uint8_t **out, size_t *out_len);
+
 /* GPT-2 byte-level alphabet: byte b <-> code point zaya_byte_to_cp[b]. */
 extern const uint16_t zaya_byte_to_cp[256];
 /* Byte for a code point of the alphabet, or -1. */

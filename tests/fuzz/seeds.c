@@ -236,6 +236,28 @@ static void foreign_headers(void) {
     }
 }
 
+/* tokenizer_pipeline: byte 0 picks the tokenizer, byte 1 the flags, then text (fuzz_tokenizer_pipeline.c). */
+static void pipeline_texts(void) {
+    static const char *const texts[] = {
+        "Hello  world's 12345 \xe6\x9d\xb1\xe4\xba\xac\xf0\x9f\x98\x80",
+        "HelloWORLDfoo \xe4\xb8\xad" "A x'\xc5\xbfup \xc7\x85" "A\xca\xb0 12345/\n\n  a",
+        "<s>hi <mask> x<tool>  y</s><|begin_of_text|>a<|end_of_text|>",
+        "  \t\r\n\xc2\xa0\xe3\x80\x80 tabs\tand\r\nnewlines\n\n\n",
+        "\xff\xfe invalid \xc0\xaf utf-8 \xed\xa0\x80 \xf4\x90\x80\x80",
+    };
+    for (int k = 0; k < 8; k++)
+        for (int f = 0; f < 4; f += 3)
+            for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+                char buf[256], name[64];
+                size_t n = strlen(texts[i]);
+                buf[0] = (char)k;
+                buf[1] = (char)f;
+                memcpy(buf + 2, texts[i], n);
+                snprintf(name, sizeof name, "tok%d-flags%d-text%zu", k, f, i);
+                put("tokenizer_pipeline", name, buf, n + 2);
+            }
+}
+
 static void tokenizers(void) {
     zaya_tokenizer *t = NULL;
     if (fuzz_make_tokenizer(&t) != ZAYA_OK) return fail("tokenizer");
@@ -334,6 +356,7 @@ int main(int argc, char **argv) {
     shard("u32-no-eos.ztok", 70000, ZAYA_SHARD_NO_EOS);
     foreign_headers();
     tokenizers();
+    pipeline_texts();
     eval_jsonl();
     heartbeat();
     if (argc == 3) fixtures(argv[2]);

@@ -174,7 +174,8 @@ static zaya_status split_walk(const zaya_tokenizer *t, const uint8_t *s, size_t 
             else join = pend && m == pend_match; /* Contiguous: runs of segments of one kind */
             if (join) {
                 pb = b;
-                pend_match = beh == ZAYA_SPLIT_MERGED_NEXT ? 0 : 1;
+                /* Contiguous keeps the run's kind (a run of gaps after invert stays one) */
+                pend_match = beh == ZAYA_SPLIT_MERGED_NEXT ? 0 : beh == ZAYA_SPLIT_MERGED_PREV ? 1 : m;
                 if (beh == ZAYA_SPLIT_MERGED_NEXT) { /* match + following gap is complete */
                     ZAYA_TRY(split_piece(t, s, pa, pb, fn, ctx));
                     pend = 0;

@@ -17,7 +17,7 @@ expect 0 "--quick" -- "$zaya" bench kernels --help
 expect 2 "--bogus" -- "$zaya" bench kernels --bogus
 expect 2 "--reps must be in 1..1000 (got -1)" -- "$zaya" bench kernels --reps -1
 expect 2 "unexpected argument 'extra'" -- "$zaya" bench kernels extra
-expect 2 "--threads must be >= 0 (got -3)" -- "$zaya" bench kernels --threads -3
+expect 2 "option '--threads': -3 is out of range" -- "$zaya" bench kernels --threads -3
 expect 0 "--torch-script" -- "$zaya" bench model --help
 expect 2 "--dtype: unknown dtype 'f16' (f32, bf16 or both)" -- "$zaya" bench model --dtype f16
 expect 2 "--batch must be in 1..4096 (got 0)" -- "$zaya" bench model --batch 0

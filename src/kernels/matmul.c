@@ -486,9 +486,16 @@ static char *scratch_take(check_scratch *sc, size_t bytes) {
 /* Rounds a byte count up to 64 so that the scratch's parts stay aligned. */
 static size_t up64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-/* SPLIT_SERIAL when some thread count changes the bits of e's product (see the file comment). */
-static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *serial) {
-    *serial = 0;
+/* The generated operands of a one-time check of r: A, B and C (filled), and a second C, all in sc's
+ * scratch, which stays locked until check_release. */
+typedef struct check_operands {
+    void *a, *b;
+    float *c1, *c2;
+    size_t nc;
+    check_scratch *sc;
+} check_operands;
+
+static zaya_status check_setup(const zaya_matmul_desc *r, check_scratch *sc, const char *what, check_operands *op) {
     const int bf16 = r->dtype == ZAYA_DTYPE_BF16;
     const size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
     const int64_t ra = r->trans_a ? r->k : r->m, ca = r->trans_a ? r->m : r->k;
@@ -497,26 +504,33 @@ static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *
     const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
     const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
     const size_t ba = up64(na * es), bb = up64(nb * es), bc = up64(nc * sizeof(float));
-    char *buf = scratch_take(&g_split_scratch, ba + bb + 2 * bc);
+    char *buf = scratch_take(sc, ba + bb + 2 * bc);
     if (!buf)
-        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the thread-count check of m=%lld n=%lld k=%lld",
-                              (long long)r->m, (long long)r->n, (long long)r->k);
-    void *a = buf, *b = buf + ba;
-    float *c1 = (float *)(buf + ba + bb), *ct = (float *)(buf + ba + bb + bc);
-    zaya_status s = ZAYA_OK;
-    fill_pattern(a, na, bf16, 0x9e3779b9u);
-    fill_pattern(b, nb, bf16, 0x7f4a7c15u);
-    fill_pattern(c1, nc, 0, 0x2545f491u);
-    if ((s = execute_threads(r, e, a, b, c1, 1)) != ZAYA_OK) goto done;
+        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the %s check of batch=%lld m=%lld n=%lld k=%lld", what,
+                              (long long)r->batch, (long long)r->m, (long long)r->n, (long long)r->k);
+    *op = (check_operands){buf, buf + ba, (float *)(buf + ba + bb), (float *)(buf + ba + bb + bc), nc, sc};
+    fill_pattern(op->a, na, bf16, 0x9e3779b9u);
+    fill_pattern(op->b, nb, bf16, 0x7f4a7c15u);
+    fill_pattern(op->c1, nc, 0, 0x2545f491u);
+    return ZAYA_OK;
+}
+
+static void check_release(check_operands *op) { pthread_mutex_unlock(&op->sc->mu); }
+
+/* SPLIT_SERIAL when some thread count changes the bits of e's product (see the file comment). */
+static zaya_status check_split(const zaya_matmul_desc *r, matmul_entry *e, int *serial) {
+    *serial = 0;
+    check_operands op;
+    ZAYA_TRY(check_setup(r, &g_split_scratch, "thread-count", &op));
+    const size_t cbytes = op.nc * sizeof(float);
+    zaya_status s = execute_threads(r, e, op.a, op.b, op.c1, 1);
     const int pool = omp_get_max_threads(), counts[] = {2, 3, 4, pool};
-    for (int i = 0; i < 4 && !*serial; i++) {
+    for (int i = 0; i < 4 && s == ZAYA_OK && !*serial; i++) {
         if (counts[i] < 2 || (i == 3 && pool <= 4)) continue;
-        fill_pattern(ct, nc, 0, 0x2545f491u);
-        if ((s = execute_threads(r, e, a, b, ct, counts[i])) != ZAYA_OK) goto done;
-        *serial = memcmp(c1, ct, nc * sizeof(float)) != 0;
+        fill_pattern(op.c2, op.nc, 0, 0x2545f491u);
+        if ((s = execute_threads(r, e, op.a, op.b, op.c2, counts[i])) == ZAYA_OK) *serial = memcmp(op.c1, op.c2, cbytes) != 0;
     }
-done:
-    pthread_mutex_unlock(&g_split_scratch.mu);
+    check_release(&op);
     return s;
 }
 
@@ -674,30 +688,13 @@ static zaya_status run_unbatched(const zaya_matmul_desc *r, const void *a, const
 /* Whether e's batched kernel gives the bits of one product per matrix, on generated operands. */
 static zaya_status check_batch(const zaya_matmul_desc *r, matmul_entry *e, int *same) {
     *same = 0;
-    const int bf16 = r->dtype == ZAYA_DTYPE_BF16;
-    const size_t es = bf16 ? sizeof(uint16_t) : sizeof(float);
-    const int64_t ra = r->trans_a ? r->k : r->m, ca = r->trans_a ? r->m : r->k;
-    const int64_t rb = r->trans_b ? r->n : r->k, cb = r->trans_b ? r->k : r->n;
-    const size_t na = operand_extent(r->batch, ra, ca, r->lda, r->stride_a);
-    const size_t nb = operand_extent(r->batch, rb, cb, r->ldb, r->stride_b);
-    const size_t nc = operand_extent(r->batch, r->m, r->n, r->ldc, r->stride_c);
-    const size_t ba = up64(na * es), bb = up64(nb * es), bc = up64(nc * sizeof(float));
-    char *buf = scratch_take(&g_batch_scratch, ba + bb + 2 * bc);
-    if (!buf)
-        return zaya_error_set(ZAYA_ENOMEM, "matmul: cannot allocate the batch check of batch=%lld m=%lld n=%lld k=%lld",
-                              (long long)r->batch, (long long)r->m, (long long)r->n, (long long)r->k);
-    void *a = buf, *b = buf + ba;
-    float *c1 = (float *)(buf + ba + bb), *c2 = (float *)(buf + ba + bb + bc);
-    zaya_status s = ZAYA_OK;
-    fill_pattern(a, na, bf16, 0x85ebca6bu);
-    fill_pattern(b, nb, bf16, 0xc2b2ae35u);
-    fill_pattern(c1, nc, 0, 0x27d4eb2fu);
-    memcpy(c2, c1, nc * sizeof(float));
-    if ((s = execute(r, e, a, b, c1)) != ZAYA_OK) goto done;
-    if ((s = run_unbatched(r, a, b, c2)) != ZAYA_OK) goto done;
-    *same = !memcmp(c1, c2, nc * sizeof(float));
-done:
-    pthread_mutex_unlock(&g_batch_scratch.mu);
+    check_operands op;
+    ZAYA_TRY(check_setup(r, &g_batch_scratch, "batch", &op));
+    memcpy(op.c2, op.c1, op.nc * sizeof(float));
+    zaya_status s = execute(r, e, op.a, op.b, op.c1);
+    if (s == ZAYA_OK) s = run_unbatched(r, op.a, op.b, op.c2);
+    if (s == ZAYA_OK) *same = !memcmp(op.c1, op.c2, op.nc * sizeof(float));
+    check_release(&op);
     return s;
 }
 
